@@ -667,3 +667,30 @@ func TestPackAllocs(t *testing.T) {
 		t.Fatalf("AppendPack into a large enough buffer allocates %v times, want 0", n)
 	}
 }
+
+// TestDeepNesting: Unpack is iterative, so adversarial nesting depth costs
+// memory in proportion to the input, never a stack overflow.
+func TestDeepNesting(t *testing.T) {
+	const depth = 100_000
+	k := append(bytes.Repeat([]byte{nestedCode}, depth), bytes.Repeat([]byte{0x00}, depth)...)
+	got, err := Unpack(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := got
+	for i := 0; i < depth; i++ {
+		if len(inner) != 1 {
+			t.Fatalf("level %d has %d elements", i, len(inner))
+		}
+		inner = inner[0].(Tuple)
+	}
+	if len(inner) != 0 {
+		t.Fatalf("innermost tuple has %d elements", len(inner))
+	}
+	if !bytes.Equal(got.Pack(), k) {
+		t.Fatal("deeply nested tuple does not pack back to its input")
+	}
+	if _, err := Unpack(k[:len(k)-1]); err == nil {
+		t.Fatal("missing final terminator accepted")
+	}
+}
