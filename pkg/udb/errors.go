@@ -39,6 +39,7 @@ const (
 	CodeInvalidOptionValue          = 2006
 	CodeInvalidMutationType         = 2013
 	CodeUsedDuringCommit            = 2017
+	CodeNoCommitVersion             = 2021
 	CodeTransactionTooLarge         = 2101
 	CodeKeyTooLarge                 = 2102
 	CodeValueTooLarge               = 2103
@@ -72,6 +73,7 @@ var errorNames = map[int]struct{ name, message string }{
 	CodeInvalidOptionValue:          {"invalid_option_value", "Option set with an invalid value"},
 	CodeInvalidMutationType:         {"invalid_mutation_type", "Mutation type not recognized"},
 	CodeUsedDuringCommit:            {"used_during_commit", "Operation issued while a commit was outstanding"},
+	CodeNoCommitVersion:             {"no_commit_version", "Transaction is read-only and therefore does not have a commit version"},
 	CodeTransactionTooLarge:         {"transaction_too_large", "Transaction exceeds byte limit"},
 	CodeKeyTooLarge:                 {"key_too_large", "Key length exceeds limit"},
 	CodeValueTooLarge:               {"value_too_large", "Value length exceeds limit"},

@@ -1,0 +1,302 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/internal/txn"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// versionKey holds the last commit version, written in every commit batch so
+// versions keep increasing across restarts. It sorts after every key a
+// transaction can address (system keys end at \xff\xff).
+var versionKey = []byte("\xff\xff\xff/berth/udb/version")
+
+// Options configure an embedded database.
+type Options struct {
+	// Dir is the pebble directory; empty with InMemory.
+	Dir string
+	// InMemory keeps everything in memory (mem://).
+	InMemory bool
+	// FS overrides the filesystem (tests inject crashes through it).
+	FS vfs.FS
+	// NoSync skips the fsync of each commit group. Commits then survive a
+	// process crash but not a machine crash.
+	NoSync bool
+	// MaxWatches bounds outstanding watches (default 10,000).
+	MaxWatches int
+	// MaxGroup bounds the transactions applied in one batch (default 1,024).
+	MaxGroup int
+}
+
+// DB is an embedded udb database.
+type DB struct {
+	pdb       *pebble.DB
+	clock     *versionClock
+	writeOpts *pebble.WriteOptions
+	maxGroup  int
+
+	// mu guards the newest state handed to new transactions.
+	mu struct {
+		sync.Mutex
+		version  int64       // newest read version; >= snap.from
+		snap     *sharedSnap // state after the last commit
+		inflight bool        // a group holds versions not yet published
+		recent   []*sharedSnap
+		closed   bool
+	}
+
+	commits chan *pendingCommit
+	stop    chan struct{}
+	stopped chan struct{}
+
+	// Owned by the committer goroutine.
+	resolver *resolver
+	lastCV   int64
+	inject   struct {
+		sync.Mutex
+		code    int
+		applied bool
+	}
+
+	watches *watchSet
+}
+
+var (
+	_ udb.Database      = (*DB)(nil)
+	_ udb.Clock         = (*DB)(nil)
+	_ udb.FaultInjector = (*DB)(nil)
+)
+
+// Open opens or creates an embedded database.
+func Open(opts Options) (*DB, error) {
+	fs := opts.FS
+	dir := opts.Dir
+	if fs == nil {
+		if opts.InMemory {
+			fs = vfs.NewMem()
+		} else {
+			fs = vfs.Default
+		}
+	}
+	if dir == "" && !opts.InMemory {
+		return nil, errors.New("embedded: a directory is required (file://PATH)")
+	}
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		FS:                    fs,
+		Logger:                quietLogger{},
+		MemTableSize:          64 << 20,
+		L0CompactionThreshold: 4,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %q: %w", dir, err)
+	}
+	last, err := readLastVersion(pdb)
+	if err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	db := &DB{
+		pdb:       pdb,
+		clock:     newVersionClock(last + 1),
+		writeOpts: pebble.Sync,
+		maxGroup:  opts.MaxGroup,
+		commits:   make(chan *pendingCommit, 4096),
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		resolver:  newResolver(),
+		lastCV:    last,
+		watches:   newWatchSet(opts.MaxWatches),
+	}
+	if opts.NoSync {
+		db.writeOpts = pebble.NoSync
+	}
+	if db.maxGroup <= 0 {
+		db.maxGroup = 1024
+	}
+	s := &sharedSnap{ps: pdb.NewSnapshot(), from: last}
+	s.to.Store(math.MaxInt64)
+	s.refs.Store(1)
+	db.mu.snap, db.mu.version = s, last
+	go db.commitLoop()
+	return db, nil
+}
+
+func readLastVersion(pdb *pebble.DB) (int64, error) {
+	v, closer, err := pdb.Get(versionKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedded: read version: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("embedded: stored version is %d bytes, want 8: store is corrupt", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// CreateTransaction implements udb.Database.
+func (db *DB) CreateTransaction() (udb.Transaction, error) {
+	db.mu.Lock()
+	closed := db.mu.closed
+	db.mu.Unlock()
+	if closed {
+		return nil, errors.New("embedded: database is closed")
+	}
+	return txn.New(backend{db}), nil
+}
+
+// Transact implements udb.Database.
+func (db *DB) Transact(ctx context.Context, f func(udb.Transaction) (any, error)) (any, error) {
+	return udb.RunTransact(ctx, db, f)
+}
+
+// ReadTransact implements udb.Database.
+func (db *DB) ReadTransact(ctx context.Context, f func(udb.ReadTransaction) (any, error)) (any, error) {
+	return udb.RunReadTransact(ctx, db, f)
+}
+
+// AdvanceVersions implements udb.Clock.
+func (db *DB) AdvanceVersions(n int64) { db.clock.advanced.Add(n) }
+
+// InjectCommitError implements udb.FaultInjector: the next commit fails with
+// code, after being applied if applied is true.
+func (db *DB) InjectCommitError(code int, applied bool) {
+	db.inject.Lock()
+	db.inject.code, db.inject.applied = code, applied
+	db.inject.Unlock()
+}
+
+// Close stops the committer, fails outstanding watches and closes the store.
+// Transactions still open fail afterwards.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.mu.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.mu.closed = true
+	db.mu.Unlock()
+	close(db.stop)
+	<-db.stopped
+	db.watches.failAll(udb.Error{Code: udb.CodeOperationCancelled})
+	db.mu.Lock()
+	snap := db.mu.snap
+	db.mu.snap = nil
+	db.mu.Unlock()
+	snap.release()
+	return db.pdb.Close()
+}
+
+// readVersion hands out the newest read version with its snapshot. With no
+// commit in flight the version moves up to the clock, as FoundationDB's
+// versions advance with time, so idle databases do not age transactions.
+func (db *DB) readVersion() (*snapHandle, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closed {
+		return nil, errors.New("embedded: database is closed")
+	}
+	if !db.mu.inflight {
+		db.mu.version = max(db.mu.version, db.clock.now())
+	}
+	s := db.mu.snap
+	s.refs.Add(1)
+	return &snapHandle{db: db, shared: s, version: db.mu.version}, nil
+}
+
+// snapshotAt serves a read version chosen by the caller, from the newest
+// snapshot or a recent one still held by other transactions.
+func (db *DB) snapshotAt(v int64) (*snapHandle, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closed {
+		return nil, errors.New("embedded: database is closed")
+	}
+	newest := db.mu.version
+	if !db.mu.inflight {
+		newest = max(newest, db.clock.now())
+	}
+	if v > newest {
+		return nil, udb.Error{Code: udb.CodeFutureVersion}
+	}
+	if db.clock.now()-v > udb.MVCCWindowVersions {
+		return nil, udb.Error{Code: udb.CodeTransactionTooOld}
+	}
+	if s := db.mu.snap; v >= s.from {
+		db.mu.version = max(db.mu.version, v)
+		s.refs.Add(1)
+		return &snapHandle{db: db, shared: s, version: v}, nil
+	}
+	for _, s := range db.mu.recent {
+		if v >= s.from && v < s.to.Load() && s.acquire() {
+			return &snapHandle{db: db, shared: s, version: v}, nil
+		}
+	}
+	return nil, udb.Error{Code: udb.CodeTransactionTooOld}
+}
+
+// publish makes the state after a commit group the newest read version.
+func (db *DB) publish(version int64) {
+	s := &sharedSnap{ps: db.pdb.NewSnapshot(), from: version}
+	s.to.Store(math.MaxInt64)
+	s.refs.Store(1)
+	db.mu.Lock()
+	old := db.mu.snap
+	old.to.Store(version)
+	db.mu.snap = s
+	db.mu.version = max(db.mu.version, version)
+	db.mu.inflight = false
+	// Keep superseded snapshots findable by SetReadVersion while readers hold them.
+	kept := db.mu.recent[:0]
+	for _, r := range db.mu.recent {
+		if r.refs.Load() > 0 && db.clock.now()-r.to.Load() <= udb.MVCCWindowVersions {
+			kept = append(kept, r)
+		}
+	}
+	db.mu.recent = append(kept, old)
+	db.mu.Unlock()
+	old.release()
+}
+
+// backend adapts DB to txn.Backend.
+type backend struct{ db *DB }
+
+func (b backend) ReadVersion(ctx context.Context) (txn.Snapshot, error) {
+	return b.db.readVersion()
+}
+
+func (b backend) SnapshotAt(ctx context.Context, v int64) (txn.Snapshot, error) {
+	return b.db.snapshotAt(v)
+}
+
+func (b backend) Commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitResult, error) {
+	return b.db.commit(ctx, req)
+}
+
+func (b backend) ArmWatches(ws []*txn.Watch) {
+	if len(ws) == 0 {
+		return
+	}
+	b.db.armWatches(ws)
+}
+
+func (b backend) DisarmWatch(w *txn.Watch) { b.db.watches.remove(w) }
+
+// quietLogger keeps pebble's informational chatter out of berth's logs.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

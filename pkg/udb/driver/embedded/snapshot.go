@@ -1,0 +1,135 @@
+package embedded
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/internal/txn"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// sharedSnap is one pebble snapshot, the state after the commit at version
+// from, shared by every transaction that reads at a version in [from, to).
+// The DB holds one reference while the snapshot is the newest.
+type sharedSnap struct {
+	ps   *pebble.Snapshot
+	from int64
+	to   atomic.Int64 // the next commit's version; MaxInt64 while newest
+	refs atomic.Int32
+}
+
+func (s *sharedSnap) acquire() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (s *sharedSnap) release() {
+	if s.refs.Add(-1) == 0 {
+		_ = s.ps.Close()
+	}
+}
+
+// snapHandle is one transaction's view: a shared snapshot at its version.
+type snapHandle struct {
+	db       *DB
+	shared   *sharedSnap
+	version  int64
+	released atomic.Bool
+}
+
+var _ txn.Snapshot = (*snapHandle)(nil)
+
+func (h *snapHandle) Version() int64 { return h.version }
+
+// live fails reads once the version has left the MVCC window.
+func (h *snapHandle) live() error {
+	if h.db.clock.now()-h.version > udb.MVCCWindowVersions {
+		return udb.Error{Code: udb.CodeTransactionTooOld}
+	}
+	if h.released.Load() {
+		return udb.Error{Code: udb.CodeTransactionCancelled}
+	}
+	return nil
+}
+
+func (h *snapHandle) Get(key []byte) ([]byte, error) {
+	if err := h.live(); err != nil {
+		return nil, err
+	}
+	v, closer, err := h.shared.ps.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	_ = closer.Close()
+	return out, nil
+}
+
+func (h *snapHandle) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) {
+	if err := h.live(); err != nil {
+		return nil, err
+	}
+	it, err := h.shared.ps.NewIter(&pebble.IterOptions{LowerBound: begin, UpperBound: end})
+	if err != nil {
+		return nil, err
+	}
+	return &iter{it: it, reverse: reverse}, nil
+}
+
+func (h *snapHandle) EstimateSize(begin, end []byte) (int64, error) {
+	if err := h.live(); err != nil {
+		return 0, err
+	}
+	n, err := h.db.pdb.EstimateDiskUsage(begin, end)
+	return int64(n), err
+}
+
+func (h *snapHandle) Release() {
+	if h.released.CompareAndSwap(false, true) {
+		h.shared.release()
+	}
+}
+
+// iter adapts a pebble iterator to either direction.
+type iter struct {
+	it      *pebble.Iterator
+	reverse bool
+}
+
+func (i *iter) First() bool {
+	if i.reverse {
+		return i.it.Last()
+	}
+	return i.it.First()
+}
+
+func (i *iter) Next() bool {
+	if i.reverse {
+		return i.it.Prev()
+	}
+	return i.it.Next()
+}
+
+func (i *iter) Seek(key []byte) bool {
+	if i.reverse {
+		return i.it.SeekLT(key)
+	}
+	return i.it.SeekGE(key)
+}
+
+func (i *iter) Key() []byte   { return i.it.Key() }
+func (i *iter) Value() []byte { return i.it.Value() }
+func (i *iter) Err() error    { return i.it.Error() }
+func (i *iter) Close() error  { return i.it.Close() }
