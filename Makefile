@@ -1,0 +1,37 @@
+# berth — see README.md. Every target works on a fresh clone with Go 1.26.
+GO       ?= go
+BIN      := bin/berth
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+PKGS     := ./...
+
+.PHONY: build run test lint bench fuzz clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./engine/cmd/berth
+
+# The engine with the embedded store (data in ./data) on port 6420.
+run: build
+	./$(BIN) start --listen :6420 --db file://data/berth
+
+# What CI runs: formatting, vet, and every test with the race detector.
+test: lint
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Speed and memory figures; nothing here is a pass/fail test.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+
+# Run each fuzzer for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime $(FUZZTIME) ./pkg/tuple
+	$(GO) test -run '^$$' -fuzz FuzzPackRoundTrip -fuzztime $(FUZZTIME) ./pkg/tuple
+
+clean:
+	rm -rf bin
