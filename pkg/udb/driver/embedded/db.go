@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 
@@ -292,11 +293,14 @@ func (b backend) ArmWatches(ws []*txn.Watch) {
 
 func (b backend) DisarmWatch(w *txn.Watch) { b.db.watches.remove(w) }
 
-// quietLogger keeps pebble's informational chatter out of berth's logs.
+// quietLogger keeps pebble's informational chatter out of berth's logs and
+// passes its errors to slog.
 type quietLogger struct{}
 
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	slog.Error("pebble: "+fmt.Sprintf(format, args...), "component", "udb/embedded")
+}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
