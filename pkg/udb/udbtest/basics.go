@@ -104,13 +104,15 @@ func testEmptyKey(t *testing.T, h Harness) {
 	// Remember the current value of "" so a shared database is left as found.
 	before := e.read(empty)
 	t.Cleanup(func() {
+		ctx, cancel := cleanupContext()
+		defer cancel()
 		tx := newTx(t, e.db)
 		if before == nil {
 			tx.Clear(empty)
 		} else {
 			tx.Set(empty, before)
 		}
-		if err := tx.Commit(e.ctx); err != nil {
+		if err := tx.Commit(ctx); err != nil {
 			t.Errorf("restoring the empty key: %v", err)
 		}
 	})
@@ -319,6 +321,8 @@ func testSystemKeys(t *testing.T, h Harness) {
 		e := e.sub(t)
 		bigSys := pad(sysKey, udb.MaxKeySize+1) // system keys may be up to 30,000 bytes
 		t.Cleanup(func() {
+			ctx, cancel := cleanupContext()
+			defer cancel()
 			tx := newTx(t, e.db)
 			if err := tx.Options().SetAccessSystemKeys(); err != nil {
 				t.Errorf("SetAccessSystemKeys: %v", err)
@@ -326,7 +330,7 @@ func testSystemKeys(t *testing.T, h Harness) {
 			}
 			tx.Clear(sysKey)
 			tx.Clear(bigSys)
-			if err := tx.Commit(e.ctx); err != nil {
+			if err := tx.Commit(ctx); err != nil {
 				t.Errorf("clearing the system keys: %v", err)
 			}
 		})

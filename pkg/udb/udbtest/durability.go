@@ -39,6 +39,9 @@ func testReopen(t *testing.T, h Harness) {
 	}
 
 	e.db = h.Reopen(t, e.db)
+	// Clear the subspace before whatever cleanup Reopen registered closes
+	// the reopened database (cleanups run last-registered first).
+	t.Cleanup(e.clearSubspace)
 
 	e.expectRows("subspace after reopen", e.contents(), pair{"a", "2"}, pair{"b", ""}, pair{"n", string(le64(42))})
 	tx = e.tx()

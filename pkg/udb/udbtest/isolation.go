@@ -109,7 +109,6 @@ func testPhantom(t *testing.T, h Harness) {
 // up to the last returned key (forward) or from it (reverse).
 func testLimitTrimmed(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.set(pair{"a", "1"}, pair{"m", "2"})
 	read := func(e *env, tx udb.Transaction, reverse bool, want string) {
 		e.t.Helper()
 		kvs := e.rngKeys(tx, e.k("a"), e.k("z"), udb.RangeOptions{Limit: 1, Reverse: reverse})
@@ -118,6 +117,7 @@ func testLimitTrimmed(t *testing.T, h Harness) {
 
 	t.Run("ForwardWriteAfterLastReturned", func(t *testing.T) {
 		e := e.sub(t)
+		e.reset(pair{"a", "1"}, pair{"m", "2"})
 		t1, t2 := e.pair2()
 		read(e, t1, false, "a")
 		e.writeAndCommit(t2, "y", "T2")
@@ -126,6 +126,7 @@ func testLimitTrimmed(t *testing.T, h Harness) {
 	})
 	t.Run("ForwardWriteOnLastReturned", func(t *testing.T) {
 		e := e.sub(t)
+		e.reset(pair{"a", "1"}, pair{"m", "2"})
 		t1, t2 := e.pair2()
 		read(e, t1, false, "a")
 		e.writeAndCommit(t2, "a", "T2")
@@ -134,6 +135,7 @@ func testLimitTrimmed(t *testing.T, h Harness) {
 	})
 	t.Run("ReverseWriteBeforeLastReturned", func(t *testing.T) {
 		e := e.sub(t)
+		e.reset(pair{"a", "1"}, pair{"m", "2"})
 		t1, t2 := e.pair2()
 		read(e, t1, true, "m")
 		e.writeAndCommit(t2, "b", "T2")
@@ -142,6 +144,7 @@ func testLimitTrimmed(t *testing.T, h Harness) {
 	})
 	t.Run("ReverseWriteInsideRead", func(t *testing.T) {
 		e := e.sub(t)
+		e.reset(pair{"a", "1"}, pair{"m", "2"})
 		t1, t2 := e.pair2()
 		read(e, t1, true, "m")
 		e.writeAndCommit(t2, "y", "T2")
@@ -425,7 +428,6 @@ func testReadVersionAfterCommit(t *testing.T, h Harness) {
 // the key it resolved to.
 func testGetKeyConflict(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.set(pair{"a", "1"}, pair{"c", "3"}, pair{"e", "5"})
 	for _, c := range []struct {
 		name     string
 		sel      udb.KeySelector
@@ -444,6 +446,7 @@ func testGetKeyConflict(t *testing.T, h Harness) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.sub(t)
+			e.reset(pair{"a", "1"}, pair{"c", "3"}, pair{"e", "5"})
 			t1, t2 := e.pair2()
 			e.expectKey("T1 GetKey", e.getKey(t1, c.sel), e.k(c.want))
 			e.writeAndCommit(t2, c.write, "T2")
@@ -453,13 +456,6 @@ func testGetKeyConflict(t *testing.T, h Harness) {
 			} else {
 				e.expectCommit("T1 commit: T2 wrote outside the selector's conflict range", t1)
 			}
-			// Restore the seed for the next row.
-			tx := e.tx()
-			tx.ClearRange(e.k(), e.k("\xff"))
-			tx.Set(e.k("a"), []byte("1"))
-			tx.Set(e.k("c"), []byte("3"))
-			tx.Set(e.k("e"), []byte("5"))
-			e.commit(tx)
 		})
 	}
 }

@@ -94,6 +94,8 @@ type env struct {
 	ctx    context.Context
 	db     udb.Database // replaced by Reopen in the durability section
 	prefix []byte       // tuple ("udbtest", UUID)
+
+	cleared bool // clearSubspace ran
 }
 
 // newEnv opens h's database and allocates a fresh subspace in it.
@@ -129,9 +131,13 @@ func (e *env) sub(t *testing.T) *env {
 	return &c
 }
 
-// clearSubspace removes everything the case wrote to its subspace.
+// clearSubspace removes everything the case wrote to its subspace, once.
 func (e *env) clearSubspace() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if e.cleared {
+		return
+	}
+	e.cleared = true
+	ctx, cancel := cleanupContext()
 	defer cancel()
 	b, end := e.rangeAll()
 	_, err := e.db.Transact(ctx, func(tx udb.Transaction) (any, error) {
@@ -141,6 +147,12 @@ func (e *env) clearSubspace() {
 	if err != nil {
 		e.t.Errorf("udbtest cleanup: clearing the case's subspace: %v", err)
 	}
+}
+
+// cleanupContext is the context for work in t.Cleanup functions, which run
+// after the test's own context is cancelled.
+func cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
 // k returns the subspace prefix followed by the parts.
@@ -194,6 +206,18 @@ type pair struct{ k, v string }
 func (e *env) set(kvs ...pair) {
 	e.t.Helper()
 	tx := e.tx()
+	for _, kv := range kvs {
+		tx.Set(e.k(kv.k), []byte(kv.v))
+	}
+	e.commit(tx)
+}
+
+// reset replaces the subspace's contents with the rows, in one transaction.
+func (e *env) reset(kvs ...pair) {
+	e.t.Helper()
+	tx := e.tx()
+	b, end := e.rangeAll()
+	tx.ClearRange(b, end)
 	for _, kv := range kvs {
 		tx.Set(e.k(kv.k), []byte(kv.v))
 	}
