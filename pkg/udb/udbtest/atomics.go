@@ -379,12 +379,9 @@ func testVersionstampedKey(t *testing.T, h Harness) {
 		f := tx.GetVersionstamp()
 		e.commit(tx)
 		_, err := e.getStamp(f)
-		expectCode(t, "GetVersionstamp of a read-only commit", err, codeNoCommitVersion)
+		expectCode(t, "GetVersionstamp of a read-only commit", err, udb.CodeNoCommitVersion)
 	})
 }
-
-// codeNoCommitVersion is FoundationDB's no_commit_version.
-const codeNoCommitVersion = 2021
 
 // 48. SetVersionstampedValue writes the versionstamp into the value; the key
 // is unreadable until commit.
