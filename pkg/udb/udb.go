@@ -115,7 +115,8 @@ type Transaction interface {
 	// SetReadVersion fixes the read version instead of taking the newest.
 	SetReadVersion(v int64)
 	// Watch returns a watch on key that is armed when the transaction commits
-	// and fires when key's value differs from what the transaction saw.
+	// and fires when key's value differs from what the transaction saw. Like
+	// a Get, it adds a read conflict on key.
 	Watch(key []byte) Watch
 	// GetVersionstamp must be called before Commit; it resolves afterwards.
 	GetVersionstamp() VersionstampFuture
@@ -124,11 +125,13 @@ type Transaction interface {
 	// -1 for a read-only transaction.
 	GetCommittedVersion() (int64, error)
 	// OnError resets the transaction and waits out a backoff when err is
-	// retryable (and the retry limit allows); otherwise it returns err.
+	// retryable (and the retry limit allows); otherwise it returns err and
+	// the transaction is cancelled. After Commit, every operation fails with
+	// used_during_commit (2017) until OnError or Reset.
 	OnError(ctx context.Context, err error) error
 	Options() TransactionOptions
-	// Reset returns the transaction to its initial state, keeping options
-	// that persist across resets (timeout, retry limit, max retry delay).
+	// Reset returns the transaction to its initial state, options included.
+	// (OnError's own reset keeps the timeout, retry limit and max retry delay.)
 	Reset()
 	// Cancel fails outstanding and future operations with transaction_cancelled.
 	Cancel()

@@ -47,10 +47,10 @@ type DB struct {
 	// mu guards the newest state handed to new transactions.
 	mu struct {
 		sync.Mutex
-		version  int64       // newest read version; >= snap.from
-		snap     *sharedSnap // state after the last commit
-		inflight bool        // a group holds versions not yet published
-		recent   []*sharedSnap
+		version  int64         // newest read version; >= snap.from
+		snap     *sharedSnap   // state after the last commit
+		inflight bool          // a group holds versions not yet published
+		recent   []*sharedSnap // superseded snapshots, oldest first; see publish
 		closed   bool
 	}
 
@@ -191,10 +191,13 @@ func (db *DB) Close() error {
 	<-db.stopped
 	db.watches.failAll(udb.Error{Code: udb.CodeOperationCancelled})
 	db.mu.Lock()
-	snap := db.mu.snap
-	db.mu.snap = nil
+	snap, recent := db.mu.snap, db.mu.recent
+	db.mu.snap, db.mu.recent = nil, nil
 	db.mu.Unlock()
 	snap.release()
+	for _, r := range recent {
+		r.release()
+	}
 	return db.pdb.Close()
 }
 
@@ -239,12 +242,19 @@ func (db *DB) snapshotAt(v int64) (*snapHandle, error) {
 		return &snapHandle{db: db, shared: s, version: v}, nil
 	}
 	for _, s := range db.mu.recent {
-		if v >= s.from && v < s.to.Load() && s.acquire() {
+		if v >= s.from && v < s.to.Load() {
+			s.refs.Add(1) // the DB holds a reference on every recent snapshot
 			return &snapHandle{db: db, shared: s, version: v}, nil
 		}
 	}
 	return nil, udb.Error{Code: udb.CodeTransactionTooOld}
 }
+
+// recentSnapshots bounds the superseded snapshots kept for SetReadVersion:
+// a version set by hand is served if its commit group is among the last
+// recentSnapshots ones (or a transaction still reads at it) and inside the
+// MVCC window. Each kept snapshot pins old values in pebble, hence the bound.
+const recentSnapshots = 128
 
 // publish makes the state after a commit group the newest read version.
 func (db *DB) publish(version int64) {
@@ -257,16 +267,19 @@ func (db *DB) publish(version int64) {
 	db.mu.snap = s
 	db.mu.version = max(db.mu.version, version)
 	db.mu.inflight = false
-	// Keep superseded snapshots findable by SetReadVersion while readers hold them.
-	kept := db.mu.recent[:0]
-	for _, r := range db.mu.recent {
-		if r.refs.Load() > 0 && db.clock.now()-r.to.Load() <= udb.MVCCWindowVersions {
-			kept = append(kept, r)
-		}
+	// The DB's reference on old moves to the recent list.
+	recent := append(db.mu.recent, old)
+	var evict []*sharedSnap
+	now := db.clock.now()
+	for len(recent) > 0 && (len(recent) > recentSnapshots || now-recent[0].to.Load() > udb.MVCCWindowVersions) {
+		evict = append(evict, recent[0])
+		recent = recent[1:]
 	}
-	db.mu.recent = append(kept, old)
+	db.mu.recent = recent
 	db.mu.Unlock()
-	old.release()
+	for _, r := range evict {
+		r.release()
+	}
 }
 
 // backend adapts DB to txn.Backend.

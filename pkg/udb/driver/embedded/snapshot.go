@@ -81,6 +81,9 @@ func (h *snapHandle) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) 
 	if err := h.live(); err != nil {
 		return nil, err
 	}
+	if len(begin) == 0 {
+		begin = nil // pebble's invariant checks reject an empty, non-nil bound
+	}
 	it, err := h.shared.ps.NewIter(&pebble.IterOptions{LowerBound: begin, UpperBound: end})
 	if err != nil {
 		return nil, err

@@ -107,7 +107,7 @@ func (t *Tx) usableLocked() error {
 		return errCode(udb.CodeTransactionCancelled)
 	case t.st.commitStarted:
 		return errCode(udb.CodeUsedDuringCommit)
-	case t.timeout > 0 && time.Since(t.started) > t.timeout:
+	case t.timedOutLocked():
 		return errCode(udb.CodeTransactionTimedOut)
 	}
 	return nil
@@ -213,6 +213,9 @@ func (t *Tx) Clear(key []byte) {
 		return
 	}
 	if err := t.checkWriteKeyLocked(key); err != nil {
+		if udb.HasCode(err, udb.CodeKeyTooLarge) {
+			return // no key that long can exist: FoundationDB ignores the clear
+		}
 		t.deferLocked(err)
 		return
 	}
@@ -407,6 +410,11 @@ func (t *Tx) Watch(key []byte) udb.Watch {
 		w.Fire(errCode(udb.CodeKeyTooLarge))
 		return w
 	}
+	// A watch reads the key: a concurrent change fails the commit, and with
+	// it the watch, unless the transaction wrote the key itself.
+	if e := t.st.writes.get(key); e == nil || e.kind != known {
+		t.addReadSpanLocked(KeyRange{w.Key, udb.KeyAfter(w.Key)}, false)
+	}
 	t.st.watches = append(t.st.watches, w)
 	return w
 }
@@ -530,23 +538,38 @@ func (t *Tx) GetCommittedVersion() (int64, error) {
 // OnError implements udb.Transaction.
 func (t *Tx) OnError(ctx context.Context, err error) error {
 	t.mu.Lock()
-	if t.timeout > 0 && time.Since(t.started) > t.timeout {
-		t.mu.Unlock()
-		return errCode(udb.CodeTransactionTimedOut)
+	if t.timedOutLocked() {
+		return t.failLocked(errCode(udb.CodeTransactionTimedOut))
 	}
 	policy := t.policy
 	t.mu.Unlock()
-	if werr := policy.Wait(ctx, err); werr != nil {
-		return werr
-	}
+	werr := policy.Wait(ctx, err)
 	t.mu.Lock()
+	if werr == nil && t.timedOutLocked() {
+		werr = errCode(udb.CodeTransactionTimedOut)
+	}
+	if werr != nil {
+		return t.failLocked(werr)
+	}
 	defer t.mu.Unlock()
 	t.policy = policy
-	if t.timeout > 0 && time.Since(t.started) > t.timeout {
-		return errCode(udb.CodeTransactionTimedOut)
-	}
 	t.resetAttemptLocked()
 	return nil
+}
+
+func (t *Tx) timedOutLocked() bool {
+	return t.timeout > 0 && time.Since(t.started) > t.timeout
+}
+
+// failLocked ends OnError without a retry: as in FoundationDB the
+// transaction is cancelled, so later operations fail with 1025. It unlocks.
+func (t *Tx) failLocked(err error) error {
+	if !t.st.cancelled {
+		t.endAttemptLocked(errCode(udb.CodeTransactionCancelled))
+		t.st.cancelled = true
+	}
+	t.mu.Unlock()
+	return err
 }
 
 func (t *Tx) resetAttemptLocked() {
@@ -559,10 +582,8 @@ func (t *Tx) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.resetAttemptLocked()
-	limit, maxDelay := t.policy.Limit, t.policy.MaxDelay
 	t.policy = udb.NewRetryPolicy()
-	t.policy.Limit, t.policy.MaxDelay = limit, maxDelay
-	t.started = time.Now()
+	t.timeout, t.started = 0, time.Now()
 }
 
 // Cancel implements udb.Transaction.
@@ -643,9 +664,9 @@ func (o options) SetSizeLimit(n int) error {
 	})
 }
 
+// clone copies b; the copy is never nil, so present-empty values stay present.
 func clone(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return append([]byte(nil), b...)
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
 }
