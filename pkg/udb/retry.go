@@ -53,8 +53,8 @@ func (p *RetryPolicy) Wait(ctx context.Context, err error) error {
 		d = time.Duration(rand.Int64N(int64(min(p.next, p.MaxDelay)) + 1))
 		p.next = min(2*p.next, p.MaxDelay)
 	}
-	if d == 0 {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil || d == 0 {
+		return err
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -33,16 +33,19 @@ func KeyAfter(k []byte) []byte {
 }
 
 // PrefixRange returns [prefix, strinc(prefix)): every key that starts with
-// prefix. A prefix of only 0xFF bytes (or empty) ranges to the end of the
-// normal key space.
+// prefix. The empty prefix gives the normal key space ["", "\xff"); a prefix
+// of only 0xFF bytes has no successor and gives the empty range [prefix, prefix).
 func PrefixRange(prefix []byte) (begin, end []byte) {
+	if len(prefix) == 0 {
+		return prefix, []byte{0xff}
+	}
 	end = make([]byte, len(prefix))
 	copy(end, prefix)
 	for len(end) > 0 && end[len(end)-1] == 0xff {
 		end = end[:len(end)-1]
 	}
 	if len(end) == 0 {
-		return prefix, []byte{0xff}
+		return prefix, prefix
 	}
 	end[len(end)-1]++
 	return prefix, end
