@@ -18,9 +18,9 @@ type pendingCommit struct {
 	res  txn.CommitResult
 	err  error
 
-	// Set by the committer for a transaction that passed resolution.
-	version        int64
-	failAfterApply error
+	// Set by the committer.
+	stamp          [10]byte // commit version and batch index
+	failAfterApply error    // an injected error reported after applying
 }
 
 var errClosed = errors.New("embedded: database is closed")
@@ -85,65 +85,93 @@ func (db *DB) failQueued() {
 	}
 }
 
+// commitGroup commits a group at one version, as a FoundationDB commit batch
+// does: the transactions that pass resolution share the version and are
+// ordered by their batch index, the last two bytes of their versionstamps.
 func (db *DB) commitGroup(group []*pendingCommit) {
 	db.mu.Lock()
 	db.mu.inflight = true
 	base := max(db.mu.version, db.clock.now(), db.lastCV)
 	db.mu.version = base
 	db.mu.Unlock()
+	cv := base + 1
 
-	batch := db.pdb.NewIndexedBatch()
+	// Atomic operations read through the batch to see the group's earlier
+	// writes; only then is the (costlier) indexed batch needed.
+	var batch *pebble.Batch
+	if groupHasAtomics(group) {
+		batch = db.pdb.NewIndexedBatch()
+	} else {
+		batch = db.pdb.NewBatch()
+	}
 	defer batch.Close()
-	next := base
 	var accepted []*pendingCommit
 	for _, p := range group {
-		cv := next + 1
-		if err := db.resolve(p, cv); err != nil {
-			p.err = err
-			continue
-		}
-		if err := db.apply(batch, p, cv); err != nil {
-			p.err = err
-			continue
-		}
-		p.version = cv
-		next = cv
-		accepted = append(accepted, p)
-	}
-	if len(accepted) > 0 {
-		var vb [8]byte
-		binary.BigEndian.PutUint64(vb[:], uint64(next))
-		_ = batch.Set(versionKey, vb[:], nil)
-		if err := batch.Commit(db.writeOpts); err != nil {
-			// Nothing of the group is durable; fail it whole. The resolver
-			// already recorded its writes, which only costs false conflicts
-			// for transactions that read before now.
-			for _, p := range accepted {
-				p.err = fmt.Errorf("embedded: commit: %w", err)
-				p.version = 0
-			}
-			accepted = nil
+		p.stamp = stampOf(cv, len(accepted))
+		if p.err = db.resolve(p, cv); p.err == nil {
+			accepted = append(accepted, p)
 		}
 	}
+	err := db.write(batch, accepted, cv)
+	if err != nil {
+		// Nothing of the group is durable; fail it whole. The resolver has
+		// recorded its writes, which costs at most false conflicts.
+		for _, p := range accepted {
+			p.err = err
+		}
+		accepted = nil
+	}
 	if len(accepted) > 0 {
-		db.lastCV = next
-		db.publish(next)
+		db.lastCV = cv
+		db.publish(cv)
 		db.notifyWatches(accepted)
 	} else {
 		db.mu.Lock()
 		db.mu.inflight = false
 		db.mu.Unlock()
 	}
-	db.resolver.forget(next - udb.MVCCWindowVersions)
+	db.resolver.forget(cv - udb.MVCCWindowVersions)
 	for _, p := range group {
 		if p.err == nil && p.failAfterApply != nil {
 			p.err = p.failAfterApply
 		}
 		if p.err == nil {
-			p.res = txn.CommitResult{Version: p.version, Versionstamp: stampOf(p.version)}
+			p.res = txn.CommitResult{Version: cv, Versionstamp: p.stamp}
 		}
 		close(p.done)
 	}
+}
+
+// write applies the accepted transactions in order and syncs the batch.
+func (db *DB) write(batch *pebble.Batch, accepted []*pendingCommit, cv int64) error {
+	if len(accepted) == 0 {
+		return nil
+	}
+	for _, p := range accepted {
+		if err := db.apply(batch, p); err != nil {
+			return err
+		}
+	}
+	var vb [8]byte
+	binary.BigEndian.PutUint64(vb[:], uint64(cv))
+	if err := batch.Set(versionKey, vb[:], nil); err != nil {
+		return fmt.Errorf("embedded: commit: %w", err)
+	}
+	if err := batch.Commit(db.writeOpts); err != nil {
+		return fmt.Errorf("embedded: commit: %w", err)
+	}
+	return nil
+}
+
+func groupHasAtomics(group []*pendingCommit) bool {
+	for _, p := range group {
+		for _, m := range p.req.Mutations {
+			if m.Op == txn.OpAtomic && udb.IsAtomicOp(m.Atomic) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resolve checks p against commits after its read version and, if it may
@@ -167,10 +195,9 @@ func (db *DB) resolve(p *pendingCommit, cv int64) error {
 		return udb.Error{Code: udb.CodeNotCommitted}
 	}
 	writes := req.WriteConflicts
-	stamp := stampOf(cv)
 	for _, m := range req.Mutations {
 		if m.Op == txn.OpAtomic && m.Atomic == udb.MutationSetVersionstampedKey && !m.NoWriteConflict {
-			k := stampedKey(m.Key, stamp)
+			k := stampedKey(m.Key, p.stamp)
 			writes = append(writes, txn.KeyRange{Begin: k, End: udb.KeyAfter(k)})
 		}
 	}
@@ -178,11 +205,11 @@ func (db *DB) resolve(p *pendingCommit, cv int64) error {
 	return nil
 }
 
-// stampOf is the versionstamp of a commit: the version and a batch order of
-// zero (every transaction here has a version of its own).
-func stampOf(version int64) [10]byte {
+// stampOf is a versionstamp: the commit version and the batch index.
+func stampOf(version int64, index int) [10]byte {
 	var s [10]byte
 	binary.BigEndian.PutUint64(s[:8], uint64(version))
+	binary.BigEndian.PutUint16(s[8:], uint16(index))
 	return s
 }
 
@@ -198,8 +225,8 @@ func stampedKey(operand []byte, stamp [10]byte) []byte {
 // apply writes p's mutations into the group's batch, in order. Atomic
 // operations read the latest value: the store plus earlier writes of the
 // group, which the indexed batch shows.
-func (db *DB) apply(b *pebble.Batch, p *pendingCommit, cv int64) error {
-	stamp := stampOf(cv)
+func (db *DB) apply(b *pebble.Batch, p *pendingCommit) error {
+	stamp := p.stamp
 	for _, m := range p.req.Mutations {
 		var err error
 		switch m.Op {

@@ -33,7 +33,8 @@ type Options struct {
 	NoSync bool
 	// MaxWatches bounds outstanding watches (default 10,000).
 	MaxWatches int
-	// MaxGroup bounds the transactions applied in one batch (default 1,024).
+	// MaxGroup bounds the transactions applied in one batch (default 1,024,
+	// at most 65,536: the batch index is two bytes of the versionstamp).
 	MaxGroup int
 }
 
@@ -119,7 +120,7 @@ func Open(opts Options) (*DB, error) {
 	if opts.NoSync {
 		db.writeOpts = pebble.NoSync
 	}
-	if db.maxGroup <= 0 {
+	if db.maxGroup <= 0 || db.maxGroup > 1<<16 {
 		db.maxGroup = 1024
 	}
 	s := &sharedSnap{ps: pdb.NewSnapshot(), from: last}

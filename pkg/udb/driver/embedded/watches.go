@@ -110,9 +110,8 @@ func (db *DB) notifyWatches(group []*pendingCommit) {
 	s.mu.Lock()
 	if s.count > 0 {
 		for _, p := range group {
-			stamp := stampOf(p.version)
 			for _, m := range p.req.Mutations {
-				b, e := mutatedKeyRange(m, stamp)
+				b, e := mutatedKeyRange(m, p.stamp)
 				s.fireRangeLocked(db, b, e)
 			}
 		}
