@@ -30,13 +30,12 @@ import (
 //     final contents of the database;
 //   - a transaction aborted with not_committed (1020) had a cause: a
 //     transaction that committed after its read version, before its commit,
-//     wrote a range intersecting one it read serializably (a superset of
-//     FoundationDB's read conflict ranges is used, so this never flags a
-//     legitimate abort);
-//   - a read-write transaction that committed had no such conflict, taking
-//     FoundationDB's read conflict ranges exactly (serializable reads minus
-//     the parts its own sets and clears determine; range reads trimmed at the
-//     limit);
+//     wrote a range intersecting one of its read conflict ranges as
+//     FoundationDB computes them (serializable Gets; range reads trimmed at
+//     the limit, forward [begin, keyAfter(last)), reverse [last, end); both
+//     minus the parts its own sets and clears determine; explicit read
+//     conflict ranges whole, as the driver adds them);
+//   - a read-write transaction that committed had no such conflict;
 //   - read versions see every commit acknowledged before they were taken, and
 //     commit versions increase and exceed read versions.
 //
@@ -111,8 +110,8 @@ func TestModelSerializable(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("seed %d: %d schedules in %v: %d transactions, %d read-write commits, %d read-only, %d not_committed, %d cancelled, %d reads checked",
-		seed, total.schedules, time.Since(started).Round(time.Millisecond), total.txns, total.commits, total.readOnly, total.conflicts, total.cancelled, total.reads)
+	t.Logf("seed %d: %d schedules in %v: %d transactions, %d read-write commits, %d read-only, %d not_committed, %d cancelled, %d reads checked, %d SetReadVersion too old",
+		seed, total.schedules, time.Since(started).Round(time.Millisecond), total.txns, total.commits, total.readOnly, total.conflicts, total.cancelled, total.reads, total.tooOld)
 	if !t.Failed() && only < 0 {
 		// A model test that never produces conflicts or commits checks little.
 		if total.conflicts == 0 || total.commits == 0 {
@@ -121,6 +120,65 @@ func TestModelSerializable(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("replay with BERTH_MODEL_SEED=%d", seed)
+	}
+}
+
+// commitVersionsReadable says whether SetReadVersion(v) for every commit
+// version v sees the state after that commit. The driver gives each
+// transaction of a commit group a version of its own but publishes one
+// snapshot per group, after the group, so a read at a version inside the
+// group misses the group's commits at or below it (see
+// TestSetReadVersionAtCommitVersion). Until that is fixed the model test
+// sets read versions only to earlier read versions; flip this to true then.
+const commitVersionsReadable = false
+
+// TestSetReadVersionAtCommitVersion commits concurrently, so that commit
+// groups form, then reads at each commit's version: FoundationDB's read at
+// version v sees every commit with version <= v, the transaction's own
+// included.
+func TestSetReadVersionAtCommitVersion(t *testing.T) {
+	if !commitVersionsReadable {
+		t.Skip("known driver bug: SetReadVersion(v) for v inside a commit group misses that group's commits (commitVersionsReadable is false)")
+	}
+	ctx := context.Background()
+	db, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 20 {
+		var wg sync.WaitGroup
+		versions := make([]int64, 32)
+		for i := range versions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tx, err := db.CreateTransaction()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tx.Set([]byte(fmt.Sprintf("rv/%d/%d", round, i)), []byte("v"))
+				if err := tx.Commit(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				versions[i], _ = tx.GetCommittedVersion()
+			}()
+		}
+		wg.Wait()
+		for i, v := range versions {
+			tx, err := db.CreateTransaction()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx.SetReadVersion(v)
+			got, err := tx.Get(ctx, []byte(fmt.Sprintf("rv/%d/%d", round, i)))
+			tx.Cancel()
+			if err != nil || string(got) != "v" {
+				t.Fatalf("round %d: commit %d at v%d, then SetReadVersion(v%d) and Get of the key it wrote: %q, %v; want \"v\"", round, i, v, v, got, err)
+			}
+		}
 	}
 }
 
@@ -141,7 +199,7 @@ func modelMasterSeed(t *testing.T) uint64 {
 }
 
 type modelStats struct {
-	schedules, txns, commits, readOnly, conflicts, cancelled, reads int
+	schedules, txns, commits, readOnly, conflicts, cancelled, reads, tooOld int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -152,6 +210,7 @@ func (s *modelStats) add(o modelStats) {
 	s.conflicts += o.conflicts
 	s.cancelled += o.cancelled
 	s.reads += o.reads
+	s.tooOld += o.tooOld
 }
 
 // opKind is one step a model transaction takes.
@@ -293,6 +352,8 @@ type mtxn struct {
 	id      int
 	tx      udb.Transaction
 	lazyRV  bool // no explicit GetReadVersion: the first read (or commit) takes it
+	setRV   bool // SetReadVersion to the version of an earlier commit
+	tooOld  bool // SetReadVersion's version was no longer kept (1007)
 	steps   []*mstep
 	pc      int // steps done; -1 before the explicit GetReadVersion
 	cancel  bool
@@ -442,9 +503,12 @@ func (s *schedule) run() error {
 
 	ntx := 2 + s.rng.IntN(4)
 	for i := range ntx {
-		t := &mtxn{id: i, pc: -1, lazyRV: s.rng.IntN(5) == 0, cancel: s.rng.IntN(10) == 0}
-		if t.lazyRV {
-			t.pc = 0
+		t := &mtxn{id: i, pc: -1, cancel: s.rng.IntN(10) == 0}
+		switch s.rng.IntN(10) {
+		case 0, 1:
+			t.lazyRV, t.pc = true, 0
+		case 2, 3:
+			t.setRV = true
 		}
 		for range 1 + s.rng.IntN(7) {
 			t.steps = append(t.steps, s.randStep())
@@ -483,6 +547,45 @@ func (s *schedule) run() error {
 func (s *schedule) advance(ctx context.Context, t *mtxn) error {
 	tx := t.tx
 	switch {
+	case t.pc < 0 && t.setRV:
+		// Read at an earlier commit of the schedule (or the initial one):
+		// exactly at a commit version, the boundary of visibility and of
+		// conflicts. Until the driver serves every commit version, read at
+		// earlier read versions instead.
+		t.rv = s.initialV
+		if commitVersionsReadable {
+			if n := len(s.commitLog); n > 0 && s.rng.IntN(4) != 0 {
+				t.rv = s.commitLog[s.rng.IntN(n)].cv
+			}
+		} else {
+			var rvs []int64
+			for _, u := range s.txns {
+				if u.rvKnown && !u.setRV && !u.lazyRV {
+					rvs = append(rvs, u.rv)
+				}
+			}
+			if len(rvs) == 0 {
+				t.setRV = false
+				return s.advance(ctx, t)
+			}
+			t.rv = rvs[s.rng.IntN(len(rvs))]
+		}
+		tx.SetReadVersion(t.rv)
+		t.rvKnown, t.pc = true, 0
+		if _, err := tx.GetReadVersion(ctx); err != nil {
+			if udb.HasCode(err, udb.CodeTransactionTooOld) {
+				// The driver keeps a bounded number of superseded
+				// snapshots; other schedules' commits may have pushed
+				// this one out.
+				t.tooOld, t.status = true, statusCancelled
+				s.stats.tooOld++
+				s.tracef("T%d: SetReadVersion(v%d): transaction_too_old", t.id, t.rv)
+				return nil
+			}
+			return fmt.Errorf("SetReadVersion(v%d): %w", t.rv, err)
+		}
+		s.tracef("T%d: SetReadVersion(v%d)", t.id, t.rv)
+		return nil
 	case t.pc < 0:
 		t.rvAfter = len(s.commitLog)
 		rv, err := tx.GetReadVersion(ctx)
@@ -622,10 +725,13 @@ func (st *mstep) readSpan() keyRange {
 	return r
 }
 
-// readRanges are the serializable reads of t: with exact, FoundationDB's
-// read conflict ranges (own independent writes left out); without, the
-// plain ranges read (a superset).
-func (t *mtxn) readRanges(exact bool) []keyRange {
+// readRanges are t's read conflict ranges as FoundationDB computes them:
+// serializable Gets and range reads (trimmed at the limit) and explicit read
+// conflict ranges, leaving out the parts the transaction's own sets and
+// clears determined. With wholeExplicit, explicit ranges count whole: the
+// driver adds them as given, a superset of FoundationDB's (whose
+// updateConflictMap leaves out own independent writes there too).
+func (t *mtxn) readRanges(wholeExplicit bool) []keyRange {
 	var out []keyRange
 	for _, st := range t.steps {
 		if !st.done {
@@ -642,7 +748,7 @@ func (t *mtxn) readRanges(exact bool) []keyRange {
 		default:
 			continue
 		}
-		if !exact {
+		if wholeExplicit && st.kind == opReadConflict {
 			out = append(out, r)
 			continue
 		}
@@ -712,7 +818,7 @@ func (s *schedule) check() error {
 	// External consistency: a read version covers every commit acknowledged
 	// before it was taken.
 	for _, t := range s.txns {
-		if !t.rvKnown {
+		if !t.rvKnown || t.setRV {
 			continue
 		}
 		if t.rv < s.initialV {
@@ -728,7 +834,7 @@ func (s *schedule) check() error {
 	// Snapshot isolation: every read equals the state at the read version
 	// plus the transaction's own earlier writes.
 	for _, t := range s.txns {
-		if !t.rvKnown {
+		if !t.rvKnown || t.tooOld {
 			continue
 		}
 		state := cloneState(s.initial)
@@ -779,7 +885,7 @@ func (s *schedule) check() error {
 			if !t.rvKnown {
 				rv = s.maxCV(t.rvAfter) // a lower bound on the read version
 			}
-			reads := t.readRanges(false)
+			reads := t.readRanges(true)
 			found := false
 			for _, u := range s.commitLog[:t.commitAfter] {
 				if u.cv > rv {
@@ -793,7 +899,7 @@ func (s *schedule) check() error {
 				return fmt.Errorf("T%d (read version v%d) failed with not_committed, but no transaction committed after v%d wrote a range it read (reads %s)", t.id, rv, rv, fmtRanges(reads))
 			}
 		case t.status == statusCommitted && t.cv > 0 && t.rvKnown:
-			reads := t.readRanges(true)
+			reads := t.readRanges(false)
 			for _, u := range s.commitLog {
 				if u.cv > t.rv && u.cv < t.cv {
 					if r, w, ok := anyIntersect(reads, u.writeRanges()); ok {
