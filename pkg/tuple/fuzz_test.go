@@ -20,7 +20,8 @@ func FuzzUnpack(f *testing.F) {
 	}
 	f.Add(tv.vsPacked)
 	f.Add(tv.vsTuple.Pack())
-	for _, s := range []string{"25", "1500", "13ff", "0bfefe", "1d0101", "0515000000", "05", "0500ff", "01", "40"} {
+	for _, s := range []string{"25", "1500", "13ff", "0bfefe", "1d0101", "0515000000", "05", "0500ff", "01", "40",
+		"41010203", "41ff0000", "4101", "054100ff0000ff00", "4261"} {
 		f.Add(mustHex(f, s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -59,6 +60,8 @@ func FuzzUnpack(f *testing.F) {
 //     (payload starts 0x00 if positive, 0xff if negative), including -0;
 //   - a 0x1d/0x0b integer whose magnitude fits in 8 bytes or has a leading
 //     zero byte.
+//
+// The only user type code it knows is the test type's (testUserCode).
 func nonCanonical(b []byte) bool {
 	depth := 0
 	for i := 0; i < len(b); {
@@ -121,6 +124,8 @@ func nonCanonical(b []byte) bool {
 			i += 17
 		case c == 0x33:
 			i += 13
+		case c == testUserCode:
+			i += 1 + testUserSize
 		default:
 			panic("nonCanonical: invalid input")
 		}
@@ -233,7 +238,7 @@ func (g *tupleGen) uint64() uint64 { return binary.BigEndian.Uint64(g.bytes(8)) 
 func (g *tupleGen) tuple(depth int) Tuple {
 	t := Tuple{}
 	for len(g.data) > 0 && len(t) < 64 {
-		switch op := g.byte(); op % 20 {
+		switch op := g.byte(); op % 21 {
 		case 0:
 			t = append(t, nil)
 		case 1:
@@ -305,6 +310,11 @@ func (g *tupleGen) tuple(depth int) Tuple {
 				x.Neg(x)
 			}
 			t = append(t, x)
+		case 20:
+			// The test user type; its decoder rejects a leading 0xff.
+			u := testUser(g.bytes(testUserSize))
+			u[0] &= 0x7f
+			t = append(t, u)
 		}
 	}
 	return t

@@ -343,6 +343,8 @@ func typeRank(e any) int {
 		return 8
 	case Versionstamp:
 		return 9
+	case testUser:
+		return 10 // user type codes (0x40-0x4f) follow versionstamps (0x33)
 	}
 	panic(fmt.Sprintf("typeRank: unexpected %T", e))
 }
@@ -378,6 +380,9 @@ func compareElems(a, b any) int {
 		return cmpInt(x, y)
 	case 8:
 		ua, ub := a.(UUID), b.(UUID)
+		return bytes.Compare(ua[:], ub[:])
+	case 10:
+		ua, ub := a.(testUser), b.(testUser)
 		return bytes.Compare(ua[:], ub[:])
 	default:
 		va, vb := a.(Versionstamp), b.(Versionstamp)

@@ -63,7 +63,8 @@ var (
 // [Tuple.PackWithVersionstamp] to build a key for a versionstamped write.
 //
 // Pack panics if t contains an element of an unsupported Go type (see
-// [Tuple]), a nil *big.Int, or an integer whose magnitude exceeds 255 bytes:
+// [Tuple]; a [UserType] whose code is not registered is unsupported), a nil
+// *big.Int, or an integer whose magnitude exceeds 255 bytes:
 // those are programming errors. [Tuple.HasIncompleteVersionstamp] reports
 // them as errors instead, for callers that pack untrusted element values.
 func (t Tuple) Pack() []byte {
@@ -208,6 +209,9 @@ func measureElem(e any, nested bool) (n, vs int, err error) {
 			vs = 1
 		}
 		return 1 + versionstampLen, vs, nil
+	case UserType:
+		n, err := measureUser(v)
+		return n, 0, err
 	default:
 		return 0, 0, fmt.Errorf("%w %T", ErrUnsupportedType, e)
 	}
@@ -306,6 +310,8 @@ func appendElem(b []byte, e any, nested bool, vsPos *int) []byte {
 		}
 		b = append(b, v.TransactionVersion[:]...)
 		return binary.BigEndian.AppendUint16(b, v.UserVersion)
+	case UserType:
+		return appendUser(b, v)
 	default:
 		// measure rejects these before any byte is written.
 		panic(fmt.Sprintf("tuple: internal error: unexpected element type %T", e))

@@ -26,10 +26,12 @@ import (
 //	bool                                 false / true
 //	UUID                                 128-bit UUID
 //	Versionstamp                         96-bit versionstamp
+//	UserType                             application type, code 0x40–0x4f (see RegisterUserType)
 //
 // [Unpack] returns only these dynamic types: nil, []byte, string, Tuple,
 // int64, uint64 (positive values above math.MaxInt64), *big.Int (values
-// outside the 64-bit ranges), float32, float64, bool, UUID and Versionstamp.
+// outside the 64-bit ranges), float32, float64, bool, UUID and Versionstamp,
+// plus whatever the decoders of registered user types return.
 type Tuple []any
 
 // TupleElement is any value that can appear in a [Tuple].

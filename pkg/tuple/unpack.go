@@ -15,11 +15,17 @@ type DecodeError struct {
 	Offset int
 	// Msg says what is wrong.
 	Msg string
+	// Err is the error of a user type's decoder (see [RegisterUserType]),
+	// or nil.
+	Err error
 }
 
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("tuple: %s at offset %d", e.Msg, e.Offset)
 }
+
+// Unwrap returns the user type decoder's error, if any.
+func (e *DecodeError) Unwrap() error { return e.Err }
 
 func decodeErr(off int, format string, args ...any) error {
 	return &DecodeError{Offset: off, Msg: fmt.Sprintf(format, args...)}
@@ -27,7 +33,9 @@ func decodeErr(off int, format string, args ...any) error {
 
 // Unpack decodes a packed tuple. It never panics: malformed input (an
 // unknown or reserved type code, truncated data, an unterminated string or
-// nested tuple) yields a *DecodeError.
+// nested tuple, a payload a user type's decoder rejects) yields a
+// *DecodeError. Type codes 0x40–0x4f decode only if registered with
+// [RegisterUserType].
 //
 // The result holds only the types listed in [Tuple]. Integers decode to
 // int64, to uint64 if positive and above math.MaxInt64, and to *big.Int if
@@ -182,6 +190,11 @@ func decodeElem(b []byte, i int) (any, int, error) {
 		copy(v.TransactionVersion[:], b[i+1:])
 		v.UserVersion = binary.BigEndian.Uint16(b[i+11:])
 		return v, i + 1 + versionstampLen, nil
+	case code >= MinUserTypeCode && code <= MaxUserTypeCode:
+		if e, next, ok, err := decodeUser(b, i); ok {
+			return e, next, err
+		}
+		return nil, 0, decodeErr(i, "unknown or reserved type code 0x%02x", code)
 	default:
 		return nil, 0, decodeErr(i, "unknown or reserved type code 0x%02x", code)
 	}
