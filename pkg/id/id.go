@@ -32,7 +32,9 @@ const (
 // their value mod 256 is byte 0, because 36⁴ ≡ 0 (mod 256).
 //
 // The zero ID (version 0) is not a valid id; [ID.IsZero] reports it. It still
-// formats, as thirty zeros, but Parse rejects that string.
+// formats, as thirty zeros, but Parse and FromBytes reject it. Inside a packed
+// tuple it round-trips, so that no stored key becomes unreadable; any other
+// version-0 payload is a decode error there.
 //
 // IDs compare, and sort inside packed tuples, by their bytes ([ID.Compare]).
 type ID [Size]byte
@@ -95,6 +97,9 @@ func (id ID) AppendTupleBytes(dst []byte) []byte { return append(dst, id[:]...) 
 
 func init() {
 	tuple.RegisterUserType(TupleCode, Size, func(p []byte) (any, error) {
+		if ID(p).IsZero() {
+			return ID{}, nil // so that every ID, even the zero one, unpacks as packed
+		}
 		id, err := FromBytes(p)
 		if err != nil {
 			return nil, err

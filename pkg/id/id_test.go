@@ -277,6 +277,10 @@ func TestTuple(t *testing.T) {
 	if back, err := tuple.Unpack(nested.Pack()); err != nil || back[0].(tuple.Tuple)[0] != z {
 		t.Fatalf("nested: %v, %v", back, err)
 	}
+	// The zero ID round-trips in tuples (it never parses from a string).
+	if back, err := tuple.Unpack(tuple.Tuple{ID{}}.Pack()); err != nil || back[0] != (ID{}) {
+		t.Fatalf("zero id: %v, %v", back, err)
+	}
 	// A bad version byte inside a tuple is a decode error wrapping ours.
 	bad := slices.Clone(k)
 	bad[4] = 2
