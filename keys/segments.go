@@ -1,0 +1,83 @@
+package keys
+
+import "github.com/berthhq/berth/pkg/subspace"
+
+// Segment tags are stored bytes: each names one key segment and has the Rivet
+// engine's number (universaldb/src/utils/keys.rs, reference/rivet-engine.md
+// §2.1). Never renumber or reuse a tag; retire one by commenting it out. Not
+// every tag listed here is used yet: they are reserved so that new keys take
+// Rivet's number. 100–105 are reserved by Rivet EE.
+const (
+	tagRivet                            = 0
+	tagGasoline                         = 1
+	tagPegboard                         = 3
+	tagData                             = 4
+	tagCreateTs                         = 15
+	tagName                             = 19
+	tagWorkflowID                       = 20
+	tagLastPingTs                       = 24
+	tagActor                            = 32
+	tagByName                           = 33
+	tagNamespace                        = 39
+	tagHibernatingRequest               = 40
+	tagDisplayName                      = 41
+	tagConnectable                      = 42
+	tagSleepTs                          = 43
+	tagMetadata                         = 44
+	tagRunner                           = 46
+	tagRunnerAllocIdx                   = 47
+	tagRemainingSlots                   = 48
+	tagTotalSlots                       = 49
+	tagRunnerID                         = 51
+	tagNamespaceID                      = 52
+	tagPendingActorByRunnerNameSelector = 53
+	tagActive                           = 56
+	tagVersion                          = 59
+	tagAll                              = 67
+	tagByNameAndKey                     = 68
+	tagDestroyTs                        = 69
+	tagEpoxyV1                          = 70
+	tagActorKV                          = 72
+	tagStopTs                           = 73
+	tagDrainTs                          = 74
+	tagLastRtt                          = 75
+	tagConnectedTs                      = 76
+	tagExpiredTs                        = 77
+	tagKey                              = 78
+	tagReservation                      = 83
+	tagConfig                           = 90
+	tagServerless                       = 94
+	tagDesiredSlots                     = 95
+	tagByVariant                        = 96
+	tagProtocolVersion                  = 106
+	tagLastCommandIdx                   = 107
+	tagCommand                          = 108
+	tagRunnerNameSelector               = 109
+	tagEnvoy                            = 115
+	tagEnvoyKey                         = 116
+	tagPoolName                         = 117
+	tagSlots                            = 118
+	tagEnvoyLoadBalancerIdx             = 119
+	tagGlobal                           = 125
+	tagGeneration                       = 130
+	tagEnvoyHashIdx                     = 131
+	tagVirtualNodes                     = 132
+)
+
+// berth's own tags, for keys Rivet does not have. They start at 1000, far
+// above Rivet's numbers (0–132 when this was written), so that a number Rivet
+// adds later never collides with one of ours. The same rule applies: never
+// renumber or reuse.
+const (
+	// tagConnID names the current connection id of a runner or envoy, the
+	// fencing token that lets a newer socket refuse a stale one's writes.
+	tagConnID = 1000
+)
+
+// Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,
+// envoy and namespace-index keys; namespace (RIVET, NAMESPACE) holds the
+// namespace records.
+var (
+	pegboard     = subspace.Sub(tagRivet, tagPegboard)
+	namespaceSub = subspace.Sub(tagRivet, tagNamespace)
+)
