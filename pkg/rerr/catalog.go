@@ -12,8 +12,10 @@ type Entry struct {
 	// conflict with current state, 400 for invalid input, 401/403 for a missing/wrong token,
 	// 502/503/504 for upstream failure, unavailability and timeouts.
 	Status int
-	// Message is the plain client-facing text, without placeholders. Messages of codes the
-	// Rivet engine also has are Rivet's, word for word.
+	// Message is the plain client-facing text, without placeholders. For codes the Rivet
+	// engine also has, Message (and Detail, where Rivet formats one) is Rivet's text, except
+	// where Rivet's plain message is itself a template (guard.connection_error,
+	// ws.no_runner_config); Details that name an id are berth's.
 	Message string
 	// Detail, if set, is the message used when every {placeholder} in it has a value in the
 	// error's metadata.
