@@ -27,11 +27,15 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
 
-# Run each fuzzer for FUZZTIME (default 30s).
+# Run every fuzzer in the repository for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime $(FUZZTIME) ./pkg/tuple
-	$(GO) test -run '^$$' -fuzz FuzzPackRoundTrip -fuzztime $(FUZZTIME) ./pkg/tuple
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 clean:
 	rm -rf bin
