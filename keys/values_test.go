@@ -15,11 +15,12 @@ import (
 // valueCase is one key type's value codec with a sample value and, where
 // pinned, its exact encoding.
 type valueCase struct {
-	name    string
-	encode  func() []byte
-	decode  func([]byte) (any, error)
-	want    any
-	wantHex string // "" if not pinned
+	name      string
+	encode    func() []byte
+	encodeAny func(any) []byte // encodes a value of the key's type
+	decode    func([]byte) (any, error)
+	want      any
+	wantHex   string // "" if not pinned
 	// anyLength is set for raw strings, which have no framing: every
 	// length is valid.
 	anyLength bool
@@ -32,6 +33,7 @@ func vc[V any](k Key[V], v V, wantHex string) valueCase {
 		anyLength: isString && !isChunked,
 		name:      fmt.Sprintf("%T", k),
 		encode:    func() []byte { return k.Encode(v) },
+		encodeAny: func(x any) []byte { return k.Encode(x.(V)) },
 		decode:    func(b []byte) (any, error) { return k.Decode(b) },
 		want:      v,
 		wantHex:   wantHex,
