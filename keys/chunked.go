@@ -21,13 +21,6 @@ type ChunkedKey[V any] interface {
 	ChunkKey(i int) []byte
 }
 
-// chunkRange is the range holding every chunk of k (and nothing else): the
-// keys that extend Pack() by at least one tuple element.
-func chunkRange(base []byte) (begin, end []byte) {
-	end = append(bytes.Clone(base), 0xff)
-	return append(base, 0x00), end
-}
-
 func chunkKey(base []byte, i int) []byte {
 	return tuple.Tuple{i}.AppendPack(bytes.Clone(base))
 }
@@ -37,7 +30,7 @@ func chunkKey(base []byte, i int) []byte {
 // encoding is written as one empty chunk, so the value stays present.
 func SetChunked[V any](tx udb.Transaction, k ChunkedKey[V], v V) {
 	b := k.Encode(v)
-	begin, end := chunkRange(k.Pack())
+	begin, end := prefixRange(k.Pack())
 	tx.ClearRange(begin, end)
 	for i := 0; i == 0 || i*ChunkSize < len(b); i++ {
 		tx.Set(k.ChunkKey(i), b[i*ChunkSize:min((i+1)*ChunkSize, len(b))])
@@ -46,7 +39,7 @@ func SetChunked[V any](tx udb.Transaction, k ChunkedKey[V], v V) {
 
 // ClearChunked deletes every chunk of k.
 func ClearChunked[V any](tx udb.Transaction, k ChunkedKey[V]) {
-	tx.ClearRange(chunkRange(k.Pack()))
+	tx.ClearRange(prefixRange(k.Pack()))
 }
 
 // GetChunked reads every chunk of k through r (tx or tx.Snapshot()) and
@@ -55,7 +48,7 @@ func ClearChunked[V any](tx udb.Transaction, k ChunkedKey[V]) {
 // wrapping ErrBadValue.
 func GetChunked[V any](ctx context.Context, r udb.ReadTransaction, k ChunkedKey[V]) (v V, found bool, err error) {
 	base := k.Pack()
-	begin, end := chunkRange(base)
+	begin, end := prefixRange(base)
 	kvs, err := r.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil || len(kvs) == 0 {
 		return v, false, err

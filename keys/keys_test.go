@@ -274,3 +274,15 @@ func TestRemainingMillislots(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackKeepsTheCause checks that a malformed id inside a key is
+// reported as ErrBadKey and still matches the id package's error class.
+func TestUnpackKeepsTheCause(t *testing.T) {
+	k := RunnerCreateTsKey{RunnerID: rid1}.Pack()
+	at := bytes.IndexByte(k, id.TupleCode) + 1
+	k[at] = 2 // the id's version byte
+	_, err := UnpackRunnerCreateTsKey(k)
+	if !errors.Is(err, ErrBadKey) || !errors.Is(err, id.ErrVersion) {
+		t.Fatalf("Unpack with a version-2 id = %v; want ErrBadKey and id.ErrVersion", err)
+	}
+}

@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"fmt"
+
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/subspace"
 	"github.com/berthhq/berth/pkg/tuple"
@@ -33,7 +35,7 @@ func (h hole) String() string {
 func unpack(name string, sub subspace.Subspace, b []byte, shape ...any) (tuple.Tuple, error) {
 	t, err := sub.Unpack(b)
 	if err != nil {
-		return nil, badKey(name, b, "%v", err)
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrBadKey, name, shown(b), err)
 	}
 	if len(t) != len(shape) {
 		return nil, badKey(name, b, "%d segments, want %d", len(t), len(shape))

@@ -10,10 +10,12 @@ import (
 )
 
 // prefixRange returns [prefix+0x00, prefix+0xFF): every key that extends the
-// packed prefix by at least one tuple element.
+// packed prefix by at least one tuple element (every chunk of a chunked
+// value, every entry of an index). Both are new slices.
 func prefixRange(prefix []byte) (begin, end []byte) {
-	end = append(bytes.Clone(prefix), 0xff)
-	return append(prefix, 0x00), end
+	begin = append(append(make([]byte, 0, len(prefix)+1), prefix...), 0x00)
+	end = append(append(make([]byte, 0, len(prefix)+1), prefix...), 0xff)
+	return begin, end
 }
 
 // CreateTsRange is the key range of one index whose entries end in
@@ -29,7 +31,7 @@ func newCreateTsRange[T id.ID | string](sub subspace.Subspace, t tuple.Tuple) Cr
 }
 
 // All returns the range of every entry.
-func (r CreateTsRange[T]) All() (begin, end []byte) { return prefixRange(bytes.Clone(r.prefix)) }
+func (r CreateTsRange[T]) All() (begin, end []byte) { return prefixRange(r.prefix) }
 
 // Before returns the range of the entries strictly before (createTs, tie) in
 // index order. A reverse scan of it continues a listing after the item
@@ -57,7 +59,7 @@ type NameRange struct {
 }
 
 // All returns the range of every entry.
-func (r NameRange) All() (begin, end []byte) { return prefixRange(bytes.Clone(r.prefix)) }
+func (r NameRange) All() (begin, end []byte) { return prefixRange(r.prefix) }
 
 // After returns the range of the entries whose name sorts strictly after
 // name, for a forward scan continuing after the cursor name.

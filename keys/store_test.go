@@ -119,7 +119,7 @@ func TestChunkedMetadata(t *testing.T) {
 				return nil
 			})
 			for _, k := range []ChunkedKey[string]{rk, ek} {
-				begin, end := chunkRange(k.Pack())
+				begin, end := prefixRange(k.Pack())
 				kvs := read(t, db, func(r udb.ReadTransaction) ([]udb.KeyValue, error) {
 					return r.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{}).All(ctx)
 				})
