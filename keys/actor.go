@@ -20,7 +20,8 @@ func unpackActorData(name string, b []byte, tag int) (id.ID, error) {
 	return t[2].(id.ID), nil
 }
 
-// ActorCreateTsKey is (ACTOR, DATA, actor_id, CREATE_TS) → int64 big-endian: unix ms when the actor was created.
+// ActorCreateTsKey is (ACTOR, DATA, actor_id, CREATE_TS) → int64 big-endian: unix ms when the
+// actor was created.
 type ActorCreateTsKey struct{ ActorID id.ID }
 
 func (k ActorCreateTsKey) Pack() []byte { return actorDataKey(k.ActorID, tagCreateTs) }
@@ -49,7 +50,8 @@ func UnpackActorWorkflowIDKey(b []byte) (ActorWorkflowIDKey, error) {
 func (ActorWorkflowIDKey) Encode(v id.ID) []byte          { return encodeID(v) }
 func (ActorWorkflowIDKey) Decode(b []byte) (id.ID, error) { return decodeID("ActorWorkflowIDKey", b) }
 
-// ActorNamespaceIDKey is (ACTOR, DATA, actor_id, NAMESPACE_ID) → id.ID, 19 raw bytes: the namespace.
+// ActorNamespaceIDKey is (ACTOR, DATA, actor_id, NAMESPACE_ID) → id.ID, 19 raw bytes: the
+// namespace.
 type ActorNamespaceIDKey struct{ ActorID id.ID }
 
 func (k ActorNamespaceIDKey) Pack() []byte { return actorDataKey(k.ActorID, tagNamespaceID) }
@@ -92,14 +94,16 @@ func UnpackActorKeyKey(b []byte) (ActorKeyKey, error) {
 func (ActorKeyKey) Encode(v string) []byte          { return encodeString(v) }
 func (ActorKeyKey) Decode(b []byte) (string, error) { return decodeString("ActorKeyKey", b) }
 
-// ActorRunnerNameSelectorKey is (ACTOR, DATA, actor_id, RUNNER_NAME_SELECTOR) → string, raw UTF-8: the runner pool (actor workflow v1).
+// ActorRunnerNameSelectorKey is (ACTOR, DATA, actor_id, RUNNER_NAME_SELECTOR) → string, raw UTF-8:
+// the runner pool (actor workflow v1).
 type ActorRunnerNameSelectorKey struct{ ActorID id.ID }
 
 func (k ActorRunnerNameSelectorKey) Pack() []byte {
 	return actorDataKey(k.ActorID, tagRunnerNameSelector)
 }
 
-// UnpackActorRunnerNameSelectorKey parses a ActorRunnerNameSelectorKey, checking every constant segment.
+// UnpackActorRunnerNameSelectorKey parses a ActorRunnerNameSelectorKey, checking every constant
+// segment.
 func UnpackActorRunnerNameSelectorKey(b []byte) (ActorRunnerNameSelectorKey, error) {
 	aid, err := unpackActorData("ActorRunnerNameSelectorKey", b, tagRunnerNameSelector)
 	return ActorRunnerNameSelectorKey{ActorID: aid}, err
@@ -110,7 +114,8 @@ func (ActorRunnerNameSelectorKey) Decode(b []byte) (string, error) {
 	return decodeString("ActorRunnerNameSelectorKey", b)
 }
 
-// ActorPoolNameKey is (ACTOR, DATA, actor_id, POOL_NAME) → string, raw UTF-8: the envoy pool (actor2).
+// ActorPoolNameKey is (ACTOR, DATA, actor_id, POOL_NAME) → string, raw UTF-8: the envoy pool
+// (actor2).
 type ActorPoolNameKey struct{ ActorID id.ID }
 
 func (k ActorPoolNameKey) Pack() []byte { return actorDataKey(k.ActorID, tagPoolName) }
@@ -124,7 +129,8 @@ func UnpackActorPoolNameKey(b []byte) (ActorPoolNameKey, error) {
 func (ActorPoolNameKey) Encode(v string) []byte          { return encodeString(v) }
 func (ActorPoolNameKey) Decode(b []byte) (string, error) { return decodeString("ActorPoolNameKey", b) }
 
-// ActorVersionKey is (ACTOR, DATA, actor_id, VERSION) → uint32 big-endian: 1 = actor workflow v1 (runners), 2 = actor2 (envoys).
+// ActorVersionKey is (ACTOR, DATA, actor_id, VERSION) → uint32 big-endian: 1 = actor workflow v1
+// (runners), 2 = actor2 (envoys).
 // Absent means 1.
 type ActorVersionKey struct{ ActorID id.ID }
 
@@ -139,7 +145,8 @@ func UnpackActorVersionKey(b []byte) (ActorVersionKey, error) {
 func (ActorVersionKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (ActorVersionKey) Decode(b []byte) (uint32, error) { return decodeU32("ActorVersionKey", b) }
 
-// ActorGenerationKey is (ACTOR, DATA, actor_id, GENERATION) → uint32 big-endian: the generation, bumped at each start (actor2).
+// ActorGenerationKey is (ACTOR, DATA, actor_id, GENERATION) → uint32 big-endian: the generation,
+// bumped at each start (actor2).
 type ActorGenerationKey struct{ ActorID id.ID }
 
 func (k ActorGenerationKey) Pack() []byte { return actorDataKey(k.ActorID, tagGeneration) }
@@ -153,7 +160,8 @@ func UnpackActorGenerationKey(b []byte) (ActorGenerationKey, error) {
 func (ActorGenerationKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (ActorGenerationKey) Decode(b []byte) (uint32, error) { return decodeU32("ActorGenerationKey", b) }
 
-// ActorRunnerIDKey is (ACTOR, DATA, actor_id, RUNNER_ID) → id.ID, 19 raw bytes: the runner it is allocated to; present while allocated (v1).
+// ActorRunnerIDKey is (ACTOR, DATA, actor_id, RUNNER_ID) → id.ID, 19 raw bytes: the runner it is
+// allocated to; present while allocated (v1).
 type ActorRunnerIDKey struct{ ActorID id.ID }
 
 func (k ActorRunnerIDKey) Pack() []byte { return actorDataKey(k.ActorID, tagRunnerID) }
@@ -167,7 +175,8 @@ func UnpackActorRunnerIDKey(b []byte) (ActorRunnerIDKey, error) {
 func (ActorRunnerIDKey) Encode(v id.ID) []byte          { return encodeID(v) }
 func (ActorRunnerIDKey) Decode(b []byte) (id.ID, error) { return decodeID("ActorRunnerIDKey", b) }
 
-// ActorEnvoyKeyKey is (ACTOR, DATA, actor_id, ENVOY_KEY) → string, raw UTF-8: the envoy it runs on, set when it becomes connectable (actor2).
+// ActorEnvoyKeyKey is (ACTOR, DATA, actor_id, ENVOY_KEY) → string, raw UTF-8: the envoy it runs
+// on, set when it becomes connectable (actor2).
 type ActorEnvoyKeyKey struct{ ActorID id.ID }
 
 func (k ActorEnvoyKeyKey) Pack() []byte { return actorDataKey(k.ActorID, tagEnvoyKey) }
@@ -197,7 +206,8 @@ func (ActorConnectableKey) Decode(b []byte) (Empty, error) {
 	return decodeEmpty("ActorConnectableKey", b)
 }
 
-// ActorSleepTsKey is (ACTOR, DATA, actor_id, SLEEP_TS) → int64 big-endian: unix ms it went to sleep; present ⇔ sleeping.
+// ActorSleepTsKey is (ACTOR, DATA, actor_id, SLEEP_TS) → int64 big-endian: unix ms it went to
+// sleep; present ⇔ sleeping.
 type ActorSleepTsKey struct{ ActorID id.ID }
 
 func (k ActorSleepTsKey) Pack() []byte { return actorDataKey(k.ActorID, tagSleepTs) }
@@ -211,7 +221,8 @@ func UnpackActorSleepTsKey(b []byte) (ActorSleepTsKey, error) {
 func (ActorSleepTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (ActorSleepTsKey) Decode(b []byte) (int64, error) { return decodeI64("ActorSleepTsKey", b) }
 
-// ActorDestroyTsKey is (ACTOR, DATA, actor_id, DESTROY_TS) → int64 big-endian: unix ms it was destroyed; present ⇔ destroyed.
+// ActorDestroyTsKey is (ACTOR, DATA, actor_id, DESTROY_TS) → int64 big-endian: unix ms it was
+// destroyed; present ⇔ destroyed.
 type ActorDestroyTsKey struct{ ActorID id.ID }
 
 func (k ActorDestroyTsKey) Pack() []byte { return actorDataKey(k.ActorID, tagDestroyTs) }

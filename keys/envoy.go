@@ -22,7 +22,8 @@ func unpackEnvoyData(name string, b []byte, tag int) (id.ID, string, error) {
 	return t[3].(id.ID), t[4].(string), nil
 }
 
-// EnvoyCreateTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CREATE_TS) → int64 big-endian: unix ms when the envoy was created.
+// EnvoyCreateTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CREATE_TS) → int64
+// big-endian: unix ms when the envoy was created.
 type EnvoyCreateTsKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -39,7 +40,8 @@ func UnpackEnvoyCreateTsKey(b []byte) (EnvoyCreateTsKey, error) {
 func (EnvoyCreateTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (EnvoyCreateTsKey) Decode(b []byte) (int64, error) { return decodeI64("EnvoyCreateTsKey", b) }
 
-// EnvoyExpiredTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, EXPIRED_TS) → int64 big-endian: unix ms when it was declared lost; present ⇔ expired.
+// EnvoyExpiredTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, EXPIRED_TS) → int64
+// big-endian: unix ms when it was declared lost; present ⇔ expired.
 type EnvoyExpiredTsKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -56,7 +58,8 @@ func UnpackEnvoyExpiredTsKey(b []byte) (EnvoyExpiredTsKey, error) {
 func (EnvoyExpiredTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (EnvoyExpiredTsKey) Decode(b []byte) (int64, error) { return decodeI64("EnvoyExpiredTsKey", b) }
 
-// EnvoyStopTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, STOP_TS) → int64 big-endian: unix ms when it stopped; present ⇔ stopped.
+// EnvoyStopTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, STOP_TS) → int64 big-endian:
+// unix ms when it stopped; present ⇔ stopped.
 type EnvoyStopTsKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -73,7 +76,8 @@ func UnpackEnvoyStopTsKey(b []byte) (EnvoyStopTsKey, error) {
 func (EnvoyStopTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (EnvoyStopTsKey) Decode(b []byte) (int64, error) { return decodeI64("EnvoyStopTsKey", b) }
 
-// EnvoyConnectedTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CONNECTED_TS) → int64 big-endian: unix ms of the current connection.
+// EnvoyConnectedTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CONNECTED_TS) → int64
+// big-endian: unix ms of the current connection.
 type EnvoyConnectedTsKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -94,7 +98,8 @@ func (EnvoyConnectedTsKey) Decode(b []byte) (int64, error) {
 	return decodeI64("EnvoyConnectedTsKey", b)
 }
 
-// EnvoyLastPingTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, LAST_PING_TS) → int64 big-endian: unix ms of the last ping.
+// EnvoyLastPingTsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, LAST_PING_TS) → int64
+// big-endian: unix ms of the last ping.
 type EnvoyLastPingTsKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -113,7 +118,8 @@ func UnpackEnvoyLastPingTsKey(b []byte) (EnvoyLastPingTsKey, error) {
 func (EnvoyLastPingTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (EnvoyLastPingTsKey) Decode(b []byte) (int64, error) { return decodeI64("EnvoyLastPingTsKey", b) }
 
-// EnvoyPoolNameKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, POOL_NAME) → string, raw UTF-8: the pool (runner name) it serves.
+// EnvoyPoolNameKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, POOL_NAME) → string, raw
+// UTF-8: the pool (runner name) it serves.
 type EnvoyPoolNameKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -130,7 +136,8 @@ func UnpackEnvoyPoolNameKey(b []byte) (EnvoyPoolNameKey, error) {
 func (EnvoyPoolNameKey) Encode(v string) []byte          { return encodeString(v) }
 func (EnvoyPoolNameKey) Decode(b []byte) (string, error) { return decodeString("EnvoyPoolNameKey", b) }
 
-// EnvoyVersionKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, VERSION) → uint32 big-endian: the envoy version (newer versions get actors first).
+// EnvoyVersionKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, VERSION) → uint32
+// big-endian: the envoy version (newer versions get actors first).
 type EnvoyVersionKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -147,7 +154,8 @@ func UnpackEnvoyVersionKey(b []byte) (EnvoyVersionKey, error) {
 func (EnvoyVersionKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (EnvoyVersionKey) Decode(b []byte) (uint32, error) { return decodeU32("EnvoyVersionKey", b) }
 
-// EnvoyVirtualNodesKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, VIRTUAL_NODES) → uint8: hash-ring entries used at registration.
+// EnvoyVirtualNodesKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, VIRTUAL_NODES) →
+// uint8: hash-ring entries used at registration.
 type EnvoyVirtualNodesKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -168,7 +176,8 @@ func (EnvoyVirtualNodesKey) Decode(b []byte) (uint8, error) {
 	return decodeU8("EnvoyVirtualNodesKey", b)
 }
 
-// EnvoyProtocolVersionKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, PROTOCOL_VERSION) → uint16 big-endian: envoy protocol version.
+// EnvoyProtocolVersionKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, PROTOCOL_VERSION) →
+// uint16 big-endian: envoy protocol version.
 type EnvoyProtocolVersionKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -189,7 +198,8 @@ func (EnvoyProtocolVersionKey) Decode(b []byte) (uint16, error) {
 	return decodeU16("EnvoyProtocolVersionKey", b)
 }
 
-// EnvoyLastRttKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, LAST_RTT) → uint32 big-endian: round-trip time of the last ping, ms.
+// EnvoyLastRttKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, LAST_RTT) → uint32
+// big-endian: round-trip time of the last ping, ms.
 type EnvoyLastRttKey struct {
 	Namespace id.ID
 	EnvoyKey  string
@@ -206,7 +216,8 @@ func UnpackEnvoyLastRttKey(b []byte) (EnvoyLastRttKey, error) {
 func (EnvoyLastRttKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (EnvoyLastRttKey) Decode(b []byte) (uint32, error) { return decodeU32("EnvoyLastRttKey", b) }
 
-// EnvoySlotsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, SLOTS) → int64 little-endian, changed only by atomic add (see Add): actors allocated to the envoy.
+// EnvoySlotsKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, SLOTS) → int64 little-endian,
+// changed only by atomic add (see Add): actors allocated to the envoy.
 // Rivet adds 0 at connect (so the key exists), +1 when an actor becomes connectable,
 // -1 when it is deallocated.
 type EnvoySlotsKey struct {
@@ -226,7 +237,8 @@ func (EnvoySlotsKey) Encode(v int64) []byte          { return encodeCounter(v) }
 func (EnvoySlotsKey) Decode(b []byte) (int64, error) { return decodeCounter("EnvoySlotsKey", b) }
 func (EnvoySlotsKey) isCounter()                     {}
 
-// EnvoyConnIDKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CONN_ID) → id.ID, 19 raw bytes: current connection id.
+// EnvoyConnIDKey is (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key, CONN_ID) → id.ID, 19 raw
+// bytes: current connection id.
 // berth's addition (Rivet has no such key): the id of the envoy's current socket,
 // replaced at each registration (a new connection id replaces the old). Ops that act for
 // a socket compare it first and refuse a stale socket, so an evicted connection can

@@ -35,7 +35,8 @@ func UnpackNamespaceNameKey(b []byte) (NamespaceNameKey, error) {
 func (NamespaceNameKey) Encode(v string) []byte          { return encodeString(v) }
 func (NamespaceNameKey) Decode(b []byte) (string, error) { return decodeString("NamespaceNameKey", b) }
 
-// NamespaceDisplayNameKey is [ns] (DATA, namespace_id, DISPLAY_NAME) → string, raw UTF-8: the display name.
+// NamespaceDisplayNameKey is [ns] (DATA, namespace_id, DISPLAY_NAME) → string, raw UTF-8: the
+// display name.
 type NamespaceDisplayNameKey struct{ NamespaceID id.ID }
 
 func (k NamespaceDisplayNameKey) Pack() []byte {
@@ -53,7 +54,8 @@ func (NamespaceDisplayNameKey) Decode(b []byte) (string, error) {
 	return decodeString("NamespaceDisplayNameKey", b)
 }
 
-// NamespaceCreateTsKey is [ns] (DATA, namespace_id, CREATE_TS) → int64 big-endian: unix ms when it was created.
+// NamespaceCreateTsKey is [ns] (DATA, namespace_id, CREATE_TS) → int64 big-endian: unix ms when it
+// was created.
 type NamespaceCreateTsKey struct{ NamespaceID id.ID }
 
 func (k NamespaceCreateTsKey) Pack() []byte { return namespaceDataKey(k.NamespaceID, tagCreateTs) }

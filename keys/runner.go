@@ -20,7 +20,8 @@ func unpackRunnerData(name string, b []byte, tag int) (id.ID, error) {
 	return t[2].(id.ID), nil
 }
 
-// RunnerCreateTsKey is (RUNNER, DATA, runner_id, CREATE_TS) → int64 big-endian: unix ms when the runner was created.
+// RunnerCreateTsKey is (RUNNER, DATA, runner_id, CREATE_TS) → int64 big-endian: unix ms when the
+// runner was created.
 type RunnerCreateTsKey struct{ RunnerID id.ID }
 
 func (k RunnerCreateTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagCreateTs) }
@@ -34,7 +35,8 @@ func UnpackRunnerCreateTsKey(b []byte) (RunnerCreateTsKey, error) {
 func (RunnerCreateTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (RunnerCreateTsKey) Decode(b []byte) (int64, error) { return decodeI64("RunnerCreateTsKey", b) }
 
-// RunnerLastPingTsKey is (RUNNER, DATA, runner_id, LAST_PING_TS) → int64 big-endian: unix ms of the last ping.
+// RunnerLastPingTsKey is (RUNNER, DATA, runner_id, LAST_PING_TS) → int64 big-endian: unix ms of
+// the last ping.
 type RunnerLastPingTsKey struct{ RunnerID id.ID }
 
 func (k RunnerLastPingTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagLastPingTs) }
@@ -50,7 +52,8 @@ func (RunnerLastPingTsKey) Decode(b []byte) (int64, error) {
 	return decodeI64("RunnerLastPingTsKey", b)
 }
 
-// RunnerStopTsKey is (RUNNER, DATA, runner_id, STOP_TS) → int64 big-endian: unix ms when it stopped; present ⇔ stopped.
+// RunnerStopTsKey is (RUNNER, DATA, runner_id, STOP_TS) → int64 big-endian: unix ms when it
+// stopped; present ⇔ stopped.
 type RunnerStopTsKey struct{ RunnerID id.ID }
 
 func (k RunnerStopTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagStopTs) }
@@ -64,7 +67,8 @@ func UnpackRunnerStopTsKey(b []byte) (RunnerStopTsKey, error) {
 func (RunnerStopTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (RunnerStopTsKey) Decode(b []byte) (int64, error) { return decodeI64("RunnerStopTsKey", b) }
 
-// RunnerDrainTsKey is (RUNNER, DATA, runner_id, DRAIN_TS) → int64 big-endian: unix ms when draining began; present ⇔ draining.
+// RunnerDrainTsKey is (RUNNER, DATA, runner_id, DRAIN_TS) → int64 big-endian: unix ms when
+// draining began; present ⇔ draining.
 type RunnerDrainTsKey struct{ RunnerID id.ID }
 
 func (k RunnerDrainTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagDrainTs) }
@@ -78,7 +82,8 @@ func UnpackRunnerDrainTsKey(b []byte) (RunnerDrainTsKey, error) {
 func (RunnerDrainTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (RunnerDrainTsKey) Decode(b []byte) (int64, error) { return decodeI64("RunnerDrainTsKey", b) }
 
-// RunnerConnectedTsKey is (RUNNER, DATA, runner_id, CONNECTED_TS) → int64 big-endian: unix ms of the current connection.
+// RunnerConnectedTsKey is (RUNNER, DATA, runner_id, CONNECTED_TS) → int64 big-endian: unix ms of
+// the current connection.
 type RunnerConnectedTsKey struct{ RunnerID id.ID }
 
 func (k RunnerConnectedTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagConnectedTs) }
@@ -94,7 +99,8 @@ func (RunnerConnectedTsKey) Decode(b []byte) (int64, error) {
 	return decodeI64("RunnerConnectedTsKey", b)
 }
 
-// RunnerExpiredTsKey is (RUNNER, DATA, runner_id, EXPIRED_TS) → int64 big-endian: unix ms when it was declared lost; present ⇔ expired.
+// RunnerExpiredTsKey is (RUNNER, DATA, runner_id, EXPIRED_TS) → int64 big-endian: unix ms when it
+// was declared lost; present ⇔ expired.
 type RunnerExpiredTsKey struct{ RunnerID id.ID }
 
 func (k RunnerExpiredTsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagExpiredTs) }
@@ -108,7 +114,8 @@ func UnpackRunnerExpiredTsKey(b []byte) (RunnerExpiredTsKey, error) {
 func (RunnerExpiredTsKey) Encode(v int64) []byte          { return encodeI64(v) }
 func (RunnerExpiredTsKey) Decode(b []byte) (int64, error) { return decodeI64("RunnerExpiredTsKey", b) }
 
-// RunnerRemainingSlotsKey is (RUNNER, DATA, runner_id, REMAINING_SLOTS) → uint32 big-endian: free actor slots.
+// RunnerRemainingSlotsKey is (RUNNER, DATA, runner_id, REMAINING_SLOTS) → uint32 big-endian: free
+// actor slots.
 type RunnerRemainingSlotsKey struct{ RunnerID id.ID }
 
 func (k RunnerRemainingSlotsKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagRemainingSlots) }
@@ -140,7 +147,8 @@ func (RunnerTotalSlotsKey) Decode(b []byte) (uint32, error) {
 	return decodeU32("RunnerTotalSlotsKey", b)
 }
 
-// RunnerVersionKey is (RUNNER, DATA, runner_id, VERSION) → uint32 big-endian: the runner version (newer versions get actors first).
+// RunnerVersionKey is (RUNNER, DATA, runner_id, VERSION) → uint32 big-endian: the runner version
+// (newer versions get actors first).
 type RunnerVersionKey struct{ RunnerID id.ID }
 
 func (k RunnerVersionKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagVersion) }
@@ -154,7 +162,8 @@ func UnpackRunnerVersionKey(b []byte) (RunnerVersionKey, error) {
 func (RunnerVersionKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (RunnerVersionKey) Decode(b []byte) (uint32, error) { return decodeU32("RunnerVersionKey", b) }
 
-// RunnerLastRttKey is (RUNNER, DATA, runner_id, LAST_RTT) → uint32 big-endian: round-trip time of the last ping, ms.
+// RunnerLastRttKey is (RUNNER, DATA, runner_id, LAST_RTT) → uint32 big-endian: round-trip time of
+// the last ping, ms.
 type RunnerLastRttKey struct{ RunnerID id.ID }
 
 func (k RunnerLastRttKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagLastRtt) }
@@ -168,12 +177,14 @@ func UnpackRunnerLastRttKey(b []byte) (RunnerLastRttKey, error) {
 func (RunnerLastRttKey) Encode(v uint32) []byte          { return encodeU32(v) }
 func (RunnerLastRttKey) Decode(b []byte) (uint32, error) { return decodeU32("RunnerLastRttKey", b) }
 
-// RunnerProtocolVersionKey is (RUNNER, DATA, runner_id, PROTOCOL_VERSION) → uint16 big-endian: runner protocol version.
+// RunnerProtocolVersionKey is (RUNNER, DATA, runner_id, PROTOCOL_VERSION) → uint16 big-endian:
+// runner protocol version.
 type RunnerProtocolVersionKey struct{ RunnerID id.ID }
 
 func (k RunnerProtocolVersionKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagProtocolVersion) }
 
-// UnpackRunnerProtocolVersionKey parses a RunnerProtocolVersionKey, checking every constant segment.
+// UnpackRunnerProtocolVersionKey parses a RunnerProtocolVersionKey, checking every constant
+// segment.
 func UnpackRunnerProtocolVersionKey(b []byte) (RunnerProtocolVersionKey, error) {
 	rid, err := unpackRunnerData("RunnerProtocolVersionKey", b, tagProtocolVersion)
 	return RunnerProtocolVersionKey{RunnerID: rid}, err
@@ -199,7 +210,8 @@ func UnpackRunnerWorkflowIDKey(b []byte) (RunnerWorkflowIDKey, error) {
 func (RunnerWorkflowIDKey) Encode(v id.ID) []byte          { return encodeID(v) }
 func (RunnerWorkflowIDKey) Decode(b []byte) (id.ID, error) { return decodeID("RunnerWorkflowIDKey", b) }
 
-// RunnerNamespaceIDKey is (RUNNER, DATA, runner_id, NAMESPACE_ID) → id.ID, 19 raw bytes: the namespace.
+// RunnerNamespaceIDKey is (RUNNER, DATA, runner_id, NAMESPACE_ID) → id.ID, 19 raw bytes: the
+// namespace.
 type RunnerNamespaceIDKey struct{ RunnerID id.ID }
 
 func (k RunnerNamespaceIDKey) Pack() []byte { return runnerDataKey(k.RunnerID, tagNamespaceID) }
@@ -246,7 +258,8 @@ func UnpackRunnerKeyKey(b []byte) (RunnerKeyKey, error) {
 func (RunnerKeyKey) Encode(v string) []byte          { return encodeString(v) }
 func (RunnerKeyKey) Decode(b []byte) (string, error) { return decodeString("RunnerKeyKey", b) }
 
-// RunnerConnIDKey is (RUNNER, DATA, runner_id, CONN_ID) → id.ID, 19 raw bytes: current connection id.
+// RunnerConnIDKey is (RUNNER, DATA, runner_id, CONN_ID) → id.ID, 19 raw bytes: current connection
+// id.
 // berth's addition (Rivet has no such key): the id of the runner's current socket,
 // replaced at each registration. Ops that act for a socket compare it first and refuse a
 // stale socket, so an evicted connection can never overwrite a newer one's state.
