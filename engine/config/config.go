@@ -1,0 +1,183 @@
+package config
+
+import (
+	"cmp"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Config is the whole engine configuration. Every key is named by its json tag; the same names
+// are used in files (JSON or YAML) and in environment variables (BERTH__guard__port).
+//
+// A Config from Load or Default has passed Validate, and ProxyURL is filled in for every
+// datacenter; code that builds one by hand should call Validate before using it.
+type Config struct {
+	Topology  Topology  `json:"topology"`
+	Auth      Auth      `json:"auth"`
+	Guard     Guard     `json:"guard"`
+	APIPublic APIPublic `json:"api_public"`
+	APIPeer   APIPeer   `json:"api_peer"`
+	Database  Database  `json:"database"`
+}
+
+// Topology lists every datacenter and says which one this engine is.
+type Topology struct {
+	// DatacenterLabel is this engine's datacenter; it must be the label of one entry of
+	// Datacenters. Default 1.
+	DatacenterLabel uint16 `json:"datacenter_label"`
+	// Datacenters maps a datacenter name to how it is reached. Default: one datacenter,
+	// "default", label 1, leader, public http://127.0.0.1:6420, peer http://127.0.0.1:6421.
+	// Giving any datacenter in a file or the environment replaces the default one.
+	Datacenters map[string]Datacenter `json:"datacenters"`
+}
+
+// Datacenter is one entry of the topology.
+type Datacenter struct {
+	// DatacenterLabel is the datacenter's u16 label, unique in the topology; ids created there
+	// carry it.
+	DatacenterLabel uint16 `json:"datacenter_label"`
+	// IsLeader marks the one datacenter that owns namespaces.
+	IsLeader bool `json:"is_leader"`
+	// PublicURL is where clients reach the datacenter's guard and public API.
+	PublicURL string `json:"public_url"`
+	// PeerURL is where other datacenters reach its api-peer.
+	PeerURL string `json:"peer_url"`
+	// ProxyURL is where the datacenter's gateway is reached; it defaults to PublicURL.
+	ProxyURL string `json:"proxy_url,omitempty"`
+}
+
+// Auth holds the API credentials.
+type Auth struct {
+	// AdminToken, when set, is required as "Authorization: Bearer <token>" on every API
+	// endpoint except /health and /metadata. Unset means the API is open. It may not be set
+	// to the empty string: leave it out instead.
+	AdminToken string `json:"admin_token,omitempty"`
+}
+
+// Guard is the ingress listener, which also serves the public API.
+type Guard struct {
+	// Host to listen on: an IP address or host name; "::" (the default) and "" mean every
+	// interface, IPv4 and IPv6.
+	Host string `json:"host"`
+	// Port to listen on; default 6420. 0 picks a free port.
+	Port uint16 `json:"port"`
+}
+
+// Addr returns host:port for net.Listen.
+func (g Guard) Addr() string { return listenAddr(g.Host, g.Port) }
+
+// APIPublic configures the public API.
+type APIPublic struct {
+	// DatacenterTimeoutMs bounds each request the public API sends to a datacenter's api-peer
+	// (forwarded calls and each leg of a fan-out), in milliseconds. Default 5000.
+	DatacenterTimeoutMs uint32 `json:"datacenter_timeout_ms"`
+}
+
+// DatacenterTimeout returns DatacenterTimeoutMs as a duration.
+func (a APIPublic) DatacenterTimeout() time.Duration {
+	return time.Duration(a.DatacenterTimeoutMs) * time.Millisecond
+}
+
+// APIPeer is the listener of the api-peer, the API other datacenters call.
+type APIPeer struct {
+	// Host to listen on, as for Guard.Host. Default "::".
+	Host string `json:"host"`
+	// Port to listen on; default 6421. 0 picks a free port.
+	Port uint16 `json:"port"`
+}
+
+// Addr returns host:port for net.Listen.
+func (a APIPeer) Addr() string { return listenAddr(a.Host, a.Port) }
+
+// Database names the store.
+type Database struct {
+	// URL of the store: file://PATH (default file://data/berth), mem:// (tests),
+	// postgres://..., fdb://CLUSTER_FILE.
+	URL string `json:"url"`
+}
+
+// Defaults.
+const (
+	DefaultDatacenterName    = "default"
+	DefaultDatacenterLabel   = 1
+	DefaultPublicURL         = "http://127.0.0.1:6420"
+	DefaultPeerURL           = "http://127.0.0.1:6421"
+	DefaultHost              = "::"
+	DefaultGuardPort         = 6420
+	DefaultAPIPeerPort       = 6421
+	DefaultDatabaseURL       = "file://data/berth"
+	DefaultDatacenterTimeout = 5000 // ms
+)
+
+// Default returns the configuration used when nothing is configured: one datacenter, no auth,
+// the guard on :6420, the api-peer on :6421, the embedded store in ./data/berth.
+func Default() *Config {
+	c := &Config{
+		Topology: Topology{
+			DatacenterLabel: DefaultDatacenterLabel,
+			Datacenters: map[string]Datacenter{
+				DefaultDatacenterName: {
+					DatacenterLabel: DefaultDatacenterLabel,
+					IsLeader:        true,
+					PublicURL:       DefaultPublicURL,
+					PeerURL:         DefaultPeerURL,
+				},
+			},
+		},
+		Guard:     Guard{Host: DefaultHost, Port: DefaultGuardPort},
+		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
+		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
+		Database:  Database{URL: DefaultDatabaseURL},
+	}
+	c.fill()
+	return c
+}
+
+// fill sets derived defaults after decoding: ProxyURL falls back to PublicURL.
+func (c *Config) fill() {
+	for name, dc := range c.Topology.Datacenters {
+		if dc.ProxyURL == "" {
+			dc.ProxyURL = dc.PublicURL
+			c.Topology.Datacenters[name] = dc
+		}
+	}
+}
+
+// NamedDatacenter is a topology entry with its name.
+type NamedDatacenter struct {
+	Name string
+	Datacenter
+}
+
+// SortedDatacenters returns the datacenters ordered by label.
+func (t Topology) SortedDatacenters() []NamedDatacenter {
+	out := make([]NamedDatacenter, 0, len(t.Datacenters))
+	for name, dc := range t.Datacenters {
+		out = append(out, NamedDatacenter{name, dc})
+	}
+	slices.SortFunc(out, func(a, b NamedDatacenter) int {
+		return cmp.Or(cmp.Compare(a.DatacenterLabel, b.DatacenterLabel), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Local returns this engine's datacenter (the one labelled DatacenterLabel).
+func (t Topology) Local() (NamedDatacenter, bool) {
+	for name, dc := range t.Datacenters {
+		if dc.DatacenterLabel == t.DatacenterLabel {
+			return NamedDatacenter{name, dc}, true
+		}
+	}
+	return NamedDatacenter{}, false
+}
+
+// listenAddr joins host and port; "::" and "" both become the wildcard Go listens on for IPv4
+// and IPv6 at once, so that the default works on hosts without IPv6 too.
+func listenAddr(host string, port uint16) string {
+	if host == "::" {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}

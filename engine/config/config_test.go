@@ -1,0 +1,268 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefault(t *testing.T) {
+	c, err := Load(Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Fatalf("Load with no sources = %+v, want Default()", c)
+	}
+	want := Datacenter{DatacenterLabel: 1, IsLeader: true, PublicURL: "http://127.0.0.1:6420",
+		PeerURL: "http://127.0.0.1:6421", ProxyURL: "http://127.0.0.1:6420"}
+	if got := c.Topology.Datacenters["default"]; got != want || len(c.Topology.Datacenters) != 1 {
+		t.Errorf("default topology = %+v", c.Topology.Datacenters)
+	}
+	if c.Topology.DatacenterLabel != 1 || c.Guard.Port != 6420 || c.APIPeer.Port != 6421 ||
+		c.Database.URL != "file://data/berth" || c.Auth.AdminToken != "" || c.APIPublic.DatacenterTimeoutMs != 5000 {
+		t.Errorf("defaults = %+v", c)
+	}
+	if got := c.Guard.Addr(); got != ":6420" {
+		t.Errorf("Guard.Addr() = %q, want :6420 (wildcard)", got)
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+}
+
+const twoDCYAML = `
+topology:
+  datacenter_label: 2
+  datacenters:
+    eu:
+      datacenter_label: 1
+      is_leader: true
+      public_url: http://eu.example:6420
+      peer_url: http://eu.example:6421
+    us:
+      datacenter_label: 2
+      public_url: https://us.example
+      peer_url: http://us.internal:6421
+      proxy_url: https://gw.us.example
+auth:
+  admin_token: s3cret
+guard:
+  host: 127.0.0.1
+  port: 7420
+api_peer: {host: "::1", port: 7421}
+database:
+  url: mem://
+`
+
+func TestLoadYAML(t *testing.T) {
+	c, err := Load(Sources{Files: []string{writeFile(t, "berth.yaml", twoDCYAML)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Topology.Datacenters) != 2 {
+		t.Fatalf("datacenters = %v; the default one must be replaced", c.Topology.Datacenters)
+	}
+	local, ok := c.Topology.Local()
+	if !ok || local.Name != "us" || local.ProxyURL != "https://gw.us.example" {
+		t.Errorf("Local() = %+v, %v", local, ok)
+	}
+	if eu := c.Topology.Datacenters["eu"]; eu.ProxyURL != eu.PublicURL {
+		t.Errorf("eu proxy_url = %q, want public_url", eu.ProxyURL)
+	}
+	if got := c.Topology.SortedDatacenters(); got[0].Name != "eu" || got[1].Name != "us" {
+		t.Errorf("SortedDatacenters = %v", got)
+	}
+	if c.Auth.AdminToken != "s3cret" || c.Guard.Addr() != "127.0.0.1:7420" || c.APIPeer.Addr() != "[::1]:7421" || c.Database.URL != "mem://" {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestLoadJSONMergeEnvFlags(t *testing.T) {
+	base := writeFile(t, "a.json", `{
+		"guard": {"host": "127.0.0.1", "port": 1000},
+		"database": {"url": "mem://"},
+		"topology": {"datacenters": {"a": {"datacenter_label": 1, "is_leader": true,
+			"public_url": "http://a:1", "peer_url": "http://a:2"}}}
+	}`)
+	over := writeFile(t, "b.yml", "guard:\n  port: 2000\ntopology:\n  datacenters:\n    b: {datacenter_label: 7, public_url: 'http://b:1', peer_url: 'http://b:2'}\n")
+	c, err := Load(Sources{
+		Files: []string{base, over},
+		Environ: []string{
+			"PATH=/bin", "BERTHX=1",
+			"BERTH__auth__admin_token=from-env",
+			"BERTH__guard__port=3000",
+			"BERTH__topology__datacenters__b__peer_url=http://b-env:2",
+		},
+		Overrides: []Override{{Path: "database.url", Value: "file:///tmp/x", Source: "flag --db"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Guard.Host != "127.0.0.1" || c.Guard.Port != 3000 {
+		t.Errorf("guard = %+v; host from a.json, port from the environment", c.Guard)
+	}
+	if len(c.Topology.Datacenters) != 2 || c.Topology.Datacenters["b"].PeerURL != "http://b-env:2" ||
+		c.Topology.Datacenters["b"].PublicURL != "http://b:1" {
+		t.Errorf("datacenters = %+v; maps merge key by key", c.Topology.Datacenters)
+	}
+	if c.Auth.AdminToken != "from-env" || c.Database.URL != "file:///tmp/x" {
+		t.Errorf("auth/database = %+v %+v", c.Auth, c.Database)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dc := func(extra string) string {
+		return "topology:\n  datacenters:\n" + extra
+	}
+	tests := []struct {
+		name    string
+		yaml    string
+		env     []string
+		over    []Override
+		want    []string // substrings of the error, each must appear
+		wantErr int      // number of *FieldError joined (0: don't check)
+	}{
+		{name: "unknown top-level key", yaml: "gaurd: {port: 1}\n",
+			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, topology", "berth.yaml:1:8"}},
+		{name: "unknown nested key", yaml: "guard:\n  prot: 1\n",
+			want: []string{"guard.prot: unknown key; known keys in guard are host, port", "berth.yaml:2:9"}},
+		{name: "port out of range", yaml: "guard: {port: 70000}\n",
+			want: []string{"guard.port: want an integer from 0 to 65535, got number 70000"}},
+		{name: "port is text", yaml: "guard: {port: abc}\n",
+			want: []string{`guard.port: want an integer from 0 to 65535, got string "abc"`}},
+		{name: "negative port", yaml: "guard: {port: -1}\n", want: []string{"guard.port: want an integer"}},
+		{name: "number for string", yaml: "auth: {admin_token: 1234}\n",
+			want: []string{"auth.admin_token: want a string, got number 1234 (quote it)"}},
+		{name: "bool strict", yaml: dc("    x: {datacenter_label: 1, is_leader: 1, public_url: 'http://a', peer_url: 'http://b'}\n"),
+			want: []string{"topology.datacenters.x.is_leader: want true or false, got number 1"}},
+		{name: "section as value", yaml: "guard: 6420\n", want: []string{"guard: want a section"}},
+		{name: "bad peer url", yaml: dc("    dc1: {datacenter_label: 1, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n    dc2: {datacenter_label: 2, public_url: 'http://c', peer_url: 'htp:/x'}\n") + "  datacenter_label: 1\n",
+			want: []string{`topology.datacenters.dc2.peer_url: invalid URL "htp:/x": the scheme must be http or https (`, "berth.yaml:4:66)"}},
+		{name: "url without host", yaml: dc("    a: {datacenter_label: 1, is_leader: true, public_url: 'http://', peer_url: 'http://b'}\n"),
+			want: []string{`topology.datacenters.a.public_url: invalid URL "http://": no host`}},
+		{name: "missing urls", yaml: dc("    a: {datacenter_label: 1, is_leader: true}\n"),
+			want: []string{"topology.datacenters.a.peer_url: required", "topology.datacenters.a.public_url: required"}, wantErr: 2},
+		{name: "label not in list", yaml: dc("    a: {datacenter_label: 5, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n"),
+			want: []string{"topology.datacenter_label: 1 is not the label of any datacenter in topology.datacenters (labels: 5)"}},
+		{name: "no leader", yaml: dc("    a: {datacenter_label: 1, public_url: 'http://a', peer_url: 'http://b'}\n"),
+			want: []string{"topology.datacenters: no datacenter has is_leader: true"}},
+		{name: "two leaders", yaml: dc("    a: {datacenter_label: 1, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n    b: {datacenter_label: 2, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n"),
+			want: []string{"topology.datacenters: 2 datacenters have is_leader: true (a, b)"}},
+		{name: "duplicate label", yaml: dc("    a: {datacenter_label: 1, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n    b: {datacenter_label: 1, public_url: 'http://a', peer_url: 'http://b'}\n"),
+			want: []string{`topology.datacenters.b.datacenter_label: label 1 is also used by datacenter "a"`}},
+		{name: "empty datacenters", yaml: "topology:\n  datacenters: {}\n", want: []string{"topology.datacenters: at least one datacenter is required"}},
+		{name: "duplicate key", yaml: "guard: {port: 1}\nguard: {port: 2}\n", want: []string{`berth.yaml:2:1: key "guard" given twice`}},
+		{name: "bad db scheme", yaml: "database: {url: 'redis://x'}\n",
+			want: []string{`database.url: invalid URL "redis://x": the scheme must be one of file, mem, postgres, postgresql, fdb`}},
+		{name: "empty admin token", env: []string{"BERTH__auth__admin_token="},
+			want: []string{"auth.admin_token: empty; leave the key out to turn authentication off (env BERTH__auth__admin_token)"}},
+		{name: "token with space", env: []string{"BERTH__auth__admin_token=a b"}, want: []string{"auth.admin_token: must not contain spaces"}},
+		{name: "unknown env section", env: []string{"BERTH__db__url=mem://"},
+			want: []string{"db: unknown key", "env BERTH__db__url"}},
+		{name: "env bad value", env: []string{"BERTH__api_peer__port=66000"},
+			want: []string{"api_peer.port: want an integer from 0 to 65535, got \"66000\" (env BERTH__api_peer__port)"}},
+		{name: "env empty segment", env: []string{"BERTH__guard____port=1"}, want: []string{"BERTH__guard____port: want BERTH__section__key"}},
+		{name: "env value for section", env: []string{"BERTH__guard=1"}, want: []string{"guard: want a section"}},
+		{name: "same port", over: []Override{{Path: "api_peer.port", Value: "6420", Source: "flag --peer"}},
+			want: []string{"api_peer.port: 6420 is also guard.port", "flag --peer"}},
+		{name: "bad host", yaml: "guard: {host: '0.0.0.0:80'}\n", want: []string{`guard.host: "0.0.0.0:80" is neither an IP address nor a host name`}},
+		{name: "zero timeout", yaml: "api_public: {datacenter_timeout_ms: 0}\n", want: []string{"api_public.datacenter_timeout_ms: must be greater than 0"}},
+		{name: "every error at once", yaml: "guard: {port: x, host: 'a b'}\napi_peer: {port: y}\n",
+			want: []string{"guard.port", "guard.host", "api_peer.port"}, wantErr: 3},
+		{name: "top level list", yaml: "- a\n", want: []string{"the top level must be a mapping"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := Sources{Environ: tt.env, Overrides: tt.over}
+			if tt.yaml != "" {
+				src.Files = []string{writeFile(t, "berth.yaml", tt.yaml)}
+			}
+			_, err := Load(src)
+			if err == nil {
+				t.Fatalf("Load succeeded, want error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\ndoes not contain %q", err, w)
+				}
+			}
+			if tt.wantErr > 0 {
+				if n := strings.Count(err.Error(), "\n") + 1; n != tt.wantErr {
+					t.Errorf("got %d errors, want %d:\n%v", n, tt.wantErr, err)
+				}
+			}
+		})
+	}
+}
+
+func TestFieldErrorAs(t *testing.T) {
+	_, err := Load(Sources{Environ: []string{"BERTH__guard__port=x"}})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Path != "guard.port" || fe.Source != "env BERTH__guard__port" {
+		t.Fatalf("errors.As = %+v from %v", fe, err)
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	tests := []struct {
+		name, file, body, want string
+	}{
+		{"unknown extension", "berth.toml", "x = 1", "unknown format; name it .json, .yaml or .yml"},
+		{"bad json", "b.json", `{"guard": }`, "b.json:1:"},
+		{"json duplicate", "b.json", `{"guard": {"port": 1, "port": 2}}`, `key "port" given twice`},
+		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
+		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
+		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are host, port ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(Sources{Files: []string{writeFile(t, tt.file, tt.body)}})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Load(Sources{Files: []string{filepath.Join(t.TempDir(), "missing.yaml")}}); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: error = %v", err)
+	}
+}
+
+func TestEmptyYAMLAndNull(t *testing.T) {
+	c, err := Load(Sources{Files: []string{writeFile(t, "empty.yaml", ""), writeFile(t, "null.yaml", "auth:\nguard:\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("empty and null sections must leave the defaults, got %+v", c)
+	}
+}
+
+func TestYAMLAnchors(t *testing.T) {
+	c, err := Load(Sources{Files: []string{writeFile(t, "a.yaml", `
+topology:
+  datacenter_label: 1
+  datacenters:
+    a: &dc {datacenter_label: 1, is_leader: true, public_url: 'http://a', peer_url: 'http://a:1'}
+guard: {host: localhost}
+`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Topology.Datacenters["a"].PeerURL != "http://a:1" || c.Guard.Host != "localhost" {
+		t.Errorf("got %+v", c)
+	}
+}

@@ -1,0 +1,176 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Validate checks every rule that a single key's type cannot express and reports every
+// violation at once (errors.Join of *FieldError), each naming the key.
+//
+// Rules: at least one datacenter; datacenter names are non-empty and without spaces, labels
+// unique; exactly one leader; topology.datacenter_label is one of the labels; public_url,
+// peer_url and (when set) proxy_url are absolute http or https URLs with a host and no query;
+// hosts are empty, an IP address or a host name; guard and api_peer do not share a port;
+// database.url has a scheme berth knows; api_public.datacenter_timeout_ms > 0; an admin token
+// has no spaces or control characters.
+func (c *Config) Validate() error {
+	errs := c.validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	return joinFieldErrors(errs)
+}
+
+func (c *Config) validate() []*FieldError {
+	var errs []*FieldError
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+
+	// topology
+	t := c.Topology
+	if len(t.Datacenters) == 0 {
+		bad("topology.datacenters", "at least one datacenter is required")
+	}
+	names := make([]string, 0, len(t.Datacenters))
+	for name := range t.Datacenters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	byLabel := map[uint16]string{}
+	var leaders []string
+	for _, name := range names {
+		dc := t.Datacenters[name]
+		p := "topology.datacenters." + name
+		if name == "" || strings.ContainsFunc(name, isSpaceOrControl) {
+			bad(p, "a datacenter name must be non-empty, without spaces or control characters")
+		}
+		if other, dup := byLabel[dc.DatacenterLabel]; dup {
+			bad(p+".datacenter_label", "label %d is also used by datacenter %q", dc.DatacenterLabel, other)
+		} else {
+			byLabel[dc.DatacenterLabel] = name
+		}
+		if dc.IsLeader {
+			leaders = append(leaders, name)
+		}
+		checkURL(bad, p+".public_url", dc.PublicURL, true)
+		checkURL(bad, p+".peer_url", dc.PeerURL, true)
+		checkURL(bad, p+".proxy_url", dc.ProxyURL, false)
+	}
+	switch {
+	case len(t.Datacenters) == 0:
+	case len(leaders) == 0:
+		bad("topology.datacenters", "no datacenter has is_leader: true; exactly one must")
+	case len(leaders) > 1:
+		bad("topology.datacenters", "%d datacenters have is_leader: true (%s); exactly one must", len(leaders), strings.Join(leaders, ", "))
+	}
+	if _, ok := byLabel[t.DatacenterLabel]; !ok && len(t.Datacenters) > 0 {
+		labels := make([]string, 0, len(byLabel))
+		for l := range byLabel {
+			labels = append(labels, strconv.Itoa(int(l)))
+		}
+		sort.Strings(labels)
+		bad("topology.datacenter_label", "%d is not the label of any datacenter in topology.datacenters (labels: %s)", t.DatacenterLabel, strings.Join(labels, ", "))
+	}
+
+	// auth
+	if strings.ContainsFunc(c.Auth.AdminToken, isSpaceOrControl) {
+		bad("auth.admin_token", "must not contain spaces or control characters")
+	}
+
+	// listeners
+	checkHost(bad, "guard.host", c.Guard.Host)
+	checkHost(bad, "api_peer.host", c.APIPeer.Host)
+	if c.Guard.Port != 0 && c.Guard.Port == c.APIPeer.Port && sameHost(c.Guard.Host, c.APIPeer.Host) {
+		bad("api_peer.port", "%d is also guard.port; the two listeners need different ports", c.APIPeer.Port)
+	}
+	if c.APIPublic.DatacenterTimeoutMs == 0 {
+		bad("api_public.datacenter_timeout_ms", "must be greater than 0")
+	}
+
+	// database
+	checkDatabaseURL(bad, "database.url", c.Database.URL)
+	return errs
+}
+
+type badFunc func(path, format string, args ...any)
+
+func checkURL(bad badFunc, path, raw string, required bool) {
+	if raw == "" {
+		if required {
+			bad(path, "required")
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		bad(path, "invalid URL %q: %v", raw, errors.Unwrap(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		bad(path, "invalid URL %q: the scheme must be http or https", raw)
+	case u.Host == "" || u.Hostname() == "":
+		bad(path, "invalid URL %q: no host", raw)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		bad(path, "invalid URL %q: no user info, query or fragment allowed", raw)
+	case u.Port() != "":
+		if p, err := strconv.ParseUint(u.Port(), 10, 16); err != nil || p == 0 {
+			bad(path, "invalid URL %q: bad port %q", raw, u.Port())
+		}
+	}
+}
+
+// checkHost accepts "", an IP address, or a host name (letters, digits, '-', '.').
+func checkHost(bad badFunc, path, host string) {
+	if host == "" || net.ParseIP(host) != nil {
+		return
+	}
+	if len(host) > 253 || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != "" ||
+		strings.HasPrefix(host, ".") || strings.HasPrefix(host, "-") || strings.Contains(host, "..") {
+		bad(path, "%q is neither an IP address nor a host name (give the port in the port key)", host)
+	}
+}
+
+func sameHost(a, b string) bool {
+	wild := func(h string) bool { return h == "" || h == "::" || h == "0.0.0.0" }
+	return a == b || wild(a) || wild(b)
+}
+
+// knownSchemes are the store URL schemes pkg/udb understands (some need a build tag).
+var knownSchemes = []string{"file", "mem", "postgres", "postgresql", "fdb"}
+
+func checkDatabaseURL(bad badFunc, path, raw string) {
+	if raw == "" {
+		bad(path, "required")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		bad(path, "invalid URL %q: %v", raw, errors.Unwrap(err))
+		return
+	}
+	for _, s := range knownSchemes {
+		if u.Scheme == s {
+			return
+		}
+	}
+	bad(path, "invalid URL %q: the scheme must be one of %s", raw, strings.Join(knownSchemes, ", "))
+}
+
+func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+
+// joinFieldErrors sorts errs by path so that output is stable, then joins them.
+func joinFieldErrors(errs []*FieldError) error {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
+}
