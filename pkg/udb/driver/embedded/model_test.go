@@ -34,7 +34,7 @@ import (
 //     FoundationDB computes them (serializable Gets; range reads trimmed at
 //     the limit, forward [begin, keyAfter(last)), reverse [last, end); both
 //     minus the parts its own sets and clears determine; explicit read
-//     conflict ranges whole, as the driver adds them);
+//     conflict ranges likewise);
 //   - a read-write transaction that committed had no such conflict;
 //   - read versions see every commit acknowledged before they were taken, and
 //     commit versions increase and exceed read versions.
@@ -127,10 +127,6 @@ func TestModelSerializable(t *testing.T) {
 		t.Logf("replay with BERTH_MODEL_SEED=%d", seed)
 	}
 }
-
-// TestSetReadVersionAtCommitVersion). Until that is fixed the model test
-// sets read versions only to earlier read versions; flip this to true then.
-const commitVersionsReadable = false
 
 // TestSetReadVersionAtCommitVersion commits concurrently, so that commit
 // groups form, then reads at each commit's version: FoundationDB's read at
@@ -722,10 +718,8 @@ func (st *mstep) readSpan() keyRange {
 // readRanges are t's read conflict ranges as FoundationDB computes them:
 // serializable Gets and range reads (trimmed at the limit) and explicit read
 // conflict ranges, leaving out the parts the transaction's own sets and
-// clears determined. With wholeExplicit, explicit ranges count whole: the
-// driver adds them as given, a superset of FoundationDB's (whose
-// updateConflictMap leaves out own independent writes there too).
-func (t *mtxn) readRanges(wholeExplicit bool) []keyRange {
+// clears determined (updateConflictMap).
+func (t *mtxn) readRanges() []keyRange {
 	var out []keyRange
 	for _, st := range t.steps {
 		if !st.done {
@@ -740,10 +734,6 @@ func (t *mtxn) readRanges(wholeExplicit bool) []keyRange {
 		case opReadConflict:
 			r = keyRange{st.key, st.end}
 		default:
-			continue
-		}
-		if wholeExplicit && st.kind == opReadConflict {
-			out = append(out, r)
 			continue
 		}
 		// Keep the parts not determined by the transaction's own writes, as
@@ -879,7 +869,7 @@ func (s *schedule) check() error {
 			if !t.rvKnown {
 				rv = s.maxCV(t.rvAfter) // a lower bound on the read version
 			}
-			reads := t.readRanges(true)
+			reads := t.readRanges()
 			found := false
 			for _, u := range s.commitLog[:t.commitAfter] {
 				if u.cv > rv {
@@ -893,7 +883,7 @@ func (s *schedule) check() error {
 				return fmt.Errorf("T%d (read version v%d) failed with not_committed, but no transaction committed after v%d wrote a range it read (reads %s)", t.id, rv, rv, fmtRanges(reads))
 			}
 		case t.status == statusCommitted && t.cv > 0 && t.rvKnown:
-			reads := t.readRanges(false)
+			reads := t.readRanges()
 			for _, u := range s.commitLog {
 				if u.cv > t.rv && u.cv < t.cv {
 					if r, w, ok := anyIntersect(reads, u.writeRanges()); ok {

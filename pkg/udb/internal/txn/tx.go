@@ -358,12 +358,14 @@ func (t *Tx) addConflictRange(begin, end []byte, write bool) error {
 		return nil
 	}
 	r := KeyRange{clone(begin), clone(end)}
-	t.st.size += len(r.Begin) + len(r.End)
-	if write {
-		t.st.writeConflicts = append(t.st.writeConflicts, r)
-	} else {
-		t.st.readConflicts = append(t.st.readConflicts, r)
+	if !write {
+		// As for reads, the parts the transaction's own writes determine
+		// cannot conflict (FoundationDB's updateConflictMap).
+		t.addReadSpanLocked(r, true)
+		return nil
 	}
+	t.st.size += len(r.Begin) + len(r.End)
+	t.st.writeConflicts = append(t.st.writeConflicts, r)
 	return nil
 }
 
