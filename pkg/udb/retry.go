@@ -73,38 +73,29 @@ func (p *RetryPolicy) Retries() int { return p.retries }
 // a udb error let OnError decide whether to go again. Other errors end the
 // loop at once without committing.
 func RunTransact(ctx context.Context, db Database, f func(Transaction) (any, error)) (any, error) {
-	tr, err := db.CreateTransaction()
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Cancel()
-	for {
+	return retryLoop(ctx, db, func(tr Transaction) (any, error) {
 		v, err := f(tr)
 		if err == nil {
-			if err = tr.Commit(ctx); err == nil {
-				return v, nil
-			}
+			err = tr.Commit(ctx)
 		}
-		var ue Error
-		if !errors.As(err, &ue) {
-			return nil, err
-		}
-		if err := tr.OnError(ctx, err); err != nil {
-			return nil, err
-		}
-	}
+		return v, err
+	})
 }
 
 // RunReadTransact is the retry loop behind Database.ReadTransact: like
 // RunTransact but nothing is committed.
 func RunReadTransact(ctx context.Context, db Database, f func(ReadTransaction) (any, error)) (any, error) {
+	return retryLoop(ctx, db, func(tr Transaction) (any, error) { return f(tr) })
+}
+
+func retryLoop(ctx context.Context, db Database, attempt func(Transaction) (any, error)) (any, error) {
 	tr, err := db.CreateTransaction()
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Cancel()
 	for {
-		v, err := f(tr)
+		v, err := attempt(tr)
 		if err == nil {
 			return v, nil
 		}

@@ -183,133 +183,119 @@ func (t *Tx) ensureSnapshotLocked(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// Set implements udb.Transaction.
-func (t *Tx) Set(key, value []byte) {
+// mutate runs a write under the lock. Its error is not returned: as in
+// FoundationDB it is deferred to the next read or to Commit.
+func (t *Tx) mutate(f func() error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.usableLocked(); err != nil {
-		t.deferLocked(err)
-		return
+	err := t.usableLocked()
+	if err == nil {
+		err = f()
 	}
+	if err != nil {
+		t.deferLocked(err)
+	}
+}
+
+// checkSetLocked validates the key and value of a write.
+func (t *Tx) checkSetLocked(key []byte, valueLen int) error {
 	if err := t.checkWriteKeyLocked(key); err != nil {
-		t.deferLocked(err)
-		return
+		return err
 	}
-	if len(value) > udb.MaxValueSize {
-		t.deferLocked(errCode(udb.CodeValueTooLarge))
-		return
+	if valueLen > udb.MaxValueSize {
+		return errCode(udb.CodeValueTooLarge)
 	}
-	k, v := clone(key), clone(value)
-	t.st.writes.set(k, v)
-	t.addMutationLocked(Mutation{Op: OpSet, Key: k, Value: v})
+	return nil
+}
+
+// Set implements udb.Transaction.
+func (t *Tx) Set(key, value []byte) {
+	t.mutate(func() error {
+		if err := t.checkSetLocked(key, len(value)); err != nil {
+			return err
+		}
+		k, v := clone(key), clone(value)
+		t.st.writes.set(k, v)
+		t.addMutationLocked(Mutation{Op: OpSet, Key: k, Value: v})
+		return nil
+	})
 }
 
 // Clear implements udb.Transaction.
 func (t *Tx) Clear(key []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.usableLocked(); err != nil {
-		t.deferLocked(err)
-		return
-	}
-	if err := t.checkWriteKeyLocked(key); err != nil {
-		if udb.HasCode(err, udb.CodeKeyTooLarge) {
-			return // no key that long can exist: FoundationDB ignores the clear
+	t.mutate(func() error {
+		if err := t.checkWriteKeyLocked(key); err != nil {
+			if udb.HasCode(err, udb.CodeKeyTooLarge) {
+				return nil // no key that long can exist: FoundationDB ignores the clear
+			}
+			return err
 		}
-		t.deferLocked(err)
-		return
-	}
-	k := clone(key)
-	t.st.writes.clear(k)
-	t.addMutationLocked(Mutation{Op: OpClear, Key: k})
+		k := clone(key)
+		t.st.writes.clear(k)
+		t.addMutationLocked(Mutation{Op: OpClear, Key: k})
+		return nil
+	})
 }
 
 // ClearRange implements udb.Transaction.
 func (t *Tx) ClearRange(begin, end []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.usableLocked(); err != nil {
-		t.deferLocked(err)
-		return
-	}
-	if bytes.Compare(begin, end) > 0 {
-		t.deferLocked(errCode(udb.CodeInvertedRange))
-		return
-	}
-	if err := t.checkWriteBoundLocked(begin, false); err != nil {
-		t.deferLocked(err)
-		return
-	}
-	if err := t.checkWriteBoundLocked(end, true); err != nil {
-		t.deferLocked(err)
-		return
-	}
-	if bytes.Equal(begin, end) {
-		return
-	}
-	b, e := clone(begin), clone(end)
-	t.st.writes.clearRange(b, e)
-	t.addMutationLocked(Mutation{Op: OpClearRange, Key: b, Value: e})
+	t.mutate(func() error {
+		if bytes.Compare(begin, end) > 0 {
+			return errCode(udb.CodeInvertedRange)
+		}
+		if err := t.checkWriteBoundLocked(begin, false); err != nil {
+			return err
+		}
+		if err := t.checkWriteBoundLocked(end, true); err != nil {
+			return err
+		}
+		if bytes.Equal(begin, end) {
+			return nil
+		}
+		b, e := clone(begin), clone(end)
+		t.st.writes.clearRange(b, e)
+		t.addMutationLocked(Mutation{Op: OpClearRange, Key: b, Value: e})
+		return nil
+	})
 }
 
 // Atomic implements udb.Transaction.
 func (t *Tx) Atomic(op udb.MutationType, key, param []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.usableLocked(); err != nil {
-		t.deferLocked(err)
-		return
-	}
-	k, p := clone(key), clone(param)
-	switch {
-	case op == udb.MutationSetVersionstampedKey:
-		pos, body, ok := stampOffset(k)
-		if !ok || pos+10 > len(body) {
-			t.deferLocked(errCode(udb.CodeClientInvalidOperation))
-			return
+	t.mutate(func() error {
+		k, p := clone(key), clone(param)
+		switch {
+		case op == udb.MutationSetVersionstampedKey:
+			pos, body, ok := stampOffset(k)
+			if !ok || pos+10 > len(body) {
+				return errCode(udb.CodeClientInvalidOperation)
+			}
+			if err := t.checkSetLocked(body, len(p)); err != nil {
+				return err
+			}
+			// Every key the stamp could produce is unreadable until commit.
+			lo := append(clone(body[:pos]), make([]byte, 10)...)
+			hi := append(append(clone(body[:pos]), bytes.Repeat([]byte{0xff}, 10)...), body[pos+10:]...)
+			t.st.writes.unreadable = append(t.st.writes.unreadable, KeyRange{lo, udb.KeyAfter(hi)})
+		case op == udb.MutationSetVersionstampedValue:
+			pos, body, ok := stampOffset(p)
+			if !ok || pos+10 > len(body) {
+				return errCode(udb.CodeClientInvalidOperation)
+			}
+			if err := t.checkSetLocked(k, len(body)); err != nil {
+				return err
+			}
+			t.st.writes.markUnreadable(k)
+		case udb.IsAtomicOp(op):
+			if err := t.checkSetLocked(k, len(p)); err != nil {
+				return err
+			}
+			t.st.writes.atomic(op, k, p)
+		default:
+			return errCode(udb.CodeInvalidMutationType)
 		}
-		if err := t.checkWriteKeyLocked(body); err != nil {
-			t.deferLocked(err)
-			return
-		}
-		if len(p) > udb.MaxValueSize {
-			t.deferLocked(errCode(udb.CodeValueTooLarge))
-			return
-		}
-		// Every key the stamp could produce is unreadable until commit.
-		lo := append(clone(body[:pos]), make([]byte, 10)...)
-		hi := append(append(clone(body[:pos]), bytes.Repeat([]byte{0xff}, 10)...), body[pos+10:]...)
-		t.st.writes.unreadable = append(t.st.writes.unreadable, KeyRange{lo, udb.KeyAfter(hi)})
-	case op == udb.MutationSetVersionstampedValue:
-		pos, body, ok := stampOffset(p)
-		if !ok || pos+10 > len(body) {
-			t.deferLocked(errCode(udb.CodeClientInvalidOperation))
-			return
-		}
-		if err := t.checkWriteKeyLocked(k); err != nil {
-			t.deferLocked(err)
-			return
-		}
-		if len(body) > udb.MaxValueSize {
-			t.deferLocked(errCode(udb.CodeValueTooLarge))
-			return
-		}
-		t.st.writes.markUnreadable(k)
-	case udb.IsAtomicOp(op):
-		if err := t.checkWriteKeyLocked(k); err != nil {
-			t.deferLocked(err)
-			return
-		}
-		if len(p) > udb.MaxValueSize {
-			t.deferLocked(errCode(udb.CodeValueTooLarge))
-			return
-		}
-		t.st.writes.atomic(op, k, p)
-	default:
-		t.deferLocked(errCode(udb.CodeInvalidMutationType))
-		return
-	}
-	t.addMutationLocked(Mutation{Op: OpAtomic, Atomic: op, Key: k, Value: p})
+		t.addMutationLocked(Mutation{Op: OpAtomic, Atomic: op, Key: k, Value: p})
+		return nil
+	})
 }
 
 // stampOffset splits a versionstamp operand into its body and the 4-byte
