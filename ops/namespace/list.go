@@ -1,0 +1,138 @@
+package namespace
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Limits of List.
+const (
+	DefaultListLimit = 1000 // the Rivet engine's default for namespaces
+	MaxListLimit     = 10_000
+)
+
+// ListInput selects namespaces. Filters combine: a namespace is listed when
+// it matches every filter given.
+type ListInput struct {
+	// Limit is the page size: 0 means DefaultListLimit.
+	Limit int
+	// Name, if set, lists only the namespace with this name.
+	Name string
+	// NamespaceIDs, if set, lists only these namespaces; unknown ids are
+	// skipped.
+	NamespaceIDs []id.ID
+	// AfterName continues a listing after the namespace with this name (the
+	// Cursor of the previous page).
+	AfterName string
+}
+
+// ListOutput is one page, in name order.
+type ListOutput struct {
+	Namespaces []Namespace
+	// Cursor is the last name of the page when more follow, nil on the last
+	// page; pass it as AfterName.
+	Cursor *string
+}
+
+// List returns namespaces in name order.
+//
+// Snapshot reads: a listing may be a few milliseconds stale, and it must not
+// make concurrent creations retry. All reads share the transaction's read
+// version, so a namespace is listed whole or not at all.
+func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	snap := r.Snapshot()
+	var found []Namespace
+	switch {
+	case len(in.NamespaceIDs) > 0:
+		for _, nid := range uniqueIDs(in.NamespaceIDs) {
+			ns, ok, err := load(ctx, snap, nid)
+			if err != nil {
+				return ListOutput{}, err
+			}
+			if ok && (in.Name == "" || ns.Name == in.Name) && ns.Name > in.AfterName {
+				found = append(found, ns)
+			}
+		}
+		slices.SortFunc(found, func(a, b Namespace) int { return cmp.Compare(a.Name, b.Name) })
+	case in.Name != "":
+		ns, err := ResolveByName(ctx, snap, ResolveByNameInput{Name: in.Name})
+		switch {
+		case rerr.Is(err, "namespace", "not_found"):
+		case err != nil:
+			return ListOutput{}, err
+		case ns.Name > in.AfterName:
+			found = append(found, ns)
+		}
+	default:
+		rng := keys.NamespaceByNameKeyRange()
+		begin, end := rng.All()
+		if in.AfterName != "" {
+			begin, end = rng.After(in.AfterName)
+		}
+		kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
+			udb.RangeOptions{Limit: limit + 1, Mode: udb.StreamingModeWantAll}).All(ctx)
+		if err != nil {
+			return ListOutput{}, err
+		}
+		for _, kv := range kvs {
+			k, err := keys.UnpackNamespaceByNameKey(kv.Key)
+			if err != nil {
+				return ListOutput{}, corrupt.Mark("namespace", err)
+			}
+			nid, err := k.Decode(kv.Value)
+			if err != nil {
+				return ListOutput{}, corrupt.Mark("namespace", err)
+			}
+			ns, ok, err := load(ctx, snap, nid)
+			switch {
+			case err != nil:
+				return ListOutput{}, err
+			case !ok:
+				return ListOutput{}, rerr.Corrupt("namespace", "name %q points at %s, which has no record", k.Name, nid)
+			}
+			found = append(found, ns)
+		}
+	}
+	out := ListOutput{Namespaces: found}
+	if len(found) > limit {
+		out.Namespaces = found[:limit]
+		last := found[limit-1].Name
+		out.Cursor = &last
+	}
+	return out, nil
+}
+
+func checkLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultListLimit, nil
+	case limit < 0 || limit > MaxListLimit:
+		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
+	}
+	return limit, nil
+}
+
+// uniqueIDs returns ids without repeats, first occurrence kept.
+func uniqueIDs(ids []id.ID) []id.ID {
+	seen := make(map[id.ID]bool, len(ids))
+	out := make([]id.ID, 0, len(ids))
+	for _, v := range ids {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
