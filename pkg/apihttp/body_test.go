@@ -1,0 +1,69 @@
+package apihttp
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthhq/berth/pkg/rerr"
+)
+
+type createBody struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name"`
+	Slots       uint16 `json:"slots,omitempty"`
+	Nested      *struct {
+		URL string `json:"url"`
+	} `json:"nested,omitempty"`
+}
+
+func TestDecodeJSON(t *testing.T) {
+	var b createBody
+	if err := DecodeJSON([]byte(`{"name":"a","display_name":"A","slots":3,"nested":{"url":"u"}}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "a" || b.DisplayName != "A" || b.Slots != 3 || b.Nested.URL != "u" {
+		t.Errorf("got %+v", b)
+	}
+	tests := []struct {
+		body, field, reason string
+	}{
+		{`{"name":"a","bogus":1}`, "bogus", "unknown field"},
+		{`{"name":"a","Name":"b"}`, "Name", "unknown field"},
+		{`{"name":1}`, "name", "want a string, got JSON number"},
+		{`{"slots":70000}`, "slots", "want an integer in range for uint16, got JSON number 70000"},
+		{`{"nested":{"url":"u","x":1}}`, "", `unknown field "x"`},
+		{`{"name":`, "", "the body is not valid JSON (at byte 8)"},
+		{`{"name":"a"}{}`, "", "the body is not valid JSON (at byte 13)"},
+		{`{"name" "a"}`, "", "the body is not valid JSON"},
+		{``, "", "the body must be a JSON object"},
+		{`[]`, "", "the body must be a JSON object, got JSON array"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			err := DecodeJSON([]byte(tt.body), &createBody{})
+			e, ok := rerr.As(err)
+			if !ok || e.Key() != "api.bad_request" {
+				t.Fatalf("error = %v, want api.bad_request", err)
+			}
+			field, _ := e.Metadata["field"].(string)
+			reason, _ := e.Metadata["reason"].(string)
+			if field != tt.field || !strings.Contains(reason, tt.reason) {
+				t.Errorf("field %q reason %q, want %q and %q", field, reason, tt.field, tt.reason)
+			}
+		})
+	}
+}
+
+func TestBindJSONTooLarge(t *testing.T) {
+	e := echo.New()
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"name":"`+strings.Repeat("a", MaxBodySize)+`"}`))
+	c := e.NewContext(req, httptest.NewRecorder())
+	err := BindJSON(c, &createBody{})
+	if !rerr.Is(err, "guard", "request_body_too_large") || rerr.HTTPStatus(err) != 413 {
+		t.Errorf("error = %v", err)
+	}
+}

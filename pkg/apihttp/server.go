@@ -1,0 +1,203 @@
+package apihttp
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+)
+
+// Header names.
+const (
+	HeaderRayID = "x-rivet-ray-id" // response: the request's ray id
+	HeaderError = "x-rivet-error"  // response: group.code of an error response
+)
+
+// Options configures New.
+type Options struct {
+	// Log receives one line per failed request (Error for 5xx, with the cause; Debug for 4xx)
+	// and a Debug access line per request. Nil means slog.Default().
+	Log *slog.Logger
+	// AdminToken, when not empty, is required as "Authorization: Bearer <token>" on every path
+	// except PublicPaths: a request without a token gets 401 api.unauthorized, one with another
+	// token 403 api.forbidden. Tokens are compared in constant time.
+	AdminToken string
+	// PublicPaths answer without a token; nil means DefaultPublicPaths. Matched exactly.
+	PublicPaths []string
+	// DatacenterLabel is put into every ray id.
+	DatacenterLabel uint16
+}
+
+// DefaultPublicPaths are the paths that never need a token.
+var DefaultPublicPaths = []string{"/health", "/metadata"}
+
+// New returns an echo instance set up for a berth API: handlers return errors and the error
+// handler turns them into JSON {group, code, message, metadata?} with the rerr status; every
+// response carries a fresh ray id (x-rivet-ray-id), which the request context and its logger
+// (see RayID, Logger) carry too; bearer auth per Options; a panic in a handler becomes a 500.
+// Register routes on it, then serve it as an http.Handler.
+func New(opts Options) *echo.Echo {
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	public := opts.PublicPaths
+	if public == nil {
+		public = DefaultPublicPaths
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler
+	e.Pre(requestContext(log, opts.DatacenterLabel))
+	e.Use(recoverPanic, bearerAuth(opts.AdminToken, public))
+	return e
+}
+
+// requestContext gives each request its ray id and logger, runs it, hands a returned error to
+// the error handler (so the access line sees the final status), and logs an access line.
+func requestContext(log *slog.Logger, label uint16) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			req := c.Request()
+			ray := id.New(label).String()
+			c.Response().Header().Set(HeaderRayID, ray)
+			ctx := withRequest(req.Context(), ray, log)
+			c.SetRequest(req.WithContext(ctx))
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			Logger(ctx).LogAttrs(ctx, slog.LevelDebug, "request",
+				slog.String("method", req.Method), slog.String("path", req.URL.Path),
+				slog.Int("status", c.Response().Status), slog.Duration("duration", time.Since(start)))
+			return nil
+		}
+	}
+}
+
+// errorHandler writes err as a rerr JSON body and logs it once. Only rerr.Public(err) reaches
+// the client; the full error, with its cause, goes only to the log.
+func errorHandler(err error, c echo.Context) {
+	req := c.Request()
+	ctx := req.Context()
+	log := Logger(ctx)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		log.LogAttrs(ctx, slog.LevelDebug, "client went away", slog.String("method", req.Method),
+			slog.String("path", req.URL.Path), slog.Any("error", err))
+		return
+	}
+	pub := rerr.Public(fromEcho(err))
+	status := rerr.HTTPStatus(pub)
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	log.LogAttrs(ctx, level, "request failed", slog.String("method", req.Method), slog.String("path", req.URL.Path),
+		slog.Int("status", status), slog.String("error_key", pub.Key()), slog.String("error", err.Error()))
+	if c.Response().Committed {
+		return // the handler already answered; nothing more can be sent
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(HeaderError, pub.Key())
+	c.Response().WriteHeader(status)
+	if req.Method != http.MethodHead {
+		_, _ = c.Response().Write(pub.JSON())
+	}
+}
+
+// fromEcho maps echo's own errors (no route, wrong method, and the like) to rerr; other errors
+// are returned unchanged.
+func fromEcho(err error) error {
+	var he *echo.HTTPError
+	if _, ok := rerr.As(err); ok || !errors.As(err, &he) {
+		return err
+	}
+	switch he.Code {
+	case http.StatusNotFound:
+		return rerr.NotFound().WithCause(err)
+	case http.StatusMethodNotAllowed:
+		return rerr.MethodNotAllowed().WithCause(err)
+	case http.StatusBadRequest:
+		return rerr.BadRequest("", fmt.Sprint(he.Message)).WithCause(err)
+	case http.StatusUnauthorized:
+		return rerr.Unauthorized().WithCause(err)
+	case http.StatusForbidden:
+		return rerr.Forbidden().WithCause(err)
+	case http.StatusRequestEntityTooLarge:
+		return rerr.New("guard", "request_body_too_large").WithCause(err)
+	case http.StatusServiceUnavailable:
+		return rerr.ServiceUnavailable().WithCause(err)
+	}
+	return rerr.Internal(err)
+}
+
+// recoverPanic turns a handler panic into core.internal_error, logged with its stack.
+func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = rerr.Internal(fmt.Errorf("panic: %v\n%s", r, debug.Stack()))
+			}
+		}()
+		return next(c)
+	}
+}
+
+// bearerAuth checks the admin token, and keeps any presented token in the request context for
+// forwarding (see Token), also when auth is off.
+func bearerAuth(token string, public []string) echo.MiddlewareFunc {
+	want := sha256.Sum256([]byte(token))
+	open := make(map[string]bool, len(public))
+	for _, p := range public {
+		open[p] = true
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			given, ok := bearer(req.Header.Get(echo.HeaderAuthorization))
+			if ok {
+				c.SetRequest(req.WithContext(WithToken(req.Context(), given)))
+			}
+			if token == "" || open[req.URL.Path] {
+				return next(c)
+			}
+			if !ok {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
+				return rerr.Unauthorized()
+			}
+			// Hashing first makes the comparison independent of both lengths.
+			got := sha256.Sum256([]byte(given))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				return rerr.Forbidden()
+			}
+			return next(c)
+		}
+	}
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header; the scheme is
+// case-insensitive. An empty token counts as none.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
