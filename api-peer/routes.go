@@ -1,0 +1,18 @@
+package apipeer
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthhq/berth/pkg/apihttp"
+)
+
+// Register adds every api-peer route to e. To add an endpoint, write its handler as a method
+// of Server in a file named for its resource (namespaces.go: func (s *Server) listNamespaces(c
+// echo.Context) error), bind its query with apihttp.BindQuery and its body with
+// apihttp.BindJSON, return rerr errors, and add one line here. Paths and JSON shapes are
+// those of api-public, which forwards to these routes.
+func (s *Server) Register(e *echo.Echo) {
+	e.GET("/health", apihttp.HealthHandler(s.deps.Build))
+	e.GET("/metadata", apihttp.MetadataHandler(s.deps.Build))
+	e.GET("/datacenters", apihttp.DatacentersHandler(s.deps.Topology))
+}

@@ -1,0 +1,41 @@
+package apipeer
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Deps is everything the api-peer handlers use. The engine fills it at start; a handler that
+// needs something new (a pub/sub client, pegboard settings) gets a new field here.
+type Deps struct {
+	// DB is this datacenter's store.
+	DB udb.Database
+	// Topology is every datacenter; Topology.Local is this one.
+	Topology apihttp.Topology
+	// Build is reported by /health and /metadata.
+	Build apihttp.BuildInfo
+	// AdminToken, when set, is required on every endpoint but /health and /metadata.
+	AdminToken string
+	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
+	Log *slog.Logger
+}
+
+// Server is the api-peer. Its handlers are methods, one resource per file, registered in
+// routes.go.
+type Server struct {
+	deps Deps
+}
+
+// New returns an api-peer over deps.
+func New(deps Deps) *Server { return &Server{deps: deps} }
+
+// Handler returns the api-peer as an http.Handler: an apihttp echo instance (error handler,
+// ray ids, bearer auth) with the routes of Register.
+func (s *Server) Handler() http.Handler {
+	e := apihttp.New(apihttp.Options{Log: s.deps.Log, AdminToken: s.deps.AdminToken, DatacenterLabel: s.deps.Topology.Local})
+	s.Register(e)
+	return e
+}
