@@ -12,7 +12,7 @@ import (
 // err unchanged otherwise. nil stays nil.
 func Mark(what string, err error) error {
 	if errors.Is(err, keys.ErrBadValue) || errors.Is(err, keys.ErrBadKey) {
-		return rerr.Corrupt(what, "%v", err).WithCause(err)
+		return rerr.Corrupt(what, "stored bytes do not decode").WithCause(err)
 	}
 	return err
 }

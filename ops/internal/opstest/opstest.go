@@ -33,23 +33,33 @@ func Write[T any](t testing.TB, db udb.Database, f func(tx udb.Transaction) (T, 
 
 // Transact runs f through the store's retry loop and returns its result.
 func Transact[T any](db udb.Database, f func(tx udb.Transaction) (T, error)) (T, error) {
-	v, err := db.Transact(context.Background(), func(tx udb.Transaction) (any, error) { return f(tx) })
+	var out T
+	_, err := db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		var err error
+		out, err = f(tx)
+		return nil, err
+	})
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return v.(T), nil
+	return out, nil
 }
 
 // Read runs f in a transaction that is never committed; any error fails the
 // test.
 func Read[T any](t testing.TB, db udb.Database, f func(r udb.ReadTransaction) (T, error)) T {
 	t.Helper()
-	v, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) { return f(r) })
+	var out T
+	_, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+		var err error
+		out, err = f(r)
+		return nil, err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.(T)
+	return out
 }
 
 // Run is the retry loop of Database.Transact, also returning the commit

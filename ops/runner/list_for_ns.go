@@ -1,0 +1,193 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/cursor"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Limits of ListForNs.
+const (
+	DefaultListLimit = 100 // the API's default
+	MaxListLimit     = 10_000
+)
+
+// ListForNsInput selects a namespace's runners.
+type ListForNsInput struct {
+	Namespace id.ID
+	// Name, if set, lists only runners with this name.
+	Name string
+	// IncludeStopped lists stopped runners too; by default only those
+	// without stop_ts (draining ones included).
+	IncludeStopped bool
+	// RunnerIDs, if set, lists only these runners (unknown ids, and runners
+	// of other namespaces or names, are left out), in list order and paged
+	// like any listing.
+	RunnerIDs []id.ID
+	// Limit is the page size: 0 means DefaultListLimit.
+	Limit int
+	// Cursor is the previous page's cursor, or a bare decimal create_ts
+	// (the Rivet engine's cursor: the page starts at runners created before
+	// that millisecond).
+	Cursor string
+	// Datacenter is this datacenter's name, reported in each runner.
+	Datacenter string
+}
+
+// ListForNsOutput is one page.
+type ListForNsOutput struct {
+	Runners []Runner
+	// Cursor names the page's last runner when more follow; nil on the
+	// last page.
+	Cursor *string
+}
+
+// Cursor returns the cursor that continues a listing after the runner
+// (createTs, runnerID): what ListForNs returns for a page ending there, for
+// callers that merge pages (the cross-datacenter fan-out). Lists are ordered
+// by create_ts descending, then by runner id bytes descending.
+func Cursor(createTs int64, runnerID id.ID) string { return cursor.Encode(createTs, runnerID[:]) }
+
+// ListForNs lists a namespace's runners, newest first: create_ts
+// descending, runners created in the same millisecond by id descending.
+// Paging with the returned cursor returns every runner exactly once, even
+// when many share one millisecond, since the cursor names the last runner's
+// (create_ts, id) and the next page starts strictly after it.
+//
+// It reads one of four indexes: active or all (IncludeStopped), by name or
+// not. Snapshot reads: a listing may be a few milliseconds stale, and must
+// not make registrations and pings retry. Index entries and runner data
+// are read at one read version, and a runner is registered or stopped in
+// one transaction, so a listing never shows a runner half-registered, nor
+// one twice.
+func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (ListForNsOutput, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return ListForNsOutput{}, err
+	}
+	var pos *cursor.Position
+	if in.Cursor != "" {
+		p, err := cursor.Decode(in.Cursor)
+		if err != nil {
+			return ListForNsOutput{}, err
+		}
+		if !p.Legacy && len(p.Tie) != id.Size {
+			return ListForNsOutput{}, rerr.BadRequest(cursor.Field, "not a cursor returned by this list")
+		}
+		pos = &p
+	}
+	snap := r.Snapshot()
+	var page []Runner
+	if len(in.RunnerIDs) > 0 {
+		page, err = listByIDs(ctx, snap, in, pos, limit+1)
+	} else {
+		page, err = listByIndex(ctx, snap, in, pos, limit+1)
+	}
+	if err != nil {
+		return ListForNsOutput{}, err
+	}
+	out := ListForNsOutput{Runners: page}
+	if len(page) > limit {
+		out.Runners = page[:limit]
+		last := page[limit-1]
+		c := Cursor(last.CreateTs, last.RunnerID)
+		out.Cursor = &c
+	}
+	return out, nil
+}
+
+func checkLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultListLimit, nil
+	case limit < 0 || limit > MaxListLimit:
+		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
+	}
+	return limit, nil
+}
+
+// listByIndex scans one create_ts index in reverse from the cursor and
+// loads up to n runners.
+func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
+	var rng keys.CreateTsRange[id.ID]
+	var unpack func([]byte) (id.ID, error)
+	switch {
+	case in.Name == "" && !in.IncludeStopped:
+		rng = keys.ActiveRunnerKeyRange(in.Namespace)
+		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackActiveRunnerKey(b); return k.RunnerID, err }
+	case in.Name == "":
+		rng = keys.AllRunnerKeyRange(in.Namespace)
+		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackAllRunnerKey(b); return k.RunnerID, err }
+	case !in.IncludeStopped:
+		rng = keys.ActiveRunnerByNameKeyRange(in.Namespace, in.Name)
+		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackActiveRunnerByNameKey(b); return k.RunnerID, err }
+	default:
+		rng = keys.AllRunnerByNameKeyRange(in.Namespace, in.Name)
+		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackAllRunnerByNameKey(b); return k.RunnerID, err }
+	}
+	begin, end := rng.All()
+	switch {
+	case pos == nil:
+	case pos.Legacy:
+		begin, end = rng.BeforeTs(pos.CreateTs)
+	default:
+		begin, end = rng.Before(pos.CreateTs, id.ID(pos.Tie))
+	}
+	kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
+		udb.RangeOptions{Limit: n, Reverse: true, Mode: udb.StreamingModeWantAll}).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Runner, 0, len(kvs))
+	for _, kv := range kvs {
+		rid, err := unpack(kv.Key)
+		if err != nil {
+			return nil, corrupt.Mark("runner index", err)
+		}
+		run, found, err := load(ctx, snap, rid, in.Datacenter)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found:
+			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", rid)
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+// listByIDs loads the runners named in in.RunnerIDs that match the other
+// filters, sorts them in list order and returns up to n after the cursor.
+func listByIDs(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
+	seen := make(map[id.ID]bool, len(in.RunnerIDs))
+	var out []Runner
+	for _, rid := range in.RunnerIDs {
+		if seen[rid] {
+			continue
+		}
+		seen[rid] = true
+		run, found, err := load(ctx, snap, rid, in.Datacenter)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found,
+			run.NamespaceID != in.Namespace,
+			in.Name != "" && run.Name != in.Name,
+			!in.IncludeStopped && run.StopTs != nil,
+			pos != nil && !pos.After(run.CreateTs, run.RunnerID[:]):
+			continue
+		}
+		out = append(out, run)
+	}
+	slices.SortFunc(out, func(a, b Runner) int {
+		return cursor.Compare(a.CreateTs, a.RunnerID[:], b.CreateTs, b.RunnerID[:])
+	})
+	return out[:min(n, len(out))], nil
+}

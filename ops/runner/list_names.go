@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// ListNamesInput selects a page of a namespace's runner names.
+type ListNamesInput struct {
+	Namespace id.ID
+	// AfterName continues a listing after this name (the previous page's
+	// cursor); "" starts at the first name.
+	AfterName string
+	// Limit is the page size: 0 means DefaultListLimit.
+	Limit int
+}
+
+// ListNamesOutput is one page of names in byte order.
+type ListNamesOutput struct {
+	Names []string
+	// Cursor is the page's last name when more follow, nil on the last page.
+	Cursor *string
+}
+
+// ListNames lists the runner names ever registered in the namespace, in
+// byte order, scanning forward after the cursor name.
+//
+// Snapshot reads: a listing may be a few milliseconds stale and must not
+// make registrations retry.
+func ListNames(ctx context.Context, r udb.ReadTransaction, in ListNamesInput) (ListNamesOutput, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return ListNamesOutput{}, err
+	}
+	rng := keys.RunnerNameKeyRange(in.Namespace)
+	begin, end := rng.All()
+	if in.AfterName != "" {
+		begin, end = rng.After(in.AfterName)
+	}
+	kvs, err := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
+		udb.RangeOptions{Limit: limit + 1, Mode: udb.StreamingModeWantAll}).All(ctx)
+	if err != nil {
+		return ListNamesOutput{}, err
+	}
+	out := ListNamesOutput{Names: make([]string, 0, min(len(kvs), limit))}
+	for i, kv := range kvs {
+		if i == limit {
+			last := out.Names[limit-1]
+			out.Cursor = &last
+			break
+		}
+		k, err := keys.UnpackRunnerNameKey(kv.Key)
+		if err != nil {
+			return ListNamesOutput{}, corrupt.Mark("runner name index", err)
+		}
+		out.Names = append(out.Names, k.Name)
+	}
+	return out, nil
+}

@@ -1,0 +1,214 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/record"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Runner is the public runner object, with Rivet's JSON field names. Optional
+// fields are null when absent, as the Rivet engine writes them.
+type Runner struct {
+	RunnerID        id.ID           `json:"runner_id"`
+	NamespaceID     id.ID           `json:"namespace_id"`
+	Datacenter      string          `json:"datacenter"`
+	Name            string          `json:"name"`
+	Key             string          `json:"key"`
+	Version         uint32          `json:"version"`
+	TotalSlots      uint32          `json:"total_slots"`
+	RemainingSlots  uint32          `json:"remaining_slots"`
+	CreateTs        int64           `json:"create_ts"`
+	DrainTs         *int64          `json:"drain_ts"`
+	StopTs          *int64          `json:"stop_ts"`
+	LastPingTs      int64           `json:"last_ping_ts"`
+	LastConnectedTs *int64          `json:"last_connected_ts"`
+	LastRtt         uint32          `json:"last_rtt"`
+	Metadata        json.RawMessage `json:"metadata"`
+}
+
+// Input limits. Rivet does not bound runner names and keys; berth does, so
+// that every key that embeds them stays far below udb's 10,000-byte limit.
+const (
+	MaxNameLen     = 128
+	MaxKeyLen      = 512
+	MaxMetadataLen = 1 << 20
+)
+
+// load reads runner rid for the API through r, which the caller passes as a
+// snapshot. found is false when the runner does not exist. A runner is
+// registered in one transaction, so one read version sees all of its
+// fields or none.
+func load(ctx context.Context, r udb.ReadTransaction, rid id.ID, datacenter string) (Runner, bool, error) {
+	rd := record.NewReader(ctx, r, "runner")
+	createTs, found := record.Opt(rd, keys.RunnerCreateTsKey{RunnerID: rid})
+	if !found {
+		return Runner{}, false, rd.Err()
+	}
+	out := Runner{
+		RunnerID:        rid,
+		NamespaceID:     record.Must(rd, keys.RunnerNamespaceIDKey{RunnerID: rid}, "namespace_id"),
+		Datacenter:      datacenter,
+		Name:            record.Must(rd, keys.RunnerDataNameKey{RunnerID: rid}, "name"),
+		Key:             record.Must(rd, keys.RunnerKeyKey{RunnerID: rid}, "key"),
+		Version:         record.Must(rd, keys.RunnerVersionKey{RunnerID: rid}, "version"),
+		TotalSlots:      record.Must(rd, keys.RunnerTotalSlotsKey{RunnerID: rid}, "total_slots"),
+		RemainingSlots:  record.Must(rd, keys.RunnerRemainingSlotsKey{RunnerID: rid}, "remaining_slots"),
+		CreateTs:        createTs,
+		DrainTs:         record.Ptr(rd, keys.RunnerDrainTsKey{RunnerID: rid}),
+		StopTs:          record.Ptr(rd, keys.RunnerStopTsKey{RunnerID: rid}),
+		LastConnectedTs: record.Ptr(rd, keys.RunnerConnectedTsKey{RunnerID: rid}),
+	}
+	// A missing ping or RTT reads as 0, as in Rivet.
+	out.LastPingTs, _ = record.Opt(rd, keys.RunnerLastPingTsKey{RunnerID: rid})
+	out.LastRtt, _ = record.Opt(rd, keys.RunnerLastRttKey{RunnerID: rid})
+	if md, found := record.Chunked(rd, keys.RunnerMetadataKey{RunnerID: rid}); found {
+		out.Metadata = json.RawMessage(md)
+	}
+	if err := rd.Err(); err != nil {
+		return Runner{}, false, err
+	}
+	return out, true, nil
+}
+
+// state is what the state-changing ops read of a runner, serializably.
+type state struct {
+	id         id.ID
+	namespace  id.ID
+	name, key  string
+	version    uint32
+	remaining  uint32
+	total      uint32
+	protocol   uint16
+	createTs   int64
+	lastPingTs int64
+	connID     id.ID // zero when no socket is current
+	draining   bool
+	stopped    bool
+	expired    bool
+}
+
+// readState reads runner rid through tx serializably: a concurrent change to
+// any of these fields makes the caller's transaction conflict and retry.
+// found is false when the runner does not exist.
+func readState(ctx context.Context, tx udb.ReadTransaction, rid id.ID) (state, bool, error) {
+	rd := record.NewReader(ctx, tx, "runner")
+	createTs, found := record.Opt(rd, keys.RunnerCreateTsKey{RunnerID: rid})
+	if !found {
+		return state{}, false, rd.Err()
+	}
+	s := state{
+		id:         rid,
+		namespace:  record.Must(rd, keys.RunnerNamespaceIDKey{RunnerID: rid}, "namespace_id"),
+		name:       record.Must(rd, keys.RunnerDataNameKey{RunnerID: rid}, "name"),
+		key:        record.Must(rd, keys.RunnerKeyKey{RunnerID: rid}, "key"),
+		version:    record.Must(rd, keys.RunnerVersionKey{RunnerID: rid}, "version"),
+		remaining:  record.Must(rd, keys.RunnerRemainingSlotsKey{RunnerID: rid}, "remaining_slots"),
+		total:      record.Must(rd, keys.RunnerTotalSlotsKey{RunnerID: rid}, "total_slots"),
+		createTs:   createTs,
+		lastPingTs: record.Must(rd, keys.RunnerLastPingTsKey{RunnerID: rid}, "last_ping_ts"),
+		draining:   record.Has(rd, keys.RunnerDrainTsKey{RunnerID: rid}),
+		stopped:    record.Has(rd, keys.RunnerStopTsKey{RunnerID: rid}),
+		expired:    record.Has(rd, keys.RunnerExpiredTsKey{RunnerID: rid}),
+	}
+	s.protocol, _ = record.Opt(rd, keys.RunnerProtocolVersionKey{RunnerID: rid})
+	s.connID, _ = record.Opt(rd, keys.RunnerConnIDKey{RunnerID: rid})
+	if err := rd.Err(); err != nil {
+		return state{}, false, err
+	}
+	return s, true, nil
+}
+
+// eligible reports whether the runner may receive actors: it has not begun
+// draining, stopping or expiring. An eligible runner with a current socket
+// has exactly one allocation-index entry, allocKey(); every other runner
+// has none.
+func (s state) eligible() bool { return !s.draining && !s.stopped && !s.expired }
+
+// indexed reports whether the runner has an allocation-index entry.
+func (s state) indexed() bool { return s.eligible() && !s.connID.IsZero() }
+
+// allocKey is the runner's allocation-index entry for its current fields.
+func (s state) allocKey() keys.RunnerAllocIdxKey {
+	return keys.RunnerAllocIdxKey{
+		Namespace:           s.namespace,
+		Name:                s.name,
+		Version:             s.version,
+		RemainingMillislots: keys.RemainingMillislots(s.remaining, s.total),
+		LastPingTs:          s.lastPingTs,
+		RunnerID:            s.id,
+	}
+}
+
+func (s state) allocValue() keys.RunnerAllocIdxValue {
+	return keys.RunnerAllocIdxValue{WorkflowID: s.id, RemainingSlots: s.remaining, TotalSlots: s.total, ProtocolVersion: s.protocol}
+}
+
+// unindex removes the runner's allocation-index entry, if it has one. The
+// read conflict on the old entry makes a concurrent allocator that chose
+// this runner from a snapshot of the index conflict with this transaction.
+func (s state) unindex(tx udb.Transaction) error {
+	if !s.indexed() {
+		return nil
+	}
+	old := s.allocKey().Pack()
+	if err := udb.AddReadConflictKey(tx, old); err != nil {
+		return err
+	}
+	tx.Clear(old)
+	return nil
+}
+
+// index writes the runner's allocation-index entry for its current fields.
+func (s state) index(tx udb.Transaction) { keys.Set(tx, s.allocKey(), s.allocValue()) }
+
+// releaseKey deletes the runner's RunnerByKeyKey if it still names this
+// runner, so that the next registration with the same (namespace, name,
+// key) gets a new runner id. Serializable read: a concurrent registration
+// that took the key over conflicts with this transaction.
+func (s state) releaseKey(ctx context.Context, tx udb.Transaction) error {
+	k := keys.RunnerByKeyKey{Namespace: s.namespace, Name: s.name, Key: s.key}
+	v, found, err := keys.Get(ctx, tx, k)
+	if err != nil {
+		return corrupt.Mark("runner", err)
+	}
+	if found && v.RunnerID == s.id {
+		keys.Clear(tx, k)
+	}
+	return nil
+}
+
+// checkName, checkKey and checkMetadata validate registration input; errors
+// are api.bad_request naming the field.
+func checkName(field, v string, max int) error {
+	switch {
+	case v == "":
+		return rerr.BadRequest(field, "must not be empty")
+	case len(v) > max:
+		return rerr.BadRequest(field, "longer than "+strconv.Itoa(max)+" bytes")
+	case !utf8.ValidString(v):
+		return rerr.BadRequest(field, "not valid UTF-8")
+	}
+	return nil
+}
+
+func checkMetadata(md json.RawMessage) error {
+	if md == nil {
+		return nil
+	}
+	if len(md) > MaxMetadataLen {
+		return rerr.BadRequest("metadata", "larger than "+strconv.Itoa(MaxMetadataLen)+" bytes")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(md, &obj); err != nil || obj == nil {
+		return rerr.BadRequest("metadata", "not a JSON object")
+	}
+	return nil
+}
