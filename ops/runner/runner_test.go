@@ -94,7 +94,9 @@ func TestRegisterValidation(t *testing.T) {
 		{func(in *RegisterInput) { in.Metadata = json.RawMessage(`[1]`) }, "metadata"},
 		{func(in *RegisterInput) { in.Metadata = json.RawMessage(`{"a":`) }, "metadata"},
 		{func(in *RegisterInput) { in.Metadata = json.RawMessage(`null`) }, "metadata"},
-		{func(in *RegisterInput) { in.Metadata = json.RawMessage(`{"a":"` + strings.Repeat("x", MaxMetadataLen) + `"}`) }, "metadata"},
+		{func(in *RegisterInput) {
+			in.Metadata = json.RawMessage(`{"a":"` + strings.Repeat("x", MaxMetadataLen) + `"}`)
+		}, "metadata"},
 		{func(in *RegisterInput) { in.ConnID = id.ID{} }, ""},
 		{func(in *RegisterInput) { in.NewRunnerID = id.ID{} }, ""},
 		{func(in *RegisterInput) { in.Namespace = id.ID{} }, ""},
