@@ -98,7 +98,8 @@ func errorHandler(err error, c echo.Context) {
 			slog.String("path", req.URL.Path), slog.Any("error", err))
 		return
 	}
-	pub := rerr.Public(fromEcho(err))
+	err = fromEcho(err)
+	pub := rerr.Public(err)
 	status := rerr.HTTPStatus(pub)
 	level := slog.LevelDebug
 	if status >= 500 {

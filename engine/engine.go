@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	apipeer "github.com/berthhq/berth/api-peer"
+	apipublic "github.com/berthhq/berth/api-public"
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
+)
+
+// DefaultShutdownTimeout is how long in-flight requests get to finish at shutdown.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// Options configures Start.
+type Options struct {
+	// Config is the engine configuration; Start validates it again.
+	Config *config.Config
+	// Build is reported by /health and /metadata.
+	Build apihttp.BuildInfo
+	// Log is the engine's logger; nil means slog.Default().
+	Log *slog.Logger
+	// ShutdownTimeout bounds how long Run's shutdown waits for in-flight requests; zero means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Engine is a running berth node. Its listeners serve until Shutdown.
+type Engine struct {
+	log     *slog.Logger
+	db      udb.Database
+	peers   *apihttp.PeerClient
+	public  *listener // guard port: api-public
+	peer    *listener // api-peer
+	timeout time.Duration
+
+	// failed receives the first error of a listener that stopped on its own.
+	failed chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start opens the store and starts serving api-public on guard.host:guard.port and api-peer
+// on api_peer.host:api_peer.port. It returns once both listen, or an error after undoing
+// whatever it had started.
+func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("engine: no config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: invalid config:\n%w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 2)}
+	if e.timeout <= 0 {
+		e.timeout = DefaultShutdownTimeout
+	}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	e.db, err = udb.Open(ctx, cfg.Database.URL)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open store: %w", err)
+	}
+	undo = append(undo, func() { _ = e.db.Close() })
+
+	topo := Topology(cfg.Topology)
+	peerAPI := apipeer.New(apipeer.Deps{
+		DB: e.db, Topology: topo, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
+	}).Handler()
+	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{
+		Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
+		LocalLabel: topo.Local, Local: peerAPI,
+	})
+	undo = append(undo, e.peers.Close)
+	publicAPI := apipublic.New(apipublic.Deps{
+		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
+		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
+	}).Handler()
+
+	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = e.public.ln.Close() })
+	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), peerAPI, log); err != nil {
+		return nil, err
+	}
+	for _, l := range []*listener{e.public, e.peer} {
+		go func() {
+			if err := l.serve(); err != nil {
+				e.failed <- err
+			}
+		}()
+	}
+	local, _ := cfg.Topology.Local()
+	log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
+		"datacenter", local.Name, "label", local.DatacenterLabel, "db", cfg.Database.URL,
+		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version)
+	return e, nil
+}
+
+// PublicAddr is the address api-public listens on (the guard port).
+func (e *Engine) PublicAddr() net.Addr { return e.public.ln.Addr() }
+
+// PeerAddr is the address api-peer listens on.
+func (e *Engine) PeerAddr() net.Addr { return e.peer.ln.Addr() }
+
+// DB is the engine's store.
+func (e *Engine) DB() udb.Database { return e.db }
+
+// Failed delivers the error of a listener that stopped on its own (not through Shutdown).
+func (e *Engine) Failed() <-chan error { return e.failed }
+
+// Shutdown stops accepting connections, waits for in-flight requests until ctx ends (then
+// closes their connections), and closes the store. It is safe to call more than once; later
+// calls return the first result.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.stopOnce.Do(func() {
+		e.log.Info("berth stopping")
+		err := stopAll(ctx, e.public, e.peer)
+		e.peers.Close()
+		if cerr := e.db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+		e.stopErr = err
+		e.log.Info("berth stopped", "error", err)
+	})
+	return e.stopErr
+}
+
+// Run starts the engine, serves until ctx ends or a listener fails, then shuts down, giving
+// in-flight requests Options.ShutdownTimeout.
+func Run(ctx context.Context, opts Options) error {
+	e, err := Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	var cause error
+	select {
+	case <-ctx.Done():
+	case cause = <-e.Failed():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+	defer cancel()
+	return errors.Join(cause, e.Shutdown(sctx))
+}
+
+// Topology converts the configured topology into the APIs' view of it, ordered by label.
+func Topology(t config.Topology) apihttp.Topology {
+	out := apihttp.Topology{Local: t.DatacenterLabel}
+	for _, dc := range t.SortedDatacenters() {
+		out.Datacenters = append(out.Datacenters, apihttp.Datacenter{
+			Name: dc.Name, Label: dc.DatacenterLabel, IsLeader: dc.IsLeader,
+			PublicURL: dc.PublicURL, PeerURL: dc.PeerURL, ProxyURL: dc.ProxyURL,
+		})
+	}
+	return out
+}
+
+// listener is one HTTP server on its own socket.
+type listener struct {
+	name   string
+	ln     net.Listener
+	srv    *http.Server
+	served chan struct{} // closed when serve returns
+}
+
+func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger) (*listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, addr, err)
+	}
+	return &listener{
+		name: name,
+		ln:   ln,
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),
+		},
+		served: make(chan struct{}),
+	}, nil
+}
+
+// serve runs until the server is shut down (nil) or fails (the error).
+func (l *listener) serve() error {
+	defer close(l.served)
+	if err := l.srv.Serve(l.ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("engine: %s stopped: %w", l.name, err)
+	}
+	return nil
+}
+
+// stopAll shuts the servers down together: they stop accepting at once, and in-flight
+// requests get until ctx ends; connections still busy then are closed. It returns when every
+// serve loop has returned.
+func stopAll(ctx context.Context, ls ...*listener) error {
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			if err := l.srv.Shutdown(ctx); err != nil {
+				_ = l.srv.Close()
+				errs[i] = fmt.Errorf("%s: in-flight requests cut off: %w", l.name, err)
+			}
+			<-l.served
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
