@@ -27,7 +27,8 @@ const headerError = "x-rivet-error"
 // The rules:
 //   - The request path must be documented. A documented path with an undocumented method
 //     must be answered 405 with an Error body.
-//   - A request the contract accepts (parameters, no unknown query parameter, body) must get a
+//   - A request the contract accepts (parameters, no unknown query parameter unless the
+//     operation is marked x-berth-ignore-unknown-query, body) must get a
 //     response whose status the operation declares, with a body matching that response's
 //     schema.
 //   - A request the contract rejects must get a declared 4xx response with a valid Error
@@ -100,8 +101,12 @@ func (c *contract) check(req *http.Request, reqBody []byte, resp *http.Response,
 }
 
 // unknownQueryParams reports query parameters the operation does not document (the server
-// rejects them with 400 api.bad_request).
+// rejects them with 400 api.bad_request), unless the operation is marked
+// x-berth-ignore-unknown-query.
 func unknownQueryParams(r *http.Request, route *routers.Route) error {
+	if v, _ := route.Operation.Extensions["x-berth-ignore-unknown-query"].(bool); v {
+		return nil
+	}
 	known := map[string]bool{}
 	for _, params := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
 		for _, p := range params {
