@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -264,5 +265,17 @@ guard: {host: localhost}
 	}
 	if c.Topology.Datacenters["a"].PeerURL != "http://a:1" || c.Guard.Host != "localhost" {
 		t.Errorf("got %+v", c)
+	}
+}
+
+func TestYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	_, err := Load(Sources{Files: []string{writeFile(t, "bomb.yaml", b.String())}})
+	if err == nil || !strings.Contains(err.Error(), "more than 100000 values") {
+		t.Fatalf("error = %v", err)
 	}
 }

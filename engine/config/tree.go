@@ -128,17 +128,25 @@ func parseYAML(name string, data []byte) (*node, error) {
 		}
 		root = root.Content[0]
 	}
-	return fromYAML(name, root, 0)
+	budget := maxNodes
+	return fromYAML(name, root, 0, &budget)
 }
 
-func fromYAML(name string, y *yaml.Node, depth int) (*node, error) {
+// maxNodes bounds the values of one file after YAML aliases are expanded, so that a file of
+// aliases to aliases cannot make the engine build an enormous tree.
+const maxNodes = 100_000
+
+func fromYAML(name string, y *yaml.Node, depth int, budget *int) (*node, error) {
 	if depth > 64 {
 		return nil, fmt.Errorf("%s:%d:%d: nested too deeply", name, y.Line, y.Column)
+	}
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("%s:%d:%d: more than %d values (after expanding aliases)", name, y.Line, y.Column, maxNodes)
 	}
 	src := fmt.Sprintf("%s:%d:%d", name, y.Line, y.Column)
 	switch y.Kind {
 	case yaml.AliasNode:
-		return fromYAML(name, y.Alias, depth+1)
+		return fromYAML(name, y.Alias, depth+1, budget)
 	case yaml.MappingNode:
 		n := newMap(src)
 		for i := 0; i+1 < len(y.Content); i += 2 {
@@ -149,7 +157,7 @@ func fromYAML(name string, y *yaml.Node, depth int) (*node, error) {
 			if _, dup := n.m[k.Value]; dup {
 				return nil, fmt.Errorf("%s:%d:%d: key %q given twice", name, k.Line, k.Column, k.Value)
 			}
-			c, err := fromYAML(name, v, depth+1)
+			c, err := fromYAML(name, v, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -159,7 +167,7 @@ func fromYAML(name string, y *yaml.Node, depth int) (*node, error) {
 	case yaml.SequenceNode:
 		n := &node{kind: kindList, src: src}
 		for _, e := range y.Content {
-			c, err := fromYAML(name, e, depth+1)
+			c, err := fromYAML(name, e, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

@@ -67,3 +67,14 @@ func TestBindJSONTooLarge(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"name":"a","display_name":"A","slots":3,"nested":{"url":"u"}}`))
+	f.Add([]byte(`{"name":1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		err := DecodeJSON(body, &createBody{})
+		if err != nil && !rerr.Is(err, "api", "bad_request") {
+			t.Fatalf("error %v is not api.bad_request", err)
+		}
+	})
+}
