@@ -41,10 +41,18 @@ const (
 // max=N for integers; csv=NAME, on a slice, also accepts NAME as a comma-separated list (the
 // deprecated Rivet form), with empty elements skipped.
 //
-// Every failure is a 400 api.bad_request naming the parameter: an unknown parameter, a
+// Every failure is a 400 api.bad_request naming the parameter: a malformed query string (bad
+// percent-encoding, a ';' separator; no parameter named), an unknown parameter, a
 // non-slice parameter given twice, a value that does not parse, a missing required one. A
 // malformed tag is a core.internal_error: a bug in the handler, not in the request.
-func BindQuery(c echo.Context, dst any) error { return DecodeQuery(c.QueryParams(), dst) }
+func BindQuery(c echo.Context, dst any) error {
+	// Parse the raw query here: url.URL.Query, and so echo, drop malformed pairs silently.
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return rerr.BadRequest("", "malformed query string: "+err.Error()).WithCause(err)
+	}
+	return DecodeQuery(q, dst)
+}
 
 // DecodeQuery is BindQuery on parsed query values.
 func DecodeQuery(q url.Values, dst any) error {

@@ -1,10 +1,13 @@
 package apihttp
 
 import (
+	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -184,4 +187,24 @@ func FuzzDecodeQuery(f *testing.F) {
 			t.Fatalf("limit %d out of bounds", out.Limit)
 		}
 	})
+}
+
+func TestBindQueryMalformed(t *testing.T) {
+	e, _ := newTestEcho(t, Options{})
+	e.GET("/q", func(c echo.Context) error {
+		var q listQuery
+		if err := BindQuery(c, &q); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, q.Namespace)
+	})
+	for _, target := range []string{"/q?namespace=a&x=%zz", "/q?namespace=a;limit=5"} {
+		r := do(t, e, "GET", target)
+		if r.status != 400 || !strings.Contains(r.body, "malformed query string") {
+			t.Errorf("%s: %d %s", target, r.status, r.body)
+		}
+	}
+	if r := do(t, e, "GET", "/q?namespace=a%2Fb"); r.status != 200 || r.body != `"a/b"`+"\n" {
+		t.Errorf("escaped value: %d %q", r.status, r.body)
+	}
 }
