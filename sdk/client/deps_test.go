@@ -1,0 +1,32 @@
+package client_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDependencies keeps the SDK importable on its own: within this module it may use pkg/
+// and sdk/ packages, never engine/, ops/, api-public/ or api-peer/.
+func TestDependencies(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	const module = "github.com/berthhq/berth/"
+	for _, pkg := range []string{module + "sdk/client", module + "sdk/client/api"} {
+		out, err := exec.Command(goCmd, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rest, ok := strings.CutPrefix(dep, module)
+			if !ok {
+				continue
+			}
+			if !strings.HasPrefix(rest, "pkg/") && !strings.HasPrefix(rest, "sdk/") {
+				t.Errorf("%s imports %s; the SDK may import only pkg/ and sdk/ packages of this module", pkg, dep)
+			}
+		}
+	}
+}
