@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/internal/txn"
@@ -45,17 +46,39 @@ func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitRes
 	}
 }
 
-// commitLoop is the single committer: it takes every queued transaction,
-// resolves them in order, applies the survivors in one batch with one sync,
-// then publishes and acknowledges them.
+// A commit group goes through two stages, so that the CPU work of one group
+// overlaps the fsync of the one before:
+//
+//  1. commitLoop (the single committer) takes every queued transaction,
+//     resolves them in order, writes the survivors into one pebble batch and
+//     applies it without waiting for the sync. Pebble makes the batch visible
+//     at once, so the next group's atomic operations see it, and the
+//     committer takes the snapshot of exactly this group's state.
+//  2. syncLoop waits for the group's sync, then publishes its snapshot as the
+//     newest read version and acknowledges its transactions, in group order.
+//
+// Nothing is visible to transactions before stage 2 publishes it.
+type appliedGroup struct {
+	group []*pendingCommit
+	// The rest is set when some transaction of the group was applied.
+	accepted []*pendingCommit
+	batch    *pebble.Batch
+	snap     *pebble.Snapshot
+	cv       int64
+}
+
+// pipelineDepth bounds the groups applied but not yet synced.
+const pipelineDepth = 2
+
 func (db *DB) commitLoop() {
-	defer close(db.stopped)
-	group := make([]*pendingCommit, 0, db.maxGroup)
+	applied := make(chan *appliedGroup, pipelineDepth)
+	go db.syncLoop(applied)
+	defer close(applied)
 	for {
-		group = group[:0]
+		var group []*pendingCommit
 		select {
 		case p := <-db.commits:
-			group = append(group, p)
+			group = append(make([]*pendingCommit, 0, 16), p)
 		case <-db.stop:
 			db.failQueued()
 			return
@@ -69,7 +92,7 @@ func (db *DB) commitLoop() {
 				break fill
 			}
 		}
-		db.commitGroup(group)
+		applied <- db.applyGroup(group)
 	}
 }
 
@@ -85,68 +108,108 @@ func (db *DB) failQueued() {
 	}
 }
 
-// commitGroup commits a group at one version, as a FoundationDB commit batch
-// does: the transactions that pass resolution share the version and are
-// ordered by their batch index, the last two bytes of their versionstamps.
-func (db *DB) commitGroup(group []*pendingCommit) {
+// applyGroup is stage 1. The group commits at one version, as a
+// FoundationDB commit batch does: the transactions that pass resolution
+// share the version and are ordered by their batch index, the last two bytes
+// of their versionstamps.
+func (db *DB) applyGroup(group []*pendingCommit) *appliedGroup {
+	g := &appliedGroup{group: group}
 	db.mu.Lock()
-	db.mu.inflight = true
-	base := max(db.mu.version, db.clock.now(), db.lastCV)
-	db.mu.version = base
-	db.mu.Unlock()
-	cv := base + 1
-
-	// Atomic operations read through the batch to see the group's earlier
-	// writes; only then is the (costlier) indexed batch needed.
-	var batch *pebble.Batch
-	if groupHasAtomics(group) {
-		batch = db.pdb.NewIndexedBatch()
-	} else {
-		batch = db.pdb.NewBatch()
+	if db.mu.inflight == 0 {
+		// Only while nothing is unpublished may the read version move up
+		// over the published snapshot: no commit lies between them.
+		db.mu.version = max(db.mu.version, db.clock.now())
 	}
-	defer batch.Close()
+	db.mu.inflight++
+	// Above every read version handed out and every earlier group, and
+	// following the clock even under continuous load.
+	cv := max(db.mu.version, db.lastCV, db.clock.now()) + 1
+	broken := db.mu.broken
+	db.mu.Unlock()
+	defer db.resolver.forget(cv - udb.MVCCWindowVersions)
+
 	var accepted []*pendingCommit
 	for _, p := range group {
+		if broken != nil {
+			p.err = broken
+			continue
+		}
 		p.stamp = stampOf(cv, len(accepted))
 		if p.err = db.resolve(p, cv); p.err == nil {
 			accepted = append(accepted, p)
 		}
 	}
-	err := db.write(batch, accepted, cv)
-	if err != nil {
-		// Nothing of the group is durable; fail it whole. The resolver has
+	if len(accepted) == 0 {
+		return g
+	}
+	// Atomic operations read through the batch to see the group's earlier
+	// writes; only then is the (costlier) indexed batch needed.
+	var batch *pebble.Batch
+	if groupHasAtomics(accepted) {
+		batch = db.pdb.NewIndexedBatch()
+	} else {
+		batch = db.pdb.NewBatch()
+	}
+	if err := db.write(batch, accepted, cv); err != nil {
+		// Nothing of the group is applied; fail it whole. The resolver has
 		// recorded its writes, which costs at most false conflicts.
+		_ = batch.Close()
 		for _, p := range accepted {
 			p.err = err
 		}
-		accepted = nil
+		return g
 	}
-	if len(accepted) > 0 {
-		db.lastCV = cv
-		db.publish(cv)
-		db.notifyWatches(accepted)
-	} else {
+	db.lastCV = cv
+	g.accepted, g.batch, g.snap, g.cv = accepted, batch, db.pdb.NewSnapshot(), cv
+	return g
+}
+
+// syncLoop is stage 2; it ends when commitLoop closes applied.
+func (db *DB) syncLoop(applied <-chan *appliedGroup) {
+	defer close(db.stopped)
+	for g := range applied {
+		if g.batch != nil {
+			db.syncGroup(g)
+		}
 		db.mu.Lock()
-		db.mu.inflight = false
+		db.mu.inflight--
 		db.mu.Unlock()
-	}
-	db.resolver.forget(cv - udb.MVCCWindowVersions)
-	for _, p := range group {
-		if p.err == nil && p.failAfterApply != nil {
-			p.err = p.failAfterApply
+		for _, p := range g.group {
+			if p.err == nil && p.failAfterApply != nil {
+				p.err = p.failAfterApply
+			}
+			if p.err == nil {
+				p.res = txn.CommitResult{Version: g.cv, Versionstamp: p.stamp}
+			}
+			close(p.done)
 		}
-		if p.err == nil {
-			p.res = txn.CommitResult{Version: cv, Versionstamp: p.stamp}
-		}
-		close(p.done)
 	}
 }
 
-// write applies the accepted transactions in order and syncs the batch.
-func (db *DB) write(batch *pebble.Batch, accepted []*pendingCommit, cv int64) error {
-	if len(accepted) == 0 {
-		return nil
+func (db *DB) syncGroup(g *appliedGroup) {
+	err := g.batch.SyncWait()
+	_ = g.batch.Close()
+	if err != nil {
+		// The group is visible in pebble but not durable: the store no longer
+		// matches what was acknowledged, so refuse every later commit.
+		err = fmt.Errorf("embedded: sync failed, the database refuses further commits: %w", err)
+		slog.Error(err.Error(), "component", "udb/embedded")
+		db.mu.Lock()
+		db.mu.broken = err
+		db.mu.Unlock()
+		_ = g.snap.Close()
+		for _, p := range g.accepted {
+			p.err = err
+		}
+		return
 	}
+	db.publish(g.snap, g.cv)
+	db.notifyWatches(g.accepted)
+}
+
+// write fills the batch with the accepted transactions, in order, and applies
+// it; with sync on, syncGroup waits for the sync.
+func (db *DB) write(batch *pebble.Batch, accepted []*pendingCommit, cv int64) error {
 	for _, p := range accepted {
 		if err := db.apply(batch, p); err != nil {
 			return err
@@ -157,7 +220,13 @@ func (db *DB) write(batch *pebble.Batch, accepted []*pendingCommit, cv int64) er
 	if err := batch.Set(versionKey, vb[:], nil); err != nil {
 		return fmt.Errorf("embedded: commit: %w", err)
 	}
-	if err := batch.Commit(db.writeOpts); err != nil {
+	var err error
+	if db.writeOpts.Sync {
+		err = db.pdb.ApplyNoSyncWait(batch, db.writeOpts)
+	} else {
+		err = db.pdb.Apply(batch, db.writeOpts)
+	}
+	if err != nil {
 		return fmt.Errorf("embedded: commit: %w", err)
 	}
 	return nil

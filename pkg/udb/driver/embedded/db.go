@@ -50,16 +50,17 @@ type DB struct {
 		sync.Mutex
 		version  int64         // newest read version; >= snap.from
 		snap     *sharedSnap   // state after the last commit
-		inflight bool          // a group holds versions not yet published
+		inflight int           // commit groups applied but not yet published
 		recent   []*sharedSnap // superseded snapshots, oldest first; see publish
 		closed   bool
+		broken   error // a failed sync: every later commit fails with it
 	}
 
 	commits chan *pendingCommit
 	stop    chan struct{}
 	stopped chan struct{}
 
-	// Owned by the committer goroutine.
+	// Owned by the committer goroutine (commitLoop).
 	resolver *resolver
 	lastCV   int64
 	inject   struct {
@@ -211,7 +212,7 @@ func (db *DB) readVersion() (*snapHandle, error) {
 	if db.mu.closed {
 		return nil, errors.New("embedded: database is closed")
 	}
-	if !db.mu.inflight {
+	if db.mu.inflight == 0 {
 		db.mu.version = max(db.mu.version, db.clock.now())
 	}
 	s := db.mu.snap
@@ -228,7 +229,7 @@ func (db *DB) snapshotAt(v int64) (*snapHandle, error) {
 		return nil, errors.New("embedded: database is closed")
 	}
 	newest := db.mu.version
-	if !db.mu.inflight {
+	if db.mu.inflight == 0 {
 		newest = max(newest, db.clock.now())
 	}
 	if v > newest {
@@ -258,8 +259,8 @@ func (db *DB) snapshotAt(v int64) (*snapHandle, error) {
 const recentSnapshots = 128
 
 // publish makes the state after a commit group the newest read version.
-func (db *DB) publish(version int64) {
-	s := &sharedSnap{ps: db.pdb.NewSnapshot(), from: version}
+func (db *DB) publish(ps *pebble.Snapshot, version int64) {
+	s := &sharedSnap{ps: ps, from: version}
 	s.to.Store(math.MaxInt64)
 	s.refs.Store(1)
 	db.mu.Lock()
@@ -267,7 +268,6 @@ func (db *DB) publish(version int64) {
 	old.to.Store(version)
 	db.mu.snap = s
 	db.mu.version = max(db.mu.version, version)
-	db.mu.inflight = false
 	// The DB's reference on old moves to the recent list.
 	recent := append(db.mu.recent, old)
 	var evict []*sharedSnap
