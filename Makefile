@@ -2,7 +2,9 @@
 GO       ?= go
 BIN      := bin/berth
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+GIT_SHA  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILT_AT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS  := -X main.version=$(VERSION) -X main.gitSHA=$(GIT_SHA) -X main.buildTimestamp=$(BUILT_AT)
 PKGS     := ./...
 
 .PHONY: build run test lint bench fuzz clean
