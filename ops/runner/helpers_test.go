@@ -94,3 +94,21 @@ func checkAllocIndex(t testing.TB, db udb.Database, ns id.ID, name string) {
 }
 
 func compareBytes(a, b []byte) int { return slices.Compare(a, b) }
+
+// countingReader counts the reads made through a read view.
+type countingReader struct {
+	udb.ReadTransaction
+	gets, ranges int
+}
+
+func (c *countingReader) Get(ctx context.Context, key []byte) ([]byte, error) {
+	c.gets++
+	return c.ReadTransaction.Get(ctx, key)
+}
+
+func (c *countingReader) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	c.ranges++
+	return c.ReadTransaction.GetRange(begin, end, opt)
+}
+
+func (c *countingReader) Snapshot() udb.ReadTransaction { return c }

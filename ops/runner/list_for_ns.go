@@ -145,18 +145,22 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Runner, 0, len(kvs))
-	for _, kv := range kvs {
+	loads := make([]loader, len(kvs))
+	for i, kv := range kvs {
 		rid, err := unpack(kv.Key)
 		if err != nil {
 			return nil, corrupt.Mark("runner index", err)
 		}
-		run, found, err := load(ctx, snap, rid, in.Datacenter)
+		loads[i] = startLoad(ctx, snap, rid)
+	}
+	out := make([]Runner, 0, len(kvs))
+	for _, l := range loads {
+		run, found, err := l.finish(in.Datacenter)
 		switch {
 		case err != nil:
 			return nil, err
 		case !found:
-			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", rid)
+			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", l.rid)
 		}
 		out = append(out, run)
 	}
@@ -167,13 +171,16 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 // filters, sorts them in list order and returns up to n after the cursor.
 func listByIDs(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
 	seen := make(map[id.ID]bool, len(in.RunnerIDs))
-	var out []Runner
+	var loads []loader
 	for _, rid := range in.RunnerIDs {
-		if seen[rid] {
-			continue
+		if !seen[rid] {
+			seen[rid] = true
+			loads = append(loads, startLoad(ctx, snap, rid))
 		}
-		seen[rid] = true
-		run, found, err := load(ctx, snap, rid, in.Datacenter)
+	}
+	var out []Runner
+	for _, l := range loads {
+		run, found, err := l.finish(in.Datacenter)
 		switch {
 		case err != nil:
 			return nil, err

@@ -47,7 +47,25 @@ const (
 // registered in one transaction, so one read version sees all of its
 // fields or none.
 func load(ctx context.Context, r udb.ReadTransaction, rid id.ID, datacenter string) (Runner, bool, error) {
+	return startLoad(ctx, r, rid).finish(datacenter)
+}
+
+// loader is a load whose reads have started; see record.Reader.Prefetch.
+type loader struct {
+	rd  *record.Reader
+	rid id.ID
+}
+
+// startLoad starts reading runner rid, so that a list can start the reads
+// of a whole page before it waits for any.
+func startLoad(ctx context.Context, r udb.ReadTransaction, rid id.ID) loader {
 	rd := record.NewReader(ctx, r, "runner")
+	rd.Prefetch(dataRanges(rid)...)
+	return loader{rd: rd, rid: rid}
+}
+
+func (l loader) finish(datacenter string) (Runner, bool, error) {
+	rd, rid := l.rd, l.rid
 	createTs, found := record.Opt(rd, keys.RunnerCreateTsKey{RunnerID: rid})
 	if !found {
 		return Runner{}, false, rd.Err()
@@ -76,6 +94,21 @@ func load(ctx context.Context, r udb.ReadTransaction, rid id.ID, datacenter stri
 		return Runner{}, false, err
 	}
 	return out, true, nil
+}
+
+// dataRanges are the two key ranges that hold every field load reads, so
+// that a runner is loaded in two range reads rather than one read per
+// field. The runner's data keys (RUNNER, DATA, runner_id, tag) sort by
+// segment tag: the first range runs from CREATE_TS (15) to LAST_PING_TS
+// (24), the second from METADATA (44, with its chunks) to berth's CONN_ID
+// (1000), leaving out the actor command subspace (ACTOR, 32) between them,
+// which may be large. A field outside both ranges is still read, one read
+// of its own (TestLoadReadsTwoRanges checks that none is).
+func dataRanges(rid id.ID) [][2][]byte {
+	return [][2][]byte{
+		{keys.RunnerCreateTsKey{RunnerID: rid}.Pack(), udb.KeyAfter(keys.RunnerLastPingTsKey{RunnerID: rid}.Pack())},
+		{keys.RunnerMetadataKey{RunnerID: rid}.Pack(), udb.KeyAfter(keys.RunnerConnIDKey{RunnerID: rid}.Pack())},
+	}
 }
 
 // state is what the state-changing ops read of a runner, serializably.

@@ -372,3 +372,23 @@ func TestCorruptRecord(t *testing.T) {
 		t.Fatalf("list with a corrupt runner = %v; want store.corrupt", err)
 	}
 }
+
+// load reads a runner, metadata included, in its two prefetched ranges and
+// nothing else, and skips the actor command subspace between them.
+func TestLoadReadsTwoRanges(t *testing.T) {
+	db := opstest.Open(t)
+	in := input(id.New(1), "pool", "k", 1)
+	in.Metadata = json.RawMessage(`{"big":"` + strings.Repeat("x", 30_000) + `"}`)
+	rid := register(t, db, in).RunnerID
+	opstest.Read(t, db, func(r udb.ReadTransaction) (any, error) {
+		c := &countingReader{ReadTransaction: r.Snapshot()}
+		got, found, err := load(ctx, c, rid, dc)
+		if err != nil || !found || string(got.Metadata) != string(in.Metadata) || got.LastPingTs != 1 || got.RemainingSlots != 10 {
+			t.Fatalf("load = %+v, %v, %v", got, found, err)
+		}
+		if c.gets != 0 || c.ranges != 2 {
+			t.Fatalf("load made %d point reads and %d range reads; want 0 and 2", c.gets, c.ranges)
+		}
+		return nil, nil
+	})
+}
