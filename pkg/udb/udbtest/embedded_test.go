@@ -9,6 +9,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
 	"github.com/berthhq/berth/pkg/udb/udbtest"
+	"go.uber.org/goleak"
 )
 
 // The suite's self-test: it runs against the embedded driver, in memory and
@@ -85,4 +86,10 @@ func TestEmbeddedFile(t *testing.T) {
 			return shared
 		},
 	})
+}
+
+// TestMain checks that the suite leaves no goroutine of a watch, a commit or
+// a database running.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
 }
