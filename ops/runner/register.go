@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/metadata"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -100,7 +101,7 @@ func checkRegister(in RegisterInput) error {
 	if err := checkName("runner_key", in.Key, MaxKeyLen); err != nil {
 		return err
 	}
-	return checkMetadata(in.Metadata)
+	return metadata.Check(in.Metadata)
 }
 
 // reconnect hands the eligible runner s to the registering socket.

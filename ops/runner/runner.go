@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/metadata"
 	"github.com/berthhq/berth/ops/internal/record"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -37,9 +38,8 @@ type Runner struct {
 // Input limits. Rivet does not bound runner names and keys; berth does, so
 // that every key that embeds them stays far below udb's 10,000-byte limit.
 const (
-	MaxNameLen     = 128
-	MaxKeyLen      = 512
-	MaxMetadataLen = 1 << 20
+	MaxNameLen = 128
+	MaxKeyLen  = 512
 )
 
 // load reads runner rid for the API through r, which the caller passes as a
@@ -232,16 +232,5 @@ func checkName(field, v string, max int) error {
 	return nil
 }
 
-func checkMetadata(md json.RawMessage) error {
-	if md == nil {
-		return nil
-	}
-	if len(md) > MaxMetadataLen {
-		return rerr.BadRequest("metadata", "larger than "+strconv.Itoa(MaxMetadataLen)+" bytes")
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(md, &obj); err != nil || obj == nil {
-		return rerr.BadRequest("metadata", "not a JSON object")
-	}
-	return nil
-}
+// MaxMetadataLen bounds the metadata given at registration, in bytes.
+const MaxMetadataLen = metadata.MaxLen
