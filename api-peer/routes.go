@@ -15,4 +15,8 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/health", apihttp.HealthHandler(s.deps.Build))
 	e.GET("/metadata", apihttp.MetadataHandler(s.deps.Build))
 	e.GET("/datacenters", apihttp.DatacentersHandler(s.deps.Topology))
+	e.GET("/namespaces", s.listNamespaces)
+	e.POST("/namespaces", s.createNamespace)
+	e.GET("/runners", s.listRunners)
+	e.GET("/runners/names", s.listRunnerNames)
 }

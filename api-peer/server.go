@@ -15,6 +15,9 @@ type Deps struct {
 	DB udb.Database
 	// Topology is every datacenter; Topology.Local is this one.
 	Topology apihttp.Topology
+	// Peers reaches the leader's api-peer, where a datacenter that is not the leader resolves
+	// namespace names (see namespaces.go). Unused in the leader.
+	Peers *apihttp.PeerClient
 	// Build is reported by /health and /metadata.
 	Build apihttp.BuildInfo
 	// AdminToken, when set, is required on every endpoint but /health and /metadata.
@@ -26,7 +29,8 @@ type Deps struct {
 // Server is the api-peer. Its handlers are methods, one resource per file, registered in
 // routes.go.
 type Server struct {
-	deps Deps
+	deps  Deps
+	names namespaceCache
 }
 
 // New returns an api-peer over deps.

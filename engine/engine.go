@@ -13,7 +13,9 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
 )
@@ -85,14 +87,20 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	undo = append(undo, func() { _ = e.db.Close() })
 
 	topo := Topology(cfg.Topology)
-	peerAPI := apipeer.New(apipeer.Deps{
-		DB: e.db, Topology: topo, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
-	}).Handler()
+	if err := ensureDefaultNamespace(ctx, e.db, topo); err != nil {
+		return nil, err
+	}
+	// The peer client serves the local datacenter through peerAPI in process; api-peer uses
+	// it only to reach the leader, so peerAPI is set before any request can need it.
+	var peerAPI http.Handler
 	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{
 		Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
-		LocalLabel: topo.Local, Local: peerAPI,
+		LocalLabel: topo.Local, Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { peerAPI.ServeHTTP(w, r) }),
 	})
 	undo = append(undo, e.peers.Close)
+	peerAPI = apipeer.New(apipeer.Deps{
+		DB: e.db, Topology: topo, Peers: e.peers, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
+	}).Handler()
 	publicAPI := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
@@ -175,6 +183,25 @@ func Topology(t config.Topology) apihttp.Topology {
 		})
 	}
 	return out
+}
+
+// ensureDefaultNamespace creates the "default" namespace at the first start of the leader
+// datacenter, which owns namespaces; other datacenters resolve namespace names at the leader
+// (see api-peer/namespaces.go), so that a namespace has one id everywhere.
+func ensureDefaultNamespace(ctx context.Context, db udb.Database, topo apihttp.Topology) error {
+	if !topo.LocalDatacenter().IsLeader {
+		return nil
+	}
+	// One quick local transaction, done even when ctx is already cancelled (as Run allows).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	in := namespace.EnsureDefaultInput{NamespaceID: id.New(topo.Local), NowMs: time.Now().UnixMilli()}
+	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return namespace.EnsureDefault(ctx, tx, in)
+	}); err != nil {
+		return fmt.Errorf("engine: create the default namespace: %w", err)
+	}
+	return nil
 }
 
 // listener is one HTTP server on its own socket.
