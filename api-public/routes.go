@@ -9,12 +9,18 @@ import (
 // Register adds every public route to e. To add an endpoint, write its handler as a method of
 // Server in a file named for its resource and add one line here. A list served by every
 // datacenter binds its query (apihttp.BindQuery), re-encodes it for the peers
-// (apihttp.EncodeQuery), calls fanOutGet[peerResponse](ctx, s, "/runners", query), then
-// merges, sorts, applies the limit and builds the cursor; a namespace call goes through
+// (apihttp.EncodeQuery), calls fanOutList[peerResponse](ctx, s, dcs, "/runners", query) (all
+// or nothing, so paging stays exactly-once; fanOutGet returns what answered, for reads
+// without a cursor), then merges, sorts, applies the limit and builds the cursor (see
+// runners.go); a namespace call goes through
 // s.toLeader; a per-actor call goes to Topology.ByLabel(actorID.Label()) through Deps.Peers.
 // Errors are returned, never written: a peer's error is re-emitted as it was sent.
 func (s *Server) Register(e *echo.Echo) {
 	e.GET("/health", apihttp.HealthHandler(s.deps.Build))
 	e.GET("/metadata", apihttp.MetadataHandler(s.deps.Build))
 	e.GET("/datacenters", apihttp.DatacentersHandler(s.deps.Topology))
+	e.GET("/namespaces", s.listNamespaces)
+	e.POST("/namespaces", s.createNamespace)
+	e.GET("/runners", s.listRunners)
+	e.GET("/runners/names", s.listRunnerNames)
 }

@@ -1,0 +1,51 @@
+package apipublic
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	apipeer "github.com/berthhq/berth/api-peer"
+	"github.com/berthhq/berth/pkg/apihttp"
+)
+
+// Namespaces belong to the leader datacenter (see api-peer/namespaces.go): both endpoints
+// check the request here, so that a bad one is refused without a hop, then forward it to
+// the leader's api-peer (in process when this is the leader) and return its answer. If the
+// leader cannot be reached, the answer is datacenter.unreachable naming it.
+
+// listNamespaces serves GET /namespaces.
+func (s *Server) listNamespaces(c echo.Context) error {
+	var q apipeer.NamespacesListQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	query, err := apihttp.EncodeQuery(q)
+	if err != nil {
+		return err
+	}
+	var out apipeer.NamespacesListResponse
+	if err := s.toLeader(c.Request().Context(), http.MethodGet, "/namespaces", query, nil, &out); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// createNamespace serves POST /namespaces.
+func (s *Server) createNamespace(c echo.Context) error {
+	if err := apihttp.BindQuery(c, &apihttp.NoQuery{}); err != nil {
+		return err
+	}
+	var body apipeer.NamespacesCreateRequest
+	if err := apihttp.BindJSON(c, &body); err != nil {
+		return err
+	}
+	if err := body.Check(); err != nil {
+		return err
+	}
+	var out apipeer.NamespacesCreateResponse
+	if err := s.toLeader(c.Request().Context(), http.MethodPost, "/namespaces", nil, body, &out); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,123 @@
+package apipublic
+
+import (
+	"cmp"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	apipeer "github.com/berthhq/berth/api-peer"
+	"github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
+)
+
+// listRunners serves GET /runners: every datacenter's page, merged.
+//
+// Each datacenter is asked for the first limit runners after the cursor, in the list order
+// (create_ts descending, then runner id bytes descending), which is one total order across
+// datacenters since runner ids are unique. The merged page is the first limit runners of the
+// union, and its cursor names the last one (runner.Cursor, the same cursor a datacenter
+// returns), so the next page asks every datacenter for the runners strictly after it: every
+// runner appears exactly once. The cursor is null when no datacenter has more. A bare
+// decimal create_ts cursor (the Rivet engine's) is passed on as it is.
+//
+// With runner_id filters, a datacenter is asked only for the ids it created (an id carries
+// its datacenter's label) and not asked at all if it created none of them; ids of labels not
+// in the topology match nothing.
+func (s *Server) listRunners(c echo.Context) error {
+	var q apipeer.RunnersListQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	if err := q.Check(); err != nil {
+		return err
+	}
+	dcs := s.deps.Topology.Datacenters
+	var byLabel map[uint16][]id.ID
+	if len(q.RunnerIDs) > 0 {
+		byLabel = map[uint16][]id.ID{}
+		for _, rid := range q.RunnerIDs {
+			byLabel[rid.Label()] = append(byLabel[rid.Label()], rid)
+		}
+		dcs = slices.DeleteFunc(slices.Clone(dcs), func(dc apihttp.Datacenter) bool { return len(byLabel[dc.Label]) == 0 })
+	}
+	ctx := c.Request().Context()
+	pages, err := fanOutList[apipeer.RunnersListResponse](ctx, s, dcs, "/runners",
+		func(dc apihttp.Datacenter) (url.Values, error) {
+			dq := q
+			if byLabel != nil {
+				dq.RunnerIDs = byLabel[dc.Label]
+			}
+			return apihttp.EncodeQuery(dq)
+		})
+	if err != nil {
+		return err
+	}
+	var all []runner.Runner
+	more := false
+	for _, p := range pages {
+		all = append(all, p.Runners...)
+		more = more || p.Pagination.Cursor != nil
+	}
+	slices.SortFunc(all, func(a, b runner.Runner) int {
+		if c := cmp.Compare(b.CreateTs, a.CreateTs); c != 0 {
+			return c
+		}
+		return b.RunnerID.Compare(a.RunnerID)
+	})
+	resp := apipeer.RunnersListResponse{Runners: all[:min(len(all), q.Limit)]}
+	if (more || len(all) > q.Limit) && len(resp.Runners) > 0 {
+		last := resp.Runners[len(resp.Runners)-1]
+		cur := runner.Cursor(last.CreateTs, last.RunnerID)
+		resp.Pagination.Cursor = &cur
+	}
+	if resp.Runners == nil {
+		resp.Runners = []runner.Runner{}
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// listRunnerNames serves GET /runners/names: every datacenter's first limit names after the
+// cursor, merged, de-duplicated and sorted (byte order, as each datacenter lists them); the
+// page is the first limit of those and its cursor the last name, null when no datacenter has
+// more. Paging returns every name once.
+func (s *Server) listRunnerNames(c echo.Context) error {
+	var q apipeer.RunnersNamesQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	pages, err := fanOutList[apipeer.RunnersNamesResponse](ctx, s, s.deps.Topology.Datacenters, "/runners/names",
+		func(apihttp.Datacenter) (url.Values, error) { return apihttp.EncodeQuery(q) })
+	if err != nil {
+		return err
+	}
+	names, more := mergeNames(q.Limit, pages)
+	resp := apipeer.RunnersNamesResponse{Names: names}
+	if more {
+		last := names[len(names)-1]
+		resp.Pagination.Cursor = &last
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// mergeNames returns the first limit names of the pages' union, sorted and without repeats,
+// and whether more follow (a page had a cursor or the union is longer than limit). The
+// result is never nil, and never empty when more is true.
+func mergeNames(limit int, pages []apipeer.RunnersNamesResponse) ([]string, bool) {
+	all := []string{}
+	more := false
+	for _, p := range pages {
+		all = append(all, p.Names...)
+		more = more || p.Pagination.Cursor != nil
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	if len(all) > limit {
+		all, more = all[:limit], true
+	}
+	return all, more && len(all) > 0
+}
