@@ -181,7 +181,7 @@ func (t *Tx) scanLocked(ctx context.Context, begin, end []byte, reverse bool, n 
 	}
 	defer it.Close()
 	var ws *writeSet
-	if ryw {
+	if ryw && !t.st.writes.empty() {
 		ws = t.st.writes
 	}
 	m := merger{it: it, ws: ws, reverse: reverse, begin: begin, end: end}

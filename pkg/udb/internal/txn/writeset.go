@@ -65,6 +65,9 @@ func newWriteSet() *writeSet {
 	}
 }
 
+// empty reports whether the transaction has written nothing readable.
+func (w *writeSet) empty() bool { return w.entries.Len() == 0 && w.cleared.Len() == 0 }
+
 func (w *writeSet) get(key []byte) *entry {
 	e, _ := w.entries.Get(&entry{key: key})
 	return e
