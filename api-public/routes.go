@@ -23,4 +23,5 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/namespaces", s.createNamespace)
 	e.GET("/runners", s.listRunners)
 	e.GET("/runners/names", s.listRunnerNames)
+	e.GET("/envoys", s.listEnvoys)
 }

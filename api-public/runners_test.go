@@ -361,7 +361,7 @@ func TestListsWhenADatacenterFails(t *testing.T) {
 		} else {
 			c.srvs["c"].Close()
 		}
-		for _, path := range []string{"/runners?namespace=default", "/runners/names?namespace=default", "/runners?namespace=default&limit=1&include_stopped=true"} {
+		for _, path := range []string{"/runners?namespace=default", "/runners/names?namespace=default", "/runners?namespace=default&limit=1&include_stopped=true", "/envoys?namespace=default&name=p"} {
 			start := time.Now()
 			a := c.do(t, "GET", path, "")
 			took := time.Since(start)
