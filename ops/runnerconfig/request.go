@@ -77,6 +77,18 @@ type serverlessRequest struct {
 // breaks a rule is runner_config.invalid (see Validate). Unknown fields are
 // rejected at every level, matched exactly (not case-insensitively).
 func ParseRequest(raw []byte, field string, actorStopThresholdMs int64) (keys.RunnerConfig, error) {
+	cfg, err := decodeRequest(raw, field)
+	if err != nil {
+		return keys.RunnerConfig{}, err
+	}
+	if err := Validate(cfg, field, actorStopThresholdMs); err != nil {
+		return keys.RunnerConfig{}, err
+	}
+	return cfg, nil
+}
+
+// decodeRequest is ParseRequest without Validate.
+func decodeRequest(raw []byte, field string) (keys.RunnerConfig, error) {
 	top, err := objectFields(raw, field, rootFields)
 	if err != nil {
 		return keys.RunnerConfig{}, err
@@ -109,9 +121,6 @@ func ParseRequest(raw []byte, field string, actorStopThresholdMs int64) (keys.Ru
 		return keys.RunnerConfig{}, rerr.BadRequest(field, "give exactly one of normal and serverless")
 	}
 	if err != nil {
-		return keys.RunnerConfig{}, err
-	}
-	if err := Validate(cfg, field, actorStopThresholdMs); err != nil {
 		return keys.RunnerConfig{}, err
 	}
 	return cfg, nil

@@ -189,6 +189,22 @@ func TestResponseJSON(t *testing.T) {
 		if err != nil || string(b) != tc.want {
 			t.Errorf("%s, %v\nwant %s", b, err, tc.want)
 		}
+		var back Response
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, tc.r) && show(back.Config) != show(tc.r.Config) {
+			t.Errorf("Unmarshal(%s) = %+v, %v", b, back, err)
+		}
+		if again, _ := json.Marshal(back); string(again) != string(b) {
+			t.Errorf("Marshal(Unmarshal(%s)) = %s", b, again)
+		}
+	}
+	var r Response
+	for _, bad := range []string{`{"normal":{},"protocol_version":-1}`, `{"normal":{},"bogus":1}`, `{"protocol_version":1}`, `[]`} {
+		if err := json.Unmarshal([]byte(bad), &r); err == nil {
+			t.Errorf("Unmarshal(%s) accepted", bad)
+		}
+	}
+	if err := json.Unmarshal([]byte(`{"normal":{},"runner_pool_error":"downgrade","protocol_version":null}`), &r); err != nil || r.Config.Normal == nil {
+		t.Errorf("runner_pool_error: %+v, %v", r, err)
 	}
 	// A response parses back, as a request, into the config it shows: the defaults are explicit.
 	c, err := ParseRequest([]byte(`{"serverless":{"url":"https://h/","request_lifespan":600,"drain_grace_period":60},"metadata":[1]}`), "", 0)

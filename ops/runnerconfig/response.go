@@ -2,6 +2,8 @@ package runnerconfig
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/berthhq/berth/keys"
 )
@@ -91,4 +93,34 @@ func (r Response) MarshalJSON() ([]byte, error) {
 		out.Normal = &normalJSON{toCommonJSON(c.Normal.RunnerConfigCommon)}
 	}
 	return json.Marshal(out)
+}
+
+// UnmarshalJSON decodes the response form, strictly (as ParseRequest, with no
+// defaults needed since every field is given, and no rule checked: the
+// config was checked when stored). runner_pool_error, which berth never
+// sends, is accepted and dropped.
+func (r *Response) UnmarshalJSON(b []byte) error {
+	m, err := objectFields(b, "", append(slices.Clone(rootFields), "protocol_version", "runner_pool_error"))
+	if err != nil {
+		return err
+	}
+	var pv *uint16
+	if v, ok := m["protocol_version"]; ok {
+		if err := decodeField(v, "protocol_version", &pv); err != nil {
+			return err
+		}
+	}
+	rest := maps.Clone(m)
+	delete(rest, "protocol_version")
+	delete(rest, "runner_pool_error")
+	raw, err := json.Marshal(rest)
+	if err != nil {
+		return err
+	}
+	cfg, err := decodeRequest(raw, "")
+	if err != nil {
+		return err
+	}
+	*r = Response{Config: cfg, ProtocolVersion: pv}
+	return nil
 }
