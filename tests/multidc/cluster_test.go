@@ -1,0 +1,259 @@
+package multidc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/api-public/openapitest"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file://
+)
+
+var bg = context.Background()
+
+// buildBerth builds the berth binary into dir and returns its path.
+func buildBerth(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "berth")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/berthhq/berth/engine/cmd/berth").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// dc is one datacenter of a test cluster: its config, store and process.
+type dc struct {
+	name       string
+	label      uint16
+	leader     bool
+	publicPort int
+	peerPort   int
+	dbURL      string
+	config     string // the config file
+	log        string // the process's stderr
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has been waited for
+}
+
+func (d *dc) publicURL() string { return fmt.Sprintf("http://127.0.0.1:%d", d.publicPort) }
+
+// cluster is three datacenters, a (label 1, the leader), b (2) and c (3), on loopback.
+type cluster struct {
+	t      *testing.T
+	bin    string
+	dcs    []*dc
+	client *http.Client // checks every exchange against openapi.yaml
+}
+
+// newCluster writes the configs of three datacenters on free loopback ports, each with a
+// file store in its own directory, with fan-out timeout dcTimeout. Nothing runs yet: a test
+// seeds the stores (openStore), then calls start.
+func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: bin}
+	ports := freePorts(t, 6)
+	dir := t.TempDir()
+	for i, name := range []string{"a", "b", "c"} {
+		d := &dc{name: name, label: uint16(i + 1), leader: i == 0, publicPort: ports[2*i], peerPort: ports[2*i+1],
+			dbURL: "file://" + filepath.Join(dir, name, "db"), config: filepath.Join(dir, name+".json"), log: filepath.Join(dir, name+".log")}
+		c.dcs = append(c.dcs, d)
+	}
+	topo := map[string]any{}
+	for _, d := range c.dcs {
+		topo[d.name] = map[string]any{"datacenter_label": d.label, "is_leader": d.leader, "public_url": d.publicURL(),
+			"peer_url": fmt.Sprintf("http://127.0.0.1:%d", d.peerPort)}
+	}
+	for _, d := range c.dcs {
+		cfg := map[string]any{
+			"topology":   map[string]any{"datacenter_label": d.label, "datacenters": topo},
+			"guard":      map[string]any{"host": "127.0.0.1", "port": d.publicPort},
+			"api_peer":   map[string]any{"host": "127.0.0.1", "port": d.peerPort},
+			"api_public": map[string]any{"datacenter_timeout_ms": dcTimeout.Milliseconds()},
+			"database":   map[string]any{"url": d.dbURL},
+		}
+		b, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.config, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: 8}
+	t.Cleanup(transport.CloseIdleConnections)
+	c.client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 30 * time.Second}
+	return c
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close() // held until all are chosen, so they differ
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out
+}
+
+// openStore opens d's store in this process, for seeding before d starts; the caller closes
+// it.
+func (d *dc) openStore(t *testing.T) udb.Database {
+	t.Helper()
+	db, err := udb.Open(bg, d.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// start starts every datacenter's process and waits until each answers /health.
+func (c *cluster) start() {
+	c.t.Helper()
+	for _, d := range c.dcs {
+		c.startDC(d)
+	}
+	for _, d := range c.dcs {
+		c.waitHealthy(d)
+	}
+}
+
+// startDC starts `berth start --config` for d in its own process group; the test's cleanup
+// kills the group.
+func (c *cluster) startDC(d *dc) {
+	t := c.t
+	t.Helper()
+	logf, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "start", "--config", d.config, "--log-level", "warn")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BERTH__") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	d.cmd, d.exited = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		d.signal(syscall.SIGKILL)
+		<-d.exited
+		if t.Failed() {
+			b, _ := os.ReadFile(d.log)
+			t.Logf("log of datacenter %s:\n%s", d.name, tail(b, 40))
+		}
+	})
+}
+
+// signal sends sig to d's process group.
+func (d *dc) signal(sig syscall.Signal) {
+	if d.cmd != nil && d.cmd.Process != nil {
+		_ = syscall.Kill(-d.cmd.Process.Pid, sig)
+	}
+}
+
+// kill stops d's process for good and waits for it.
+func (d *dc) kill() {
+	d.signal(syscall.SIGKILL)
+	<-d.exited
+}
+
+// waitHealthy polls d's /health until it answers 200, until a deadline.
+func (c *cluster) waitHealthy(d *dc) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(d.publicURL() + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-d.exited:
+			b, _ := os.ReadFile(d.log)
+			c.t.Fatalf("datacenter %s exited before it was healthy:\n%s", d.name, tail(b, 40))
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("datacenter %s not healthy after 30s (last error %v)", d.name, err)
+		}
+	}
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// get calls GET path on d's public API and returns the status and body.
+func (c *cluster) get(d *dc, path string) (int, []byte) {
+	c.t.Helper()
+	resp, err := c.client.Get(d.publicURL() + path)
+	if err != nil {
+		c.t.Fatalf("GET %s on %s: %v", path, d.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("GET %s on %s: reading the body: %v", path, d.name, err)
+	}
+	return resp.StatusCode, b
+}
+
+// getJSON calls GET path on d's public API and decodes its 200 answer into out.
+func (c *cluster) getJSON(d *dc, path string, out any) {
+	c.t.Helper()
+	status, b := c.get(d, path)
+	if status != http.StatusOK {
+		c.t.Fatalf("GET %s on %s: %d %s", path, d.name, status, b)
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(out); err != nil {
+		c.t.Fatalf("GET %s on %s: %v", path, d.name, err)
+	}
+}
+
+// getError calls GET path on d's public API and returns its error answer.
+func (c *cluster) getError(d *dc, path string) (int, *rerr.Error) {
+	c.t.Helper()
+	status, b := c.get(d, path)
+	e, err := rerr.Parse(status, b)
+	if err != nil {
+		c.t.Fatalf("GET %s on %s: not an error answer: %d %s (%v)", path, d.name, status, b, errors.Unwrap(err))
+	}
+	return status, e
+}
