@@ -258,3 +258,10 @@ func parseCursor(c string) (*keys.RunnerConfigVariant, *string, error) {
 	}
 	return &v, &name, nil
 }
+
+// CheckCursor reports a cursor List would refuse, as api.bad_request naming
+// "cursor", so that a caller can refuse it before asking anyone.
+func CheckCursor(cursor string) error {
+	_, _, err := parseCursor(cursor)
+	return err
+}
