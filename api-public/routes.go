@@ -24,4 +24,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/runners", s.listRunners)
 	e.GET("/runners/names", s.listRunnerNames)
 	e.GET("/envoys", s.listEnvoys)
+	e.GET("/runner-configs", s.listRunnerConfigs)
+	e.PUT("/runner-configs/:runner_name", s.upsertRunnerConfig)
+	e.DELETE("/runner-configs/:runner_name", s.deleteRunnerConfig)
 }
