@@ -528,7 +528,7 @@ type Runner struct {
 // RunnerConfig Externally tagged: exactly one of `normal` or `serverless`, next to the optional
 // `metadata` and the deprecated root `drain_on_version_upgrade`.
 type RunnerConfig struct {
-	// DrainOnVersionUpgrade Deprecated; use the field inside `normal` or `serverless`.
+	// DrainOnVersionUpgrade Deprecated; use the field inside `normal` or `serverless`. When given, it wins over that field.
 	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	DrainOnVersionUpgrade *bool `json:"drain_on_version_upgrade,omitempty"`
 
@@ -657,7 +657,10 @@ type RunnerConfigsUpsertRequest struct {
 
 // RunnerConfigsUpsertResponse defines model for RunnerConfigsUpsertResponse.
 type RunnerConfigsUpsertResponse struct {
-	// EndpointConfigChanged Whether a serverless endpoint's settings changed (the pool restarts).
+	// EndpointConfigChanged Whether any datacenter's pool endpoint changed, as the Rivet engine counts it: a
+	// datacenter reports no change only when it replaced a serverless config with one of
+	// the same `url` and `headers`, or removed its config; writing a normal config always
+	// counts as a change.
 	EndpointConfigChanged bool `json:"endpoint_config_changed"`
 }
 
@@ -1572,7 +1575,10 @@ type ClientInterface interface {
 	// RunnerConfigsList List runner configs of a namespace, per datacenter.
 	//
 	// Fanned out to every datacenter. The result maps each runner name to the config each
-	// datacenter holds for it. `pagination.cursor` is always null.
+	// datacenter holds for it. `pagination.cursor` is always null. Each datacenter applies
+	// `limit`, `cursor` and the filters to its own configs (a datacenter's cursor is
+	// `{variant}:{name}`), and the merged map is not cut to `limit`. A datacenter that fails
+	// is left out; the request fails only when every datacenter fails.
 	//
 	// Corresponds with GET /runner-configs (the `RunnerConfigsList` operationId).
 	RunnerConfigsList(ctx context.Context, params *RunnerConfigsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1593,15 +1599,22 @@ type ClientInterface interface {
 
 	// RunnerConfigsDelete Delete the config of a runner name in every datacenter.
 	//
+	// A datacenter without a config for the name answers `{}` too. The request fails if any
+	// datacenter fails, with `metadata.datacenter` naming the first that did.
+	//
 	// Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
 	RunnerConfigsDelete(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunnerConfigsUpsertWithBody Set the config of a runner name in every datacenter.
 	//
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
-	// topology that is not named loses its config for this runner name. An unknown
-	// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-	// `runner_config.invalid` with the reason.
+	// topology that is not named loses its config for this runner name. The request is
+	// checked whole before anything is written: an unknown datacenter name gives 404
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// request fails if any datacenter fails, with the first failure in topology order and
+	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+	// sending the request again converges.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1611,9 +1624,13 @@ type ClientInterface interface {
 	// RunnerConfigsUpsert Set the config of a runner name in every datacenter.
 	//
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
-	// topology that is not named loses its config for this runner name. An unknown
-	// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-	// `runner_config.invalid` with the reason.
+	// topology that is not named loses its config for this runner name. The request is
+	// checked whole before anything is written: an unknown datacenter name gives 404
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// request fails if any datacenter fails, with the first failure in topology order and
+	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+	// sending the request again converges.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2042,7 +2059,10 @@ func (c *Client) NamespacesCreate(ctx context.Context, body NamespacesCreateJSON
 // RunnerConfigsList List runner configs of a namespace, per datacenter.
 //
 // Fanned out to every datacenter. The result maps each runner name to the config each
-// datacenter holds for it. `pagination.cursor` is always null.
+// datacenter holds for it. `pagination.cursor` is always null. Each datacenter applies
+// `limit`, `cursor` and the filters to its own configs (a datacenter's cursor is
+// `{variant}:{name}`), and the merged map is not cut to `limit`. A datacenter that fails
+// is left out; the request fails only when every datacenter fails.
 //
 // Corresponds with GET /runner-configs (the `RunnerConfigsList` operationId).
 func (c *Client) RunnerConfigsList(ctx context.Context, params *RunnerConfigsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2093,6 +2113,9 @@ func (c *Client) RunnerConfigsServerlessHealthCheck(ctx context.Context, params 
 
 // RunnerConfigsDelete Delete the config of a runner name in every datacenter.
 //
+// A datacenter without a config for the name answers `{}` too. The request fails if any
+// datacenter fails, with `metadata.datacenter` naming the first that did.
+//
 // Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
 func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunnerConfigsDeleteRequest(c.Server, runnerName, params)
@@ -2109,9 +2132,13 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // RunnerConfigsUpsertWithBody Set the config of a runner name in every datacenter.
 //
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
-// topology that is not named loses its config for this runner name. An unknown
-// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-// `runner_config.invalid` with the reason.
+// topology that is not named loses its config for this runner name. The request is
+// checked whole before anything is written: an unknown datacenter name gives 404
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// request fails if any datacenter fails, with the first failure in topology order and
+// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+// sending the request again converges.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2131,9 +2158,13 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // RunnerConfigsUpsert Set the config of a runner name in every datacenter.
 //
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
-// topology that is not named loses its config for this runner name. An unknown
-// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-// `runner_config.invalid` with the reason.
+// topology that is not named loses its config for this runner name. The request is
+// checked whole before anything is written: an unknown datacenter name gives 404
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// request fails if any datacenter fails, with the first failure in topology order and
+// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+// sending the request again converges.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3984,7 +4015,10 @@ type ClientWithResponsesInterface interface {
 	// RunnerConfigsListWithResponse List runner configs of a namespace, per datacenter.
 	//
 	// Fanned out to every datacenter. The result maps each runner name to the config each
-	// datacenter holds for it. `pagination.cursor` is always null.
+	// datacenter holds for it. `pagination.cursor` is always null. Each datacenter applies
+	// `limit`, `cursor` and the filters to its own configs (a datacenter's cursor is
+	// `{variant}:{name}`), and the merged map is not cut to `limit`. A datacenter that fails
+	// is left out; the request fails only when every datacenter fails.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4007,6 +4041,9 @@ type ClientWithResponsesInterface interface {
 
 	// RunnerConfigsDeleteWithResponse Delete the config of a runner name in every datacenter.
 	//
+	// A datacenter without a config for the name answers `{}` too. The request fails if any
+	// datacenter fails, with `metadata.datacenter` naming the first that did.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
@@ -4015,9 +4052,13 @@ type ClientWithResponsesInterface interface {
 	// RunnerConfigsUpsertWithBodyWithResponse Set the config of a runner name in every datacenter.
 	//
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
-	// topology that is not named loses its config for this runner name. An unknown
-	// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-	// `runner_config.invalid` with the reason.
+	// topology that is not named loses its config for this runner name. The request is
+	// checked whole before anything is written: an unknown datacenter name gives 404
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// request fails if any datacenter fails, with the first failure in topology order and
+	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+	// sending the request again converges.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4027,9 +4068,13 @@ type ClientWithResponsesInterface interface {
 	// RunnerConfigsUpsertWithResponse Set the config of a runner name in every datacenter.
 	//
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
-	// topology that is not named loses its config for this runner name. An unknown
-	// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-	// `runner_config.invalid` with the reason.
+	// topology that is not named loses its config for this runner name. The request is
+	// checked whole before anything is written: an unknown datacenter name gives 404
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// request fails if any datacenter fails, with the first failure in topology order and
+	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+	// sending the request again converges.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6536,7 +6581,10 @@ func (c *ClientWithResponses) NamespacesCreateWithResponse(ctx context.Context, 
 // RunnerConfigsListWithResponse List runner configs of a namespace, per datacenter.
 //
 // Fanned out to every datacenter. The result maps each runner name to the config each
-// datacenter holds for it. `pagination.cursor` is always null.
+// datacenter holds for it. `pagination.cursor` is always null. Each datacenter applies
+// `limit`, `cursor` and the filters to its own configs (a datacenter's cursor is
+// `{variant}:{name}`), and the merged map is not cut to `limit`. A datacenter that fails
+// is left out; the request fails only when every datacenter fails.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6577,6 +6625,9 @@ func (c *ClientWithResponses) RunnerConfigsServerlessHealthCheckWithResponse(ctx
 
 // RunnerConfigsDeleteWithResponse Delete the config of a runner name in every datacenter.
 //
+// A datacenter without a config for the name answers `{}` too. The request fails if any
+// datacenter fails, with `metadata.datacenter` naming the first that did.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
@@ -6591,9 +6642,13 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // RunnerConfigsUpsertWithBodyWithResponse Set the config of a runner name in every datacenter.
 //
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
-// topology that is not named loses its config for this runner name. An unknown
-// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-// `runner_config.invalid` with the reason.
+// topology that is not named loses its config for this runner name. The request is
+// checked whole before anything is written: an unknown datacenter name gives 404
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// request fails if any datacenter fails, with the first failure in topology order and
+// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+// sending the request again converges.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6609,9 +6664,13 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // RunnerConfigsUpsertWithResponse Set the config of a runner name in every datacenter.
 //
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
-// topology that is not named loses its config for this runner name. An unknown
-// datacenter name gives 404 `datacenter.not_found`; an invalid config gives 400
-// `runner_config.invalid` with the reason.
+// topology that is not named loses its config for this runner name. The request is
+// checked whole before anything is written: an unknown datacenter name gives 404
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// request fails if any datacenter fails, with the first failure in topology order and
+// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
+// sending the request again converges.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

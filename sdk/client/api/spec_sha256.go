@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "cc22d87cfac727c4c7c9956352af49f7443ce790c51a8e54225e5f378ab6eae5"
+const SpecSHA256 = "a4ad01a49f3496a46032a9399e427f318417a2192f728bd4f8c28dabe9605e15"
