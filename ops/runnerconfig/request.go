@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -104,6 +105,9 @@ func decodeRequest(raw []byte, field string) (keys.RunnerConfig, error) {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, v); err != nil { // v came out of a valid document
 			return keys.RunnerConfig{}, rerr.BadRequest(join(field, "metadata"), "not valid JSON")
+		}
+		if !utf8.Valid(buf.Bytes()) { // encoding/json lets invalid UTF-8 through in raw values
+			return keys.RunnerConfig{}, rerr.BadRequest(join(field, "metadata"), "not valid UTF-8")
 		}
 		m := buf.String()
 		cfg.Metadata = &m

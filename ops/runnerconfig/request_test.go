@@ -88,6 +88,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{`{"normal":{},"drain_on_version_upgrade":1}`, "bad_request", "dc.drain_on_version_upgrade", "want true or false"},
 		{`{"normal":{"actor_eviction_rate":1e40}}`, "bad_request", "dc.normal.actor_eviction_rate", "want a number"},
 		{`{"normal":{"actor_eviction_rate":-0.5}}`, "invalid", "dc.normal.actor_eviction_rate", "finite number ≥ 0"},
+		{"{\"normal\":{},\"metadata\":\"\xff\"}", "bad_request", "dc.metadata", "not valid UTF-8"},
 		{`{"serverless":{"request_lifespan":600}}`, "bad_request", "dc.serverless.url", "required"},
 		{`{"serverless":{"url":null,"request_lifespan":600}}`, "bad_request", "dc.serverless.url", "required"},
 		{`{"serverless":{"url":"https://h/"}}`, "bad_request", "dc.serverless.request_lifespan", "required"},
@@ -155,10 +156,11 @@ func TestValidateStoredForms(t *testing.T) {
 		c     keys.RunnerConfig
 		field string
 	}{
-		"neither":      {keys.RunnerConfig{}, ""},
-		"both":         {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Serverless: &keys.ServerlessRunnerConfig{}}, ""},
-		"NaN rate":     {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{RunnerConfigCommon: keys.RunnerConfigCommon{ActorEvictionRate: nan}}}, "normal.actor_eviction_rate"},
-		"bad metadata": {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Metadata: strp("{")}, "metadata"},
+		"neither":            {keys.RunnerConfig{}, ""},
+		"both":               {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Serverless: &keys.ServerlessRunnerConfig{}}, ""},
+		"NaN rate":           {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{RunnerConfigCommon: keys.RunnerConfigCommon{ActorEvictionRate: nan}}}, "normal.actor_eviction_rate"},
+		"bad metadata":       {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Metadata: strp("{")}, "metadata"},
+		"metadata not UTF-8": {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Metadata: strp("\"\xff\"")}, "metadata"},
 	} {
 		err := Validate(tc.c, "", 0)
 		if e, ok := rerr.As(err); !ok || e.Key() != "runner_config.invalid" || e.Metadata["field"] != tc.field {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -39,13 +40,13 @@ const DefaultActorStopThresholdMs = 1_800_000
 //   - drain_grace_period below request_lifespan, and drain_grace_period·1000
 //     at most actorStopThresholdMs (0 means DefaultActorStopThresholdMs);
 //   - actor_eviction_rate a finite number ≥ 0 (berth: Rivet takes any f32);
-//   - metadata, if set, valid JSON.
+//   - metadata, if set, valid JSON in UTF-8.
 func Validate(c keys.RunnerConfig, field string, actorStopThresholdMs int64) error {
 	if actorStopThresholdMs <= 0 {
 		actorStopThresholdMs = DefaultActorStopThresholdMs
 	}
-	if c.Metadata != nil && !json.Valid([]byte(*c.Metadata)) {
-		return invalid(join(field, "metadata"), "not valid JSON")
+	if c.Metadata != nil && (!json.Valid([]byte(*c.Metadata)) || !utf8.ValidString(*c.Metadata)) {
+		return invalid(join(field, "metadata"), "not valid JSON in UTF-8")
 	}
 	switch {
 	case c.Normal != nil && c.Serverless != nil:
