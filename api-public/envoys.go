@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/binary"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -39,7 +38,7 @@ func (s *Server) listEnvoys(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	pages, err := fanOutList[apipeer.EnvoysListResponse](ctx, s, s.deps.Topology.Datacenters, "/envoys",
+	pages, err := fanOutList[peerPage](ctx, s, s.deps.Topology.Datacenters, "/envoys",
 		func(dc apihttp.Datacenter) (url.Values, error) {
 			dq := q
 			if pos != nil {
@@ -51,39 +50,37 @@ func (s *Server) listEnvoys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type item struct {
-		e     envoy.Envoy
-		label uint16
-	}
-	var all []item
+	var all []rawEnvoy
 	more := false
 	for i, p := range pages { // all or nothing: pages[i] is the answer of Datacenters[i]
 		label := s.deps.Topology.Datacenters[i].Label
 		for _, e := range p.Envoys {
-			all = append(all, item{e, label})
+			e.label = label
+			all = append(all, e)
 		}
 		more = more || p.Pagination.Cursor != nil
 	}
-	slices.SortFunc(all, func(a, b item) int {
-		if c := cmp.Compare(b.e.CreateTs, a.e.CreateTs); c != 0 {
+	slices.SortFunc(all, func(a, b rawEnvoy) int {
+		if c := cmp.Compare(b.createTs, a.createTs); c != 0 {
 			return c
 		}
-		if c := strings.Compare(b.e.EnvoyKey, a.e.EnvoyKey); c != 0 {
+		if c := strings.Compare(b.key, a.key); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.label, a.label)
 	})
 	page := all[:min(len(all), q.Limit)]
-	resp := apipeer.EnvoysListResponse{Envoys: make([]envoy.Envoy, len(page))}
-	for i, it := range page {
-		resp.Envoys[i] = it.e
+	items := make([][]byte, len(page))
+	for i, e := range page {
+		items[i] = e.raw
 	}
+	var cur *string
 	if (more || len(all) > q.Limit) && len(page) > 0 {
 		last := page[len(page)-1]
-		cur := encodeEnvoyCursor(envoyPosition{createTs: last.e.CreateTs, label: last.label, key: last.e.EnvoyKey})
-		resp.Pagination.Cursor = &cur
+		c := encodeEnvoyCursor(envoyPosition{createTs: last.createTs, label: last.label, key: last.key})
+		cur = &c
 	}
-	return c.JSON(http.StatusOK, resp)
+	return writeList(c, "envoys", items, cur)
 }
 
 // envoyPosition is where a merged envoy page ended: the last envoy's create_ts, key and

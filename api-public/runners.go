@@ -45,7 +45,7 @@ func (s *Server) listRunners(c echo.Context) error {
 		dcs = slices.DeleteFunc(slices.Clone(dcs), func(dc apihttp.Datacenter) bool { return len(byLabel[dc.Label]) == 0 })
 	}
 	ctx := c.Request().Context()
-	pages, err := fanOutList[apipeer.RunnersListResponse](ctx, s, dcs, "/runners",
+	pages, err := fanOutList[peerPage](ctx, s, dcs, "/runners",
 		func(dc apihttp.Datacenter) (url.Values, error) {
 			dq := q
 			if byLabel != nil {
@@ -56,28 +56,30 @@ func (s *Server) listRunners(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var all []runner.Runner
+	var all []rawRunner
 	more := false
 	for _, p := range pages {
 		all = append(all, p.Runners...)
 		more = more || p.Pagination.Cursor != nil
 	}
-	slices.SortFunc(all, func(a, b runner.Runner) int {
-		if c := cmp.Compare(b.CreateTs, a.CreateTs); c != 0 {
+	slices.SortFunc(all, func(a, b rawRunner) int {
+		if c := cmp.Compare(b.createTs, a.createTs); c != 0 {
 			return c
 		}
-		return b.RunnerID.Compare(a.RunnerID)
+		return b.id.Compare(a.id)
 	})
-	resp := apipeer.RunnersListResponse{Runners: all[:min(len(all), q.Limit)]}
-	if (more || len(all) > q.Limit) && len(resp.Runners) > 0 {
-		last := resp.Runners[len(resp.Runners)-1]
-		cur := runner.Cursor(last.CreateTs, last.RunnerID)
-		resp.Pagination.Cursor = &cur
+	page := all[:min(len(all), q.Limit)]
+	items := make([][]byte, len(page))
+	for i, r := range page {
+		items[i] = r.raw
 	}
-	if resp.Runners == nil {
-		resp.Runners = []runner.Runner{}
+	var cur *string
+	if (more || len(all) > q.Limit) && len(page) > 0 {
+		last := page[len(page)-1]
+		c := runner.Cursor(last.createTs, last.id)
+		cur = &c
 	}
-	return c.JSON(http.StatusOK, resp)
+	return writeList(c, "runners", items, cur)
 }
 
 // listRunnerNames serves GET /runners/names: every datacenter's first limit names after the

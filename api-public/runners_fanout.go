@@ -1,11 +1,19 @@
 package apipublic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
+	"net/http"
 	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -58,4 +66,199 @@ func fanOutList[T any](ctx context.Context, s *Server, dcs []apihttp.Datacenter,
 		return nil, first
 	}
 	return out, nil
+}
+
+// The merged lists pass each item on as the datacenter wrote it: a page is decoded only as
+// far as the merge needs (the item's raw JSON and the fields it is ordered by) and written
+// back by concatenation, instead of decoding every field and encoding it again. The items
+// come from berth's own api-peer, which writes compact JSON objects.
+
+// rawRunner is one runner of a datacenter's page: its JSON and its (create_ts, id).
+type rawRunner struct {
+	raw      []byte
+	createTs int64
+	id       id.ID
+}
+
+func (r *rawRunner) UnmarshalJSON(b []byte) error {
+	r.raw = append([]byte(nil), b...)
+	if id, ts, ok := topLevel(b, "runner_id", "create_ts"); ok {
+		var err error
+		if r.id, err = idOf(id); err == nil {
+			if r.createTs, err = strconv.ParseInt(string(ts), 10, 64); err == nil {
+				return nil
+			}
+		}
+	}
+	var k struct { // what the quick scan could not read, the slow way
+		RunnerID id.ID `json:"runner_id"`
+		CreateTs int64 `json:"create_ts"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return err
+	}
+	r.createTs, r.id = k.CreateTs, k.RunnerID
+	return nil
+}
+
+// idOf parses a JSON string holding an id, without escapes.
+func idOf(v []byte) (id.ID, error) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return id.ID{}, errNotString
+	}
+	return id.Parse(string(v[1 : len(v)-1]))
+}
+
+var errNotString = errors.New("not a plain JSON string")
+
+// rawEnvoy is one envoy of a datacenter's page: its JSON and its (create_ts, key); the merge
+// adds its datacenter's label.
+type rawEnvoy struct {
+	raw      []byte
+	createTs int64
+	key      string
+	label    uint16
+}
+
+func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
+	e.raw = append([]byte(nil), b...)
+	if key, ts, ok := topLevel(b, "envoy_key", "create_ts"); ok && len(key) >= 2 && key[0] == '"' && bytes.IndexByte(key, '\\') < 0 {
+		var err error
+		if e.createTs, err = strconv.ParseInt(string(ts), 10, 64); err == nil {
+			e.key = string(key[1 : len(key)-1])
+			return nil
+		}
+	}
+	var k struct { // what the quick scan could not read, the slow way
+		EnvoyKey string `json:"envoy_key"`
+		CreateTs int64  `json:"create_ts"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return err
+	}
+	e.createTs, e.key = k.CreateTs, k.EnvoyKey
+	return nil
+}
+
+// topLevel returns the raw values of the members named a and b of the JSON object obj,
+// which must be valid JSON (encoding/json checks a whole document before it calls an
+// UnmarshalJSON method), in one quick pass that decodes nothing. ok is false when either
+// is missing or a member name holds an escape; the caller then decodes the slow way.
+func topLevel(obj []byte, a, b string) (va, vb []byte, ok bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, nil, false
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return va, vb, va != nil && vb != nil // '}' or the end
+		}
+		end := skipValue(obj, i)
+		if end-1 <= i {
+			return nil, nil, false
+		}
+		name := obj[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return nil, nil, false
+		}
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // the ':'
+		end = skipValue(obj, i)
+		switch string(name) {
+		case a:
+			va = obj[i:end]
+		case b:
+			vb = obj[i:end]
+		}
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i++
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the valid JSON value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		for i++; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return i
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipValue(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// peerPage is a datacenter's answer to GET /runners or /envoys, decoded for merging.
+type peerPage struct {
+	Runners    []rawRunner        `json:"runners"`
+	Envoys     []rawEnvoy         `json:"envoys"`
+	Pagination apihttp.Pagination `json:"pagination"`
+}
+
+// writeList answers 200 with {"<field>": [items...], "pagination": {"cursor": cursor}}.
+func writeList(c echo.Context, field string, items [][]byte, cursor *string) error {
+	n := 64 + len(field)
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	b = appendJSONString(b, field)
+	b = append(b, ":["...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"pagination":{"cursor":`...)
+	if cursor == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, *cursor)
+	}
+	b = append(b, "}}\n"...)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }

@@ -102,7 +102,7 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var out []int
 	for range n {
