@@ -82,10 +82,10 @@ type rawRunner struct {
 
 func (r *rawRunner) UnmarshalJSON(b []byte) error {
 	r.raw = append([]byte(nil), b...)
-	if id, ts, ok := topLevel(b, "runner_id", "create_ts"); ok {
+	if v, ok := members(b, "runner_id", "create_ts"); ok {
 		var err error
-		if r.id, err = idOf(id); err == nil {
-			if r.createTs, err = strconv.ParseInt(string(ts), 10, 64); err == nil {
+		if r.id, err = idOf(v[0]); err == nil {
+			if r.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
 				return nil
 			}
 		}
@@ -122,11 +122,14 @@ type rawEnvoy struct {
 
 func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
 	e.raw = append([]byte(nil), b...)
-	if key, ts, ok := topLevel(b, "envoy_key", "create_ts"); ok && len(key) >= 2 && key[0] == '"' && bytes.IndexByte(key, '\\') < 0 {
-		var err error
-		if e.createTs, err = strconv.ParseInt(string(ts), 10, 64); err == nil {
-			e.key = string(key[1 : len(key)-1])
-			return nil
+	if v, ok := members(b, "envoy_key", "create_ts"); ok {
+		key := v[0]
+		if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' && bytes.IndexByte(key, '\\') < 0 {
+			var err error
+			if e.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
+				e.key = string(key[1 : len(key)-1])
+				return nil
+			}
 		}
 	}
 	var k struct { // what the quick scan could not read, the slow way
@@ -140,37 +143,39 @@ func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// topLevel returns the raw values of the members named a and b of the JSON object obj,
-// which must be valid JSON (encoding/json checks a whole document before it calls an
-// UnmarshalJSON method), in one quick pass that decodes nothing. ok is false when either
-// is missing or a member name holds an escape; the caller then decodes the slow way.
-func topLevel(obj []byte, a, b string) (va, vb []byte, ok bool) {
+// members returns the raw values of the members of the JSON object obj named names (nil for
+// one that is absent), in one quick pass that decodes nothing. obj must be valid JSON
+// (encoding/json checks a whole document before it calls an UnmarshalJSON method); for
+// other input members returns garbage but never fails. ok is false when obj is not an
+// object or a member name holds an escape: the caller then decodes the slow way. Of a
+// repeated name the last is taken, as encoding/json does.
+func members(obj []byte, names ...string) (vals [][]byte, ok bool) {
+	vals = make([][]byte, len(names))
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, nil, false
+		return nil, false
 	}
 	i++
 	for {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
-			return va, vb, va != nil && vb != nil // '}' or the end
+			return vals, true // '}' or the end
 		}
 		end := skipValue(obj, i)
 		if end-1 <= i {
-			return nil, nil, false
+			return nil, false
 		}
 		name := obj[i+1 : end-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
-			return nil, nil, false
+			return nil, false
 		}
 		i = skipSpace(obj, end)
 		i = skipSpace(obj, i+1) // the ':'
 		end = skipValue(obj, i)
-		switch string(name) {
-		case a:
-			va = obj[i:end]
-		case b:
-			vb = obj[i:end]
+		for k, n := range names {
+			if string(name) == n {
+				vals[k] = obj[i:end]
+			}
 		}
 		i = skipSpace(obj, end)
 		if i < len(obj) && obj[i] == ',' {
@@ -226,9 +231,68 @@ func skipValue(b []byte, i int) int {
 
 // peerPage is a datacenter's answer to GET /runners or /envoys, decoded for merging.
 type peerPage struct {
-	Runners    []rawRunner        `json:"runners"`
-	Envoys     []rawEnvoy         `json:"envoys"`
-	Pagination apihttp.Pagination `json:"pagination"`
+	Runners    []rawRunner
+	Envoys     []rawEnvoy
+	Pagination apihttp.Pagination
+}
+
+// UnmarshalJSON reads {"runners"|"envoys": [...], "pagination": {...}} with the quick scans,
+// which is safe: encoding/json has checked that b is valid JSON before it calls this.
+func (p *peerPage) UnmarshalJSON(b []byte) error {
+	v, ok := members(b, "runners", "envoys", "pagination")
+	if !ok {
+		var slow struct {
+			Runners    []rawRunner        `json:"runners"`
+			Envoys     []rawEnvoy         `json:"envoys"`
+			Pagination apihttp.Pagination `json:"pagination"`
+		}
+		err := json.Unmarshal(b, &slow)
+		p.Runners, p.Envoys, p.Pagination = slow.Runners, slow.Envoys, slow.Pagination
+		return err
+	}
+	if err := eachElement(v[0], func(el []byte) error {
+		var r rawRunner
+		err := r.UnmarshalJSON(el)
+		p.Runners = append(p.Runners, r)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := eachElement(v[1], func(el []byte) error {
+		var e rawEnvoy
+		err := e.UnmarshalJSON(el)
+		p.Envoys = append(p.Envoys, e)
+		return err
+	}); err != nil {
+		return err
+	}
+	if v[2] == nil {
+		return nil
+	}
+	return json.Unmarshal(v[2], &p.Pagination)
+}
+
+// eachElement calls f with each element of the valid JSON array arr (nothing for nil or
+// null).
+func eachElement(arr []byte, f func(el []byte) error) error {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return nil
+	}
+	for i++; ; {
+		i = skipSpace(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return nil
+		}
+		end := skipValue(arr, i)
+		if err := f(arr[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i++
+		}
+	}
 }
 
 // writeList answers 200 with {"<field>": [items...], "pagination": {"cursor": cursor}}.

@@ -8,10 +8,10 @@ import (
 	"github.com/berthhq/berth/pkg/id"
 )
 
-// FuzzTopLevel checks the quick member scan against encoding/json: on any valid JSON object
+// FuzzMembers checks the quick member scan against encoding/json: on any valid JSON object
 // it finds exactly the members encoding/json sees (the last of a repeated name), and it
 // never fails on other input.
-func FuzzTopLevel(f *testing.F) {
+func FuzzMembers(f *testing.F) {
 	for _, s := range []string{
 		`{"runner_id":"abc","create_ts":5}`,
 		` { "create_ts" : -12 , "x": {"create_ts": 1, "y": ["}", "\"", {"a":[1,2]}]}, "runner_id" : "q\"r" } `,
@@ -23,21 +23,21 @@ func FuzzTopLevel(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		va, vb, ok := topLevel(b, "runner_id", "create_ts")
+		v, ok := members(b, "runner_id", "create_ts")
 		var m map[string]json.RawMessage
 		if json.Unmarshal(b, &m) != nil || m == nil {
 			return // not an object: only "no panic, no hang" is asked
 		}
-		wa, hasA := m["runner_id"]
-		wb, hasB := m["create_ts"]
-		if bytes.Contains(b, []byte(`\`)) && !ok {
-			return // a name may hold an escape: the slow way decides
+		if !ok {
+			if !bytes.Contains(b, []byte(`\`)) {
+				t.Fatalf("%s: refused, and no member name holds an escape", b)
+			}
+			return // a name holds an escape: the slow way decides
 		}
-		if ok != (hasA && hasB) {
-			t.Fatalf("%s: ok %v, encoding/json sees runner_id %v create_ts %v", b, ok, hasA, hasB)
-		}
-		if ok && (!bytes.Equal(va, wa) || !bytes.Equal(vb, wb)) {
-			t.Fatalf("%s: got %s %s, want %s %s", b, va, vb, wa, wb)
+		for i, name := range []string{"runner_id", "create_ts"} {
+			if want, found := m[name]; !bytes.Equal(v[i], want) || (v[i] != nil) != found {
+				t.Fatalf("%s: %s is %q, encoding/json says %q (%v)", b, name, v[i], want, found)
+			}
 		}
 	})
 }
@@ -69,5 +69,36 @@ func TestRawRunner(t *testing.T) {
 	body := `{"envoy_key":"k-1","create_ts":7,"metadata":{"envoy_key":"x"}}`
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.key != "k-1" || e.createTs != 7 || string(e.raw) != body {
 		t.Errorf("envoy: %+v %v", e, err)
+	}
+}
+
+func TestPeerPage(t *testing.T) {
+	rid := id.New(2)
+	r := `{"runner_id":"` + rid.String() + `","create_ts":9}`
+	for _, tc := range []struct {
+		body    string
+		runners int
+		cursor  string
+	}{
+		{`{"runners":[` + r + `,` + r + `],"pagination":{"cursor":"c1"}}`, 2, "c1"},
+		{` {"pagination" : {"cursor":null}, "runners" : [ ` + r + ` ] } `, 1, ""},
+		{`{"runners":[],"pagination":{"cursor":null}}`, 0, ""},
+		{`{"r\u0075nners":[` + r + `],"pagination":{"cursor":"c2"}}`, 1, "c2"}, // the slow way
+	} {
+		var p peerPage
+		if err := json.Unmarshal([]byte(tc.body), &p); err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		cur := ""
+		if p.Pagination.Cursor != nil {
+			cur = *p.Pagination.Cursor
+		}
+		if len(p.Runners) != tc.runners || cur != tc.cursor || tc.runners > 0 && (p.Runners[0].id != rid || p.Runners[0].createTs != 9) {
+			t.Errorf("%s: %+v", tc.body, p)
+		}
+	}
+	var p peerPage
+	if err := json.Unmarshal([]byte(`{"runners":[{"runner_id":"bad","create_ts":1}],"pagination":{"cursor":null}}`), &p); err == nil {
+		t.Error("a bad runner id accepted")
 	}
 }
