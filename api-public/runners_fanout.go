@@ -145,9 +145,9 @@ func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
 
 // members returns the raw values of the members of the JSON object obj named names (nil for
 // one that is absent), in one quick pass that decodes nothing. obj must be valid JSON
-// (encoding/json checks a whole document before it calls an UnmarshalJSON method); for
-// other input it returns meaningless values but never panics or loops. ok is false when obj is not an
-// object or a member name holds an escape: the caller then decodes the slow way. Of a
+// (encoding/json checks a whole document before it calls an UnmarshalJSON method); on other
+// input it returns meaningless values but never panics or loops. ok is false when obj is not
+// an object or a member name holds an escape: the caller then decodes the slow way. Of a
 // repeated name the last is taken, as encoding/json does.
 func members(obj []byte, names ...string) (vals [][]byte, ok bool) {
 	vals = make([][]byte, len(names))
