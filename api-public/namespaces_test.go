@@ -108,3 +108,27 @@ func TestNamespacesLeaderDown(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenReachesTheLeader: with an admin token everywhere, the token the client presents
+// is what b's api-peer presents to the leader when it resolves a namespace; a wrong one is
+// refused before any datacenter is asked.
+func TestTokenReachesTheLeader(t *testing.T) {
+	c := newClusterWithToken(t, 2*time.Second, "tok")
+	c.seedRunners(t, "a", 5, 1, 1_700_000_000_000)
+	var page apipeer.RunnersListResponse
+	decode(t, c.do(t, "GET", "/runners?namespace=default", ""), &page)
+	if len(page.Runners) != 4 { // every fifth is stopped
+		t.Errorf("runners: %d", len(page.Runners))
+	}
+	var created apipeer.NamespacesCreateResponse
+	decode(t, c.do(t, "POST", "/namespaces", `{"name":"n2","display_name":"N2"}`), &created)
+
+	c.token = "wrong"
+	if a := c.do(t, "GET", "/runners?namespace=n2", ""); a.status != 403 {
+		t.Errorf("wrong token: %d %s", a.status, a.body)
+	}
+	c.token = ""
+	if a := c.do(t, "GET", "/runners?namespace=n2", ""); a.status != 401 {
+		t.Errorf("no token: %d %s", a.status, a.body)
+	}
+}

@@ -38,6 +38,7 @@ type cluster struct {
 	topo  apihttp.Topology
 	dbs   map[string]udb.Database
 	nsID  id.ID // "default", created in a's store
+	token string
 	pub   http.Handler
 	mu    sync.Mutex
 	peers map[string]http.Handler // what each datacenter's server serves
@@ -46,7 +47,14 @@ type cluster struct {
 
 func newCluster(t *testing.T, dcTimeout time.Duration) *cluster {
 	t.Helper()
-	c := &cluster{dbs: map[string]udb.Database{}, peers: map[string]http.Handler{}, srvs: map[string]*httptest.Server{}}
+	return newClusterWithToken(t, dcTimeout, "")
+}
+
+// newClusterWithToken is newCluster with the admin token set in every datacenter; c.do
+// sends it.
+func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *cluster {
+	t.Helper()
+	c := &cluster{dbs: map[string]udb.Database{}, peers: map[string]http.Handler{}, srvs: map[string]*httptest.Server{}, token: token}
 	c.topo = apihttp.Topology{Local: 2}
 	for i, name := range []string{"a", "b", "c"} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +80,7 @@ func newCluster(t *testing.T, dcTimeout time.Duration) *cluster {
 		c.dbs[dc.Name] = db
 		topo := c.topo
 		topo.Local = dc.Label
-		c.peers[dc.Name] = apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, Log: quiet}).Handler()
+		c.peers[dc.Name] = apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, AdminToken: token, Log: quiet}).Handler()
 	}
 	v, err := c.dbs["a"].Transact(bg, func(tx udb.Transaction) (any, error) {
 		return namespace.EnsureDefault(bg, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: 1000})
@@ -83,7 +91,7 @@ func newCluster(t *testing.T, dcTimeout time.Duration) *cluster {
 	c.nsID = v.(namespace.EnsureDefaultOutput).Namespace.NamespaceID
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: dcTimeout, LocalLabel: 2, Local: c.peers["b"]})
 	t.Cleanup(peers.Close)
-	c.pub = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, Log: quiet}).Handler())
+	c.pub = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
 	return c
 }
 
@@ -108,6 +116,9 @@ func (c *cluster) do(t *testing.T, method, target, body string) answer {
 	req := httptest.NewRequest(method, target, rd)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	w := httptest.NewRecorder()
 	c.pub.ServeHTTP(w, req)
