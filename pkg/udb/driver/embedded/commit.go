@@ -159,10 +159,10 @@ func (db *DB) applyGroup(group []*pendingCommit) *appliedGroup {
 	if len(accepted) == 0 {
 		return g
 	}
-	// Atomic operations read through the batch to see the group's earlier
-	// writes; only then is the (costlier) indexed batch needed.
+	// Atomic operations and range clears read through the batch to see the
+	// group's earlier writes; only then is the (costlier) indexed batch needed.
 	var batch *pebble.Batch
-	if groupHasAtomics(accepted) {
+	if groupReads(accepted) {
 		batch = db.pdb.NewIndexedBatch()
 	} else {
 		batch = db.pdb.NewBatch()
@@ -254,15 +254,47 @@ func (db *DB) write(batch *pebble.Batch, accepted []*pendingCommit, cv int64) er
 	return nil
 }
 
-func groupHasAtomics(group []*pendingCommit) bool {
+// groupReads reports whether applying the group reads stored values.
+func groupReads(group []*pendingCommit) bool {
 	for _, p := range group {
 		for _, m := range p.req.Mutations {
-			if m.Op == txn.OpAtomic && udb.IsAtomicOp(m.Atomic) {
+			if m.Op == txn.OpClearRange || (m.Op == txn.OpAtomic && udb.IsAtomicOp(m.Atomic)) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// smallClear is how many keys a range clear deletes one by one before it
+// becomes a pebble range deletion. Range tombstones make every later read
+// that crosses them slower (pebble fragments and consults them on each
+// seek), and berth clears many small ranges, such as chunked metadata.
+const smallClear = 16
+
+// clearRange deletes the keys in [begin, end): one by one when there are
+// few, else with a range deletion.
+func clearRange(b *pebble.Batch, begin, end []byte) error {
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: begin, UpperBound: end})
+	if err != nil {
+		return err
+	}
+	var found [][]byte
+	for ok := it.First(); ok && len(found) <= smallClear; ok = it.Next() {
+		found = append(found, append([]byte(nil), it.Key()...))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if len(found) > smallClear {
+		return b.DeleteRange(begin, end, nil)
+	}
+	for _, k := range found {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolve checks p against commits after its read version and, if it may
@@ -326,7 +358,7 @@ func (db *DB) apply(b *pebble.Batch, p *pendingCommit) error {
 		case txn.OpClear:
 			err = b.Delete(m.Key, nil)
 		case txn.OpClearRange:
-			err = b.DeleteRange(m.Key, m.Value, nil)
+			err = clearRange(b, m.Key, m.Value)
 		case txn.OpAtomic:
 			err = db.applyAtomic(b, m, stamp)
 		}

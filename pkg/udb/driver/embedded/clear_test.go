@@ -1,0 +1,73 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// TestClearRangeSmallAndLarge covers both ways a range clear is applied:
+// key by key (few keys) and as a pebble range deletion (many), each also
+// in a group where an earlier transaction wrote into the range.
+func TestClearRangeSmallAndLarge(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, n := range []int{0, 3, smallClear, smallClear + 1, 200} {
+		prefix := fmt.Sprintf("clear/%d/", n)
+		key := func(i int) []byte { return []byte(fmt.Sprintf("%s%04d", prefix, i)) }
+		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			for i := range n {
+				tx.Set(key(i), []byte("v"))
+			}
+			tx.Set([]byte(prefix+"~after"), []byte("kept")) // outside [begin, end)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// One transaction writes a key into the range, the next clears the
+		// range; committed together they may share a group and a batch.
+		t1, _ := db.CreateTransaction()
+		t2, _ := db.CreateTransaction()
+		t1.Set(key(n+1), []byte("late"))
+		t2.ClearRange(key(0), key(9999))
+		s1, s2 := t1.GetVersionstamp(), t2.GetVersionstamp()
+		errs := make(chan error, 2)
+		go func() { errs <- t1.Commit(ctx) }()
+		go func() { errs <- t2.Commit(ctx) }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		stamp1, err1 := s1.Get(ctx)
+		stamp2, err2 := s2.Get(ctx)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		got, err := db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+			b, e := udb.PrefixRange([]byte(prefix))
+			return tx.GetRange(udb.FirstGreaterOrEqual(b), udb.FirstGreaterOrEqual(e), udb.RangeOptions{}).All(ctx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := got.([]udb.KeyValue)
+		// The late key survives only if its commit came after the clear: a
+		// later version, or the same group at a later batch index.
+		lateKept := bytes.Compare(stamp1[:], stamp2[:]) > 0
+		want := 1
+		if lateKept {
+			want = 2
+		}
+		if len(rows) != want || string(rows[len(rows)-1].Value) != "kept" {
+			t.Errorf("n=%d: after the clear got %d rows %q, want %d (late write kept: %v)", n, len(rows), rows, want, lateKept)
+		}
+	}
+}
