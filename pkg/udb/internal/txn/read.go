@@ -227,7 +227,7 @@ type merger struct {
 }
 
 func (m *merger) read(n int) ([]udb.KeyValue, bool, error) {
-	var rows []udb.KeyValue
+	rows := make([]udb.KeyValue, 0, min(n, 16))
 	dbOK := m.it.First()
 	var wi btree.IterG[*entry]
 	wOK := false
@@ -268,18 +268,18 @@ func (m *merger) read(n int) ([]udb.KeyValue, bool, error) {
 		}
 		switch {
 		case c < 0: // database only
-			rows = append(rows, udb.KeyValue{Key: clone(m.it.Key()), Value: clone(m.it.Value())})
+			rows = append(rows, row(m.it.Key(), m.it.Value()))
 			dbOK = m.it.Next()
 		case c > 0: // write set only
 			e := wi.Item()
 			if v, p := e.resolve(nil, false); p {
-				rows = append(rows, udb.KeyValue{Key: clone(e.key), Value: clone(v)})
+				rows = append(rows, row(e.key, v))
 			}
 			wOK = m.nextEntry(&wi)
 		default:
 			e := wi.Item()
 			if v, p := e.resolve(m.it.Value(), true); p {
-				rows = append(rows, udb.KeyValue{Key: clone(e.key), Value: clone(v)})
+				rows = append(rows, row(e.key, v))
 			}
 			dbOK = m.it.Next()
 			wOK = m.nextEntry(&wi)
@@ -289,6 +289,14 @@ func (m *merger) read(n int) ([]udb.KeyValue, bool, error) {
 		return nil, false, err
 	}
 	return rows, true, nil
+}
+
+// row copies a key and its value into one allocation.
+func row(k, v []byte) udb.KeyValue {
+	buf := make([]byte, len(k)+len(v))
+	copy(buf, k)
+	copy(buf[len(k):], v)
+	return udb.KeyValue{Key: buf[:len(k):len(k)], Value: buf[len(k):]}
 }
 
 func (m *merger) inRange(k []byte) bool {
