@@ -722,6 +722,9 @@ type CursorQuery = string
 // LimitQuery defines model for LimitQuery.
 type LimitQuery = int32
 
+// NamespaceLimitQuery defines model for NamespaceLimitQuery.
+type NamespaceLimitQuery = int32
+
 // NamespaceQuery defines model for NamespaceQuery.
 type NamespaceQuery = string
 
@@ -854,8 +857,8 @@ type EnvoysListParams struct {
 
 // NamespacesListParams defines parameters for NamespacesList.
 type NamespacesListParams struct {
-	// Limit The most items to return.
-	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit The most namespaces to return.
+	Limit *NamespaceLimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
 	Cursor *CursorQuery `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -1520,6 +1523,9 @@ type ClientInterface interface {
 	// EnvoysList List envoys of a namespace.
 	//
 	// Fanned out to every datacenter. Newest first (create_ts descending).
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Corresponds with GET /envoys (the `EnvoysList` operationId).
 	EnvoysList(ctx context.Context, params *EnvoysListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1655,6 +1661,9 @@ type ClientInterface interface {
 	//
 	// Fanned out to every datacenter. Newest first (create_ts descending). Without
 	// `include_stopped`, only runners that have not stopped are listed.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Corresponds with GET /runners (the `RunnersList` operationId).
 	RunnersList(ctx context.Context, params *RunnersListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1663,6 +1672,9 @@ type ClientInterface interface {
 	//
 	// Fanned out to every datacenter, merged and de-duplicated, in ascending order. The
 	// cursor is the last name of the page.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Corresponds with GET /runners/names (the `RunnersListNames` operationId).
 	RunnersListNames(ctx context.Context, params *RunnersListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1934,6 +1946,9 @@ func (c *Client) DatacentersList(ctx context.Context, reqEditors ...RequestEdito
 // EnvoysList List envoys of a namespace.
 //
 // Fanned out to every datacenter. Newest first (create_ts descending).
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Corresponds with GET /envoys (the `EnvoysList` operationId).
 func (c *Client) EnvoysList(ctx context.Context, params *EnvoysListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2219,6 +2234,9 @@ func (c *Client) RunnerConfigsRefreshMetadata(ctx context.Context, runnerName Ru
 //
 // Fanned out to every datacenter. Newest first (create_ts descending). Without
 // `include_stopped`, only runners that have not stopped are listed.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Corresponds with GET /runners (the `RunnersList` operationId).
 func (c *Client) RunnersList(ctx context.Context, params *RunnersListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2237,6 +2255,9 @@ func (c *Client) RunnersList(ctx context.Context, params *RunnersListParams, req
 //
 // Fanned out to every datacenter, merged and de-duplicated, in ascending order. The
 // cursor is the last name of the page.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Corresponds with GET /runners/names (the `RunnersListNames` operationId).
 func (c *Client) RunnersListNames(ctx context.Context, params *RunnersListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3950,6 +3971,9 @@ type ClientWithResponsesInterface interface {
 	// EnvoysListWithResponse List envoys of a namespace.
 	//
 	// Fanned out to every datacenter. Newest first (create_ts descending).
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4099,6 +4123,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Fanned out to every datacenter. Newest first (create_ts descending). Without
 	// `include_stopped`, only runners that have not stopped are listed.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4109,6 +4136,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Fanned out to every datacenter, merged and de-duplicated, in ascending order. The
 	// cursor is the last name of the page.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6474,6 +6504,9 @@ func (c *ClientWithResponses) DatacentersListWithResponse(ctx context.Context, r
 // EnvoysListWithResponse List envoys of a namespace.
 //
 // Fanned out to every datacenter. Newest first (create_ts descending).
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6713,6 +6746,9 @@ func (c *ClientWithResponses) RunnerConfigsRefreshMetadataWithResponse(ctx conte
 //
 // Fanned out to every datacenter. Newest first (create_ts descending). Without
 // `include_stopped`, only runners that have not stopped are listed.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6729,6 +6765,9 @@ func (c *ClientWithResponses) RunnersListWithResponse(ctx context.Context, param
 //
 // Fanned out to every datacenter, merged and de-duplicated, in ascending order. The
 // cursor is the last name of the page.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "a4ad01a49f3496a46032a9399e427f318417a2192f728bd4f8c28dabe9605e15"
+const SpecSHA256 = "f0a0b8c491ed26bc6f4061e1984811d2b303605acdd48d8ce32f107745e59168"
