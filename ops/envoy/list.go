@@ -3,12 +3,12 @@ package envoy
 import (
 	"context"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/ops/internal/cursor"
+	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -17,7 +17,7 @@ import (
 // Limits of List.
 const (
 	DefaultListLimit = 100 // the API's default
-	MaxListLimit     = 10_000
+	MaxListLimit     = page.MaxLimit
 )
 
 // ListInput selects a namespace's envoys.
@@ -67,7 +67,7 @@ func Cursor(createTs int64, envoyKey string) string { return cursor.Encode(creat
 // version, and an envoy is registered or expired in one transaction, so a
 // listing never shows an envoy half-registered, nor one twice.
 func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput, error) {
-	limit, err := checkLimit(in.Limit)
+	limit, err := page.Limit(in.Limit, DefaultListLimit)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -83,33 +83,18 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 		pos = &p
 	}
 	snap := r.Snapshot()
-	var page []Envoy
+	var found []Envoy
 	if len(in.EnvoyKeys) > 0 {
-		page, err = listByKeys(ctx, snap, in, pos, limit+1)
+		found, err = listByKeys(ctx, snap, in, pos, limit+1)
 	} else {
-		page, err = listByIndex(ctx, snap, in, pos, limit+1)
+		found, err = listByIndex(ctx, snap, in, pos, limit+1)
 	}
 	if err != nil {
 		return ListOutput{}, err
 	}
-	out := ListOutput{Envoys: page}
-	if len(page) > limit {
-		out.Envoys = page[:limit]
-		last := page[limit-1]
-		c := Cursor(last.CreateTs, last.EnvoyKey)
-		out.Cursor = &c
-	}
+	var out ListOutput
+	out.Envoys, out.Cursor = page.Trim(found, limit, func(e Envoy) string { return Cursor(e.CreateTs, e.EnvoyKey) })
 	return out, nil
-}
-
-func checkLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
-		return DefaultListLimit, nil
-	case limit < 0 || limit > MaxListLimit:
-		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
-	}
-	return limit, nil
 }
 
 // listByIndex scans an active index in reverse from the cursor and loads up

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -16,7 +16,7 @@ import (
 // Limits of List.
 const (
 	DefaultListLimit = 1000 // the Rivet engine's default for namespaces
-	MaxListLimit     = 10_000
+	MaxListLimit     = page.MaxLimit
 )
 
 // ListInput selects namespaces. Filters combine: a namespace is listed when
@@ -48,7 +48,7 @@ type ListOutput struct {
 // make concurrent creations retry. All reads share the transaction's read
 // version, so a namespace is listed whole or not at all.
 func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput, error) {
-	limit, err := checkLimit(in.Limit)
+	limit, err := page.Limit(in.Limit, DefaultListLimit)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -105,23 +105,9 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 			found = append(found, ns)
 		}
 	}
-	out := ListOutput{Namespaces: found}
-	if len(found) > limit {
-		out.Namespaces = found[:limit]
-		last := found[limit-1].Name
-		out.Cursor = &last
-	}
+	var out ListOutput
+	out.Namespaces, out.Cursor = page.Trim(found, limit, func(n Namespace) string { return n.Name })
 	return out, nil
-}
-
-func checkLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
-		return DefaultListLimit, nil
-	case limit < 0 || limit > MaxListLimit:
-		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
-	}
-	return limit, nil
 }
 
 // uniqueIDs returns ids without repeats, first occurrence kept.

@@ -3,11 +3,11 @@ package runner
 import (
 	"context"
 	"slices"
-	"strconv"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/ops/internal/cursor"
+	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -16,7 +16,7 @@ import (
 // Limits of ListForNs.
 const (
 	DefaultListLimit = 100 // the API's default
-	MaxListLimit     = 10_000
+	MaxListLimit     = page.MaxLimit
 )
 
 // ListForNsInput selects a namespace's runners.
@@ -68,7 +68,7 @@ func Cursor(createTs int64, runnerID id.ID) string { return cursor.Encode(create
 // one transaction, so a listing never shows a runner half-registered, nor
 // one twice.
 func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (ListForNsOutput, error) {
-	limit, err := checkLimit(in.Limit)
+	limit, err := page.Limit(in.Limit, DefaultListLimit)
 	if err != nil {
 		return ListForNsOutput{}, err
 	}
@@ -84,33 +84,18 @@ func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (L
 		pos = &p
 	}
 	snap := r.Snapshot()
-	var page []Runner
+	var found []Runner
 	if len(in.RunnerIDs) > 0 {
-		page, err = listByIDs(ctx, snap, in, pos, limit+1)
+		found, err = listByIDs(ctx, snap, in, pos, limit+1)
 	} else {
-		page, err = listByIndex(ctx, snap, in, pos, limit+1)
+		found, err = listByIndex(ctx, snap, in, pos, limit+1)
 	}
 	if err != nil {
 		return ListForNsOutput{}, err
 	}
-	out := ListForNsOutput{Runners: page}
-	if len(page) > limit {
-		out.Runners = page[:limit]
-		last := page[limit-1]
-		c := Cursor(last.CreateTs, last.RunnerID)
-		out.Cursor = &c
-	}
+	var out ListForNsOutput
+	out.Runners, out.Cursor = page.Trim(found, limit, func(r Runner) string { return Cursor(r.CreateTs, r.RunnerID) })
 	return out, nil
-}
-
-func checkLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
-		return DefaultListLimit, nil
-	case limit < 0 || limit > MaxListLimit:
-		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
-	}
-	return limit, nil
 }
 
 // listByIndex scans one create_ts index in reverse from the cursor and

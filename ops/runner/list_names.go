@@ -5,6 +5,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -32,7 +33,7 @@ type ListNamesOutput struct {
 // Snapshot reads: a listing may be a few milliseconds stale and must not
 // make registrations retry.
 func ListNames(ctx context.Context, r udb.ReadTransaction, in ListNamesInput) (ListNamesOutput, error) {
-	limit, err := checkLimit(in.Limit)
+	limit, err := page.Limit(in.Limit, DefaultListLimit)
 	if err != nil {
 		return ListNamesOutput{}, err
 	}

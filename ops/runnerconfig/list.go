@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -16,7 +17,7 @@ import (
 // Limits of List.
 const (
 	DefaultListLimit = 100 // the API's default
-	MaxListLimit     = 10_000
+	MaxListLimit     = page.MaxLimit
 )
 
 // ListInput selects runner configs of one namespace. Filters combine: a
@@ -59,7 +60,7 @@ type ListOutput struct {
 // make writers retry. A config and its by-variant copy are written in one
 // transaction, so one read version sees them agree.
 func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput, error) {
-	limit, err := checkLimit(in.Limit)
+	limit, err := page.Limit(in.Limit, DefaultListLimit)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -213,16 +214,6 @@ func listAll(ctx context.Context, r udb.ReadTransaction, ns id.ID, after *string
 		return nil, err
 	}
 	return out, nil
-}
-
-func checkLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
-		return DefaultListLimit, nil
-	case limit < 0 || limit > MaxListLimit:
-		return 0, rerr.BadRequest("limit", "must be between 1 and "+strconv.Itoa(MaxListLimit))
-	}
-	return limit, nil
 }
 
 // formatCursor is "{variant}:{name}", with an empty variant for an
