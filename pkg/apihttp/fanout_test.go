@@ -84,7 +84,7 @@ func TestFanOutHungPeer(t *testing.T) {
 	}
 	e, isR := rerr.As(res[1].Err)
 	if !isR || e.Key() != "datacenter.unreachable" || e.Metadata["datacenter"] != "stuck" ||
-		!strings.Contains(res[1].Err.Error(), "no answer within 300ms") {
+		!strings.Contains(res[1].Err.Error(), "no answer within ") { // the budget left when the request started
 		t.Errorf("hung datacenter: %v", res[1].Err)
 	}
 	got, err := Succeeded(context.Background(), res)
