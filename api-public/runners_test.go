@@ -26,6 +26,12 @@ import (
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // mem://
 )
 
+// hangMargin is how much later than the datacenter timeout a request that
+// met a hung or dead datacenter may answer and still count as not hanging:
+// generous, so a loaded CI machine does not fail it, yet far below the peer
+// client's own timeout, so a real hang does.
+const hangMargin = 5 * time.Second
+
 var (
 	bg    = context.Background()
 	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -380,7 +386,7 @@ func TestListsWhenADatacenterFails(t *testing.T) {
 			if a.status != 502 || e.Key() != "datacenter.unreachable" || e.Metadata["datacenter"] != "c" {
 				t.Errorf("%s, c %s: %d %s", path, mode, a.status, a.body)
 			}
-			if took > 3*timeout {
+			if took > timeout+hangMargin {
 				t.Errorf("%s, c %s: answered after %s, timeout %s", path, mode, took, timeout)
 			}
 		}

@@ -407,9 +407,9 @@ func testDatacenterDown(t *testing.T, bin string) {
 	// c hangs (SIGSTOP): its part times out.
 	cc.signal(syscall.SIGSTOP)
 	for _, path := range lists {
-		expectUnreachable(a, path, "c", timeout+2*time.Second)
+		expectUnreachable(a, path, "c", timeout+5*time.Second)
 	}
-	expectUnreachable(b, lists[0], "c", timeout+2*time.Second)
+	expectUnreachable(b, lists[0], "c", timeout+5*time.Second)
 	var page listPage
 	c.getJSON(b, "/runners?namespace=default&limit=1000&"+strings.Join(notC, "&"), &page)
 	if len(page.Runners) != len(notC)*4/5 { // every fifth runner is stopped
@@ -430,11 +430,11 @@ func testDatacenterDown(t *testing.T, bin string) {
 	cc.kill()
 	for _, from := range []*dc{a, b} {
 		for _, path := range lists {
-			expectUnreachable(from, path, "c", timeout)
+			expectUnreachable(from, path, "c", timeout+5*time.Second)
 		}
 	}
 	// The leader is killed too: namespace calls and lists name it.
 	a.kill()
-	expectUnreachable(b, "/namespaces", "a", timeout)
-	expectUnreachable(b, lists[0], "a", timeout)
+	expectUnreachable(b, "/namespaces", "a", timeout+5*time.Second)
+	expectUnreachable(b, lists[0], "a", timeout+5*time.Second)
 }
