@@ -30,18 +30,25 @@ func (id *ID) UnmarshalText(text []byte) error {
 
 const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
 
-// appendBase36 appends the 30 base36 digits of id, least significant first,
-// by repeated division of the little-endian number by 36.
+// appendBase36 appends the 30 base36 digits of id, least significant first.
+// The 19 bytes are one little-endian number, held here as five 32-bit limbs
+// and divided by 36^6 per round: each remainder gives six digits.
 func (id ID) appendBase36(b []byte) []byte {
-	n := id
-	for range StringLen {
-		var rem uint32
-		for i := Size - 1; i >= 0; i-- { // most significant byte first
-			v := rem<<8 | uint32(n[i])
-			n[i] = byte(v / 36)
-			rem = v % 36
+	const chunk = 36 * 36 * 36 * 36 * 36 * 36 // 36^6 < 2^32
+	var limbs [5]uint64                       // little-endian, 32 bits each
+	for i, v := range id {
+		limbs[i/4] |= uint64(v) << (8 * (i % 4))
+	}
+	for range StringLen / 6 {
+		var rem uint64
+		for j := len(limbs) - 1; j >= 0; j-- {
+			cur := rem<<32 | limbs[j]
+			limbs[j], rem = cur/chunk, cur%chunk
 		}
-		b = append(b, digits[rem])
+		for range 6 {
+			b = append(b, digits[rem%36])
+			rem /= 36
+		}
 	}
 	return b
 }
