@@ -71,16 +71,9 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	if err != nil {
 		return ListOutput{}, err
 	}
-	var pos *cursor.Position
-	if in.Cursor != "" {
-		p, err := cursor.Decode(in.Cursor)
-		if err != nil {
-			return ListOutput{}, err
-		}
-		if !p.Legacy && (len(p.Tie) == 0 || !utf8.Valid(p.Tie)) {
-			return ListOutput{}, rerr.BadRequest(cursor.Field, "not a cursor returned by this list")
-		}
-		pos = &p
+	pos, err := cursor.DecodeFor(in.Cursor, func(tie []byte) bool { return len(tie) > 0 && utf8.Valid(tie) })
+	if err != nil {
+		return ListOutput{}, err
 	}
 	snap := r.Snapshot()
 	var found []Envoy

@@ -72,16 +72,9 @@ func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (L
 	if err != nil {
 		return ListForNsOutput{}, err
 	}
-	var pos *cursor.Position
-	if in.Cursor != "" {
-		p, err := cursor.Decode(in.Cursor)
-		if err != nil {
-			return ListForNsOutput{}, err
-		}
-		if !p.Legacy && len(p.Tie) != id.Size {
-			return ListForNsOutput{}, rerr.BadRequest(cursor.Field, "not a cursor returned by this list")
-		}
-		pos = &p
+	pos, err := cursor.DecodeFor(in.Cursor, func(tie []byte) bool { return len(tie) == id.Size })
+	if err != nil {
+		return ListForNsOutput{}, err
 	}
 	snap := r.Snapshot()
 	var found []Runner

@@ -70,6 +70,23 @@ func Decode(s string) (Position, error) {
 	return Position{CreateTs: int64(binary.BigEndian.Uint64(b[1:9])), Tie: b[9:]}, nil
 }
 
+// DecodeFor parses a list's cursor parameter: nil when absent, else the
+// position, whose tie (unless a legacy create_ts cursor) must satisfy
+// tieOK, the shape of the list's tie-breaker.
+func DecodeFor(s string, tieOK func(tie []byte) bool) (*Position, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := Decode(s)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Legacy && !tieOK(p.Tie) {
+		return nil, rerr.BadRequest(Field, "not a cursor returned by this list")
+	}
+	return &p, nil
+}
+
 // isDecimal reports whether s is an optional '-' followed by ASCII digits.
 func isDecimal(s string) bool {
 	if s[0] == '-' {

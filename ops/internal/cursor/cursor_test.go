@@ -120,3 +120,20 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeFor(t *testing.T) {
+	twoBytes := func(tie []byte) bool { return len(tie) == 2 }
+	if p, err := DecodeFor("", twoBytes); p != nil || err != nil {
+		t.Fatalf("absent cursor: %v %v", p, err)
+	}
+	if p, err := DecodeFor(Encode(7, []byte("ab")), twoBytes); err != nil || p.CreateTs != 7 || string(p.Tie) != "ab" {
+		t.Fatalf("good cursor: %+v %v", p, err)
+	}
+	if p, err := DecodeFor("123", twoBytes); err != nil || !p.Legacy || p.CreateTs != 123 {
+		t.Fatalf("legacy cursor: %+v %v", p, err)
+	}
+	_, err := DecodeFor(Encode(7, []byte("abc")), twoBytes)
+	if e, ok := rerr.As(err); !ok || e.Metadata["field"] != Field {
+		t.Fatalf("cursor of another list: %v", err)
+	}
+}
