@@ -41,8 +41,15 @@ func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitRes
 	case <-p.done:
 		return p.res, p.err
 	case <-db.stopped:
-		<-p.done
-		return p.res, p.err
+		// Every group taken is finished before stopped closes; a commit
+		// still unfinished was queued after the committer's last look and
+		// never applied.
+		select {
+		case <-p.done:
+			return p.res, p.err
+		default:
+			return txn.CommitResult{}, errClosed
+		}
 	}
 }
 
