@@ -101,3 +101,33 @@ func TestCloseDuringCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsAfterClose: a transaction that outlives its database gets an
+// error from every read, never a panic, and Close reports no leak.
+func TestReadsAfterClose(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.CreateTransaction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Get(ctx, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close with a transaction open: %v", err)
+	}
+	if _, err := tx.Get(ctx, []byte("a")); err == nil {
+		t.Error("Get after Close succeeded")
+	}
+	if _, err := tx.GetRange(udb.FirstGreaterOrEqual(nil), udb.FirstGreaterOrEqual([]byte{0xff}), udb.RangeOptions{}).All(ctx); err == nil {
+		t.Error("GetRange after Close succeeded")
+	}
+	tx.Set([]byte("a"), []byte("b"))
+	if err := tx.Commit(ctx); err == nil {
+		t.Error("Commit after Close succeeded")
+	}
+}

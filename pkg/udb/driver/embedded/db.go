@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 
 	"github.com/berthhq/berth/pkg/udb"
@@ -70,6 +69,18 @@ type DB struct {
 	}
 
 	watches *watchSet
+
+	// open keeps pebble from being used after Close: every snapshot read
+	// holds it for reading; Close takes it for writing, then closes the
+	// snapshots transactions still hold, so their reads fail cleanly.
+	open struct {
+		sync.RWMutex
+		closed bool
+	}
+	live struct {
+		sync.Mutex
+		snaps map[*sharedSnap]struct{}
+	}
 }
 
 var (
@@ -124,10 +135,8 @@ func Open(opts Options) (*DB, error) {
 	if db.maxGroup <= 0 || db.maxGroup > 1<<16 {
 		db.maxGroup = 1024
 	}
-	s := &sharedSnap{ps: pdb.NewSnapshot(), from: last}
-	s.to.Store(math.MaxInt64)
-	s.refs.Store(1)
-	db.mu.snap, db.mu.version = s, last
+	db.live.snaps = map[*sharedSnap]struct{}{}
+	db.mu.snap, db.mu.version = db.newSharedSnap(pdb.NewSnapshot(), last), last
 	go db.commitLoop()
 	return db, nil
 }
@@ -193,13 +202,20 @@ func (db *DB) Close() error {
 	<-db.stopped
 	db.watches.failAll(udb.Error{Code: udb.CodeOperationCancelled})
 	db.mu.Lock()
-	snap, recent := db.mu.snap, db.mu.recent
 	db.mu.snap, db.mu.recent = nil, nil
 	db.mu.Unlock()
-	snap.release()
-	for _, r := range recent {
-		r.release()
+	db.open.Lock()
+	db.open.closed = true
+	db.live.Lock()
+	snaps := make([]*sharedSnap, 0, len(db.live.snaps))
+	for s := range db.live.snaps {
+		snaps = append(snaps, s)
 	}
+	db.live.Unlock()
+	for _, s := range snaps {
+		s.close()
+	}
+	db.open.Unlock()
 	return db.pdb.Close()
 }
 
@@ -260,9 +276,7 @@ const recentSnapshots = 128
 
 // publish makes the state after a commit group the newest read version.
 func (db *DB) publish(ps *pebble.Snapshot, version int64) {
-	s := &sharedSnap{ps: ps, from: version}
-	s.to.Store(math.MaxInt64)
-	s.refs.Store(1)
+	s := db.newSharedSnap(ps, version)
 	db.mu.Lock()
 	old := db.mu.snap
 	old.to.Store(version)

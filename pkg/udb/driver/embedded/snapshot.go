@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"errors"
+	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/berthhq/berth/pkg/udb"
@@ -11,14 +13,29 @@ import (
 
 // sharedSnap is one pebble snapshot, the state after the commit at version
 // from, shared by every transaction that reads at a version in [from, to).
-// The DB holds one reference while the snapshot is the newest.
+// The DB holds one reference while the snapshot is the newest or recent.
 type sharedSnap struct {
-	ps   *pebble.Snapshot
-	from int64
-	to   atomic.Int64 // the next commit's version; MaxInt64 while newest
-	refs atomic.Int32
+	db        *DB
+	ps        *pebble.Snapshot
+	from      int64
+	to        atomic.Int64 // the next commit's version; MaxInt64 while newest
+	refs      atomic.Int32
+	closeOnce sync.Once
 }
 
+// newSharedSnap registers ps with the DB, which closes it on Close if a
+// transaction still holds it then.
+func (db *DB) newSharedSnap(ps *pebble.Snapshot, from int64) *sharedSnap {
+	s := &sharedSnap{db: db, ps: ps, from: from}
+	s.to.Store(math.MaxInt64)
+	s.refs.Store(1)
+	db.live.Lock()
+	db.live.snaps[s] = struct{}{}
+	db.live.Unlock()
+	return s
+}
+
+// acquire takes a reference unless the snapshot is already released.
 func (s *sharedSnap) acquire() bool {
 	for {
 		n := s.refs.Load()
@@ -33,8 +50,17 @@ func (s *sharedSnap) acquire() bool {
 
 func (s *sharedSnap) release() {
 	if s.refs.Add(-1) == 0 {
-		_ = s.ps.Close()
+		s.close()
 	}
+}
+
+func (s *sharedSnap) close() {
+	s.closeOnce.Do(func() {
+		_ = s.ps.Close()
+		s.db.live.Lock()
+		delete(s.db.live.snaps, s)
+		s.db.live.Unlock()
+	})
 }
 
 // snapHandle is one transaction's view: a shared snapshot at its version.
@@ -60,10 +86,27 @@ func (h *snapHandle) live() error {
 	return nil
 }
 
+// enter admits a read: the store must be open (see DB.open) and the
+// version inside the window. On success the caller must call leave.
+func (h *snapHandle) enter() error {
+	h.db.open.RLock()
+	err := errClosed
+	if !h.db.open.closed {
+		err = h.live()
+	}
+	if err != nil {
+		h.db.open.RUnlock()
+	}
+	return err
+}
+
+func (h *snapHandle) leave() { h.db.open.RUnlock() }
+
 func (h *snapHandle) Get(key []byte) ([]byte, error) {
-	if err := h.live(); err != nil {
+	if err := h.enter(); err != nil {
 		return nil, err
 	}
+	defer h.leave()
 	v, closer, err := h.shared.ps.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -77,8 +120,10 @@ func (h *snapHandle) Get(key []byte) ([]byte, error) {
 	return out, nil
 }
 
+// NewIter holds the store open until the iterator is closed; the caller
+// must not start another read before that.
 func (h *snapHandle) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) {
-	if err := h.live(); err != nil {
+	if err := h.enter(); err != nil {
 		return nil, err
 	}
 	if len(begin) == 0 {
@@ -86,15 +131,17 @@ func (h *snapHandle) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) 
 	}
 	it, err := h.shared.ps.NewIter(&pebble.IterOptions{LowerBound: begin, UpperBound: end})
 	if err != nil {
+		h.leave()
 		return nil, err
 	}
-	return &iter{it: it, reverse: reverse}, nil
+	return &iter{it: it, reverse: reverse, h: h}, nil
 }
 
 func (h *snapHandle) EstimateSize(begin, end []byte) (int64, error) {
-	if err := h.live(); err != nil {
+	if err := h.enter(); err != nil {
 		return 0, err
 	}
+	defer h.leave()
 	n, err := h.db.pdb.EstimateDiskUsage(begin, end)
 	return int64(n), err
 }
@@ -109,6 +156,7 @@ func (h *snapHandle) Release() {
 type iter struct {
 	it      *pebble.Iterator
 	reverse bool
+	h       *snapHandle
 }
 
 func (i *iter) First() bool {
@@ -135,4 +183,8 @@ func (i *iter) Seek(key []byte) bool {
 func (i *iter) Key() []byte   { return i.it.Key() }
 func (i *iter) Value() []byte { return i.it.Value() }
 func (i *iter) Err() error    { return i.it.Error() }
-func (i *iter) Close() error  { return i.it.Close() }
+func (i *iter) Close() error {
+	err := i.it.Close()
+	i.h.leave()
+	return err
+}

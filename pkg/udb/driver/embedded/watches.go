@@ -2,12 +2,10 @@ package embedded
 
 import (
 	"bytes"
-	"errors"
 	"sync"
 
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/internal/txn"
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // watchSet holds armed watches by key.
@@ -61,16 +59,18 @@ func (s *watchSet) failAll(err error) {
 
 // currentValue reads key from the newest published state.
 func (db *DB) currentValue(key []byte) ([]byte, bool) {
+	db.open.RLock()
+	defer db.open.RUnlock()
 	db.mu.Lock()
 	s := db.mu.snap
-	ok := s != nil && s.acquire()
+	ok := !db.open.closed && s != nil && s.acquire()
 	db.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
 	defer s.release()
 	v, closer, err := s.ps.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) || err != nil {
+	if err != nil {
 		return nil, false
 	}
 	defer closer.Close()
