@@ -13,6 +13,7 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -43,6 +44,7 @@ type Engine struct {
 	peers   *apihttp.PeerClient
 	public  *listener // guard port: api-public
 	peer    *listener // api-peer
+	runners *runnerws.Server
 	timeout time.Duration
 
 	// failed receives the first error of a listener that stopped on its own.
@@ -105,6 +107,10 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
+	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
+	e.runners = runnerws.New(runnerws.Options{DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log})
+	undo = append(undo, e.runners.Close)
+	publicAPI = e.runners.Wrap(publicAPI)
 
 	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
 		return nil, err
@@ -145,6 +151,9 @@ func (e *Engine) Failed() <-chan error { return e.failed }
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.stopOnce.Do(func() {
 		e.log.Info("berth stopping")
+		// Runner sockets are hijacked connections the HTTP servers do not track: close them
+		// (ws.going_away) while the store is still open for their disconnects.
+		e.runners.Close()
 		err := stopAll(ctx, e.public, e.peer)
 		e.peers.Close()
 		if cerr := e.db.Close(); cerr != nil {

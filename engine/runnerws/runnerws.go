@@ -1,0 +1,514 @@
+// Package runnerws serves the runner WebSocket, GET /runners/connect (and
+// /runners/connect/), as the Rivet engine does for runner protocol v5–v7
+// (rivet-protocol.md §2, §6.1).
+//
+// Handshake: the token (when an admin token is configured) travels in the
+// subprotocol rivet_token.<t>; a missing or wrong one is answered 403 before
+// the upgrade. The server accepts the upgrade answering subprotocol "rivet"
+// when offered, then checks the query (protocol_version, namespace,
+// runner_key) and closes a bad request with 1011 "group.code#ray_id". The
+// first binary frame must be ToServerInit within InitTimeout (5 s), else
+// 1011 ws.timed_out_waiting_for_init; a frame that does not decode closes
+// with 1011 ws.invalid_packet (a text first frame with
+// ws.invalid_initial_packet). The runner is registered through
+// ops/runner.Register with a fresh connection id and answered ToClientInit.
+//
+// After init: a socket registered later with the same (namespace, name,
+// runner_key) evicts this one with 1000 ws.eviction; the server sends
+// ToClientPing every PingInterval (plus 0–127 ms jitter), records each
+// ToServerPong through ops/runner.UpdatePing, and closes the socket with
+// 1011 ws.timed_out after PingTimeout without a pong. A socket that ends
+// without being evicted is disconnected (ops/runner.Disconnect).
+package runnerws
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/ops/namespace"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Defaults observed on the Rivet engine (rivet-protocol.md §2, §3.2).
+const (
+	DefaultInitTimeout         = 5 * time.Second
+	DefaultPingInterval        = 3 * time.Second
+	DefaultPingTimeout         = 15 * time.Second
+	DefaultRunnerLostThreshold = 15000   // ms, ToClientInit
+	DefaultActorStopThreshold  = 1800000 // ms, ToClientInit (v6+)
+	// MaxFrame bounds one incoming frame: the 20 MiB payload limit plus room for the envelope.
+	MaxFrame = 20<<20 + 1<<20
+)
+
+// Options configures a Server.
+type Options struct {
+	DB udb.Database
+	// Label is the local datacenter label, for new runner, connection and ray ids.
+	Label uint16
+	// AdminToken, when set, must be given in the rivet_token.<t> subprotocol.
+	AdminToken string
+	Log        *slog.Logger
+	// Zero values mean the defaults above.
+	InitTimeout         time.Duration
+	PingInterval        time.Duration
+	PingTimeout         time.Duration
+	RunnerLostThreshold int64
+	ActorStopThreshold  int64
+}
+
+// Server is the runner WebSocket endpoint and the registry of its live sockets.
+type Server struct {
+	o      Options
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	conns  map[id.ID]*conn // live, initialised sockets by connection id
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Server; Close ends its sockets.
+func New(o Options) *Server {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = DefaultPingTimeout
+	}
+	if o.RunnerLostThreshold == 0 {
+		o.RunnerLostThreshold = DefaultRunnerLostThreshold
+	}
+	if o.ActorStopThreshold == 0 {
+		o.ActorStopThreshold = DefaultActorStopThreshold
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}}
+}
+
+// IsConnectPath reports whether path is the runner socket's path.
+func IsConnectPath(path string) bool {
+	return path == "/runners/connect" || path == "/runners/connect/"
+}
+
+// Wrap serves the runner socket in front of next, which gets every other request.
+func (s *Server) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsConnectPath(r.URL.Path) {
+			s.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Close closes every live socket with 1011 ws.going_away (the runner reconnects) and waits
+// for their handlers to end. Sockets opened afterwards are refused the same way.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	for _, c := range live {
+		c.fail(rerr.WS("going_away"))
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+func writeHTTPError(w http.ResponseWriter, err *rerr.Error) {
+	b, _ := json.Marshal(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rerr.HTTPStatus(err))
+	_, _ = w.Write(b)
+}
+
+// offered returns the subprotocols of the request.
+func offered(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(h, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// ServeHTTP serves one runner socket until it ends.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeHTTPError(w, rerr.MethodNotAllowed())
+		return
+	}
+	if s.o.AdminToken != "" {
+		var tok string
+		var has bool
+		for _, p := range offered(r) {
+			if t, ok := strings.CutPrefix(p, "rivet_token."); ok {
+				tok, has = t, true
+				break
+			}
+		}
+		if !has || subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.AdminToken)) != 1 {
+			writeHTTPError(w, rerr.Forbidden())
+			return
+		}
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{"rivet"},
+		OriginPatterns: []string{"*"}, // runners are not browsers; Rivet checks no origin
+	})
+	if err != nil {
+		return // Accept has answered the request
+	}
+	ws.SetReadLimit(MaxFrame)
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	ray := id.New(s.o.Label).String()
+	if closed {
+		_ = ws.Close(websocket.StatusCode(rerr.CloseError), rerr.CloseReason(rerr.WS("going_away"), ray))
+		return
+	}
+	defer s.wg.Done()
+	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
+	c.run(r)
+}
+
+// conn is one runner socket.
+type conn struct {
+	s   *Server
+	ws  *websocket.Conn
+	ray string
+
+	version  int
+	nsID     id.ID
+	key      string
+	connID   id.ID
+	runnerID id.ID
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by the first close
+	evicted   bool          // set before done closes
+
+	pongMu   sync.Mutex
+	lastPong time.Time
+}
+
+// closeWith closes the socket once with err's code and reason; later calls do nothing.
+func (c *conn) closeWith(err error, evicted bool) {
+	c.closeOnce.Do(func() {
+		c.evicted = evicted
+		close(c.done)
+		code := websocket.StatusCode(rerr.CloseCode(err))
+		go func() { _ = c.ws.Close(code, rerr.CloseReason(err, c.ray)) }()
+	})
+}
+
+func (c *conn) fail(err error) { c.closeWith(err, false) }
+
+func (c *conn) run(r *http.Request) {
+	defer func() {
+		// Make sure the socket is closed and the reader is released.
+		c.fail(nil)
+		<-c.done
+	}()
+	if err := c.checkQuery(r); err != nil {
+		c.fail(err)
+		c.drain()
+		return
+	}
+	init, err := c.readInit()
+	if err != nil {
+		c.fail(err)
+		c.drain()
+		return
+	}
+	if err := c.register(init); err != nil {
+		c.fail(err)
+		c.drain()
+		return
+	}
+	defer c.disconnect()
+	if !c.s.add(c) {
+		c.fail(rerr.WS("going_away"))
+		c.drain()
+		return
+	}
+	defer c.s.remove(c)
+	go c.pingLoop()
+	c.readLoop()
+}
+
+// drain reads until the close handshake completes, so Close gets the peer's answer.
+func (c *conn) drain() {
+	for {
+		if _, _, err := c.ws.Read(context.Background()); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) checkQuery(r *http.Request) error {
+	q := r.URL.Query()
+	pv, ns, key := q.Get("protocol_version"), q.Get("namespace"), q.Get("runner_key")
+	if pv == "" || ns == "" || key == "" {
+		return rerr.WS("invalid_url")
+	}
+	v, err := strconv.ParseUint(pv, 10, 16)
+	if err != nil {
+		return rerr.WS("invalid_url")
+	}
+	// An unsupported version fails the init decode with ws.invalid_packet, as on Rivet.
+	c.version = int(v)
+	res, err := c.s.o.DB.ReadTransact(c.s.ctx, func(tx udb.ReadTransaction) (any, error) {
+		return namespace.ResolveByName(c.s.ctx, tx, namespace.ResolveByNameInput{Name: ns})
+	})
+	if err != nil {
+		if _, ok := rerr.As(err); !ok {
+			c.s.o.Log.Error("runner socket: resolve namespace", "namespace", ns, "ray_id", c.ray, "error", err)
+		}
+		return err
+	}
+	c.nsID = res.(namespace.Namespace).NamespaceID
+	c.key = key
+	return nil
+}
+
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+	err  error
+}
+
+func (c *conn) readInit() (proto.ToServerInit, error) {
+	got := make(chan frame, 1)
+	go func() {
+		typ, b, err := c.ws.Read(context.Background())
+		got <- frame{typ, b, err}
+	}()
+	t := time.NewTimer(c.s.o.InitTimeout)
+	defer t.Stop()
+	select {
+	case f := <-got:
+		switch {
+		case f.err != nil:
+			return proto.ToServerInit{}, f.err
+		case f.typ != websocket.MessageBinary:
+			return proto.ToServerInit{}, rerr.WS("invalid_initial_packet")
+		}
+		m, err := proto.DecodeToServer(f.data, c.version)
+		if err != nil {
+			return proto.ToServerInit{}, rerr.WS("invalid_packet").WithCause(err)
+		}
+		init, ok := m.(proto.ToServerInit)
+		if !ok {
+			return proto.ToServerInit{}, rerr.WS("invalid_initial_packet")
+		}
+		return init, nil
+	case <-t.C:
+		c.fail(rerr.WS("timed_out_waiting_for_init"))
+		<-got // the reader ends with the close handshake
+		return proto.ToServerInit{}, rerr.WS("timed_out_waiting_for_init")
+	case <-c.s.ctx.Done():
+		c.fail(rerr.WS("going_away"))
+		<-got
+		return proto.ToServerInit{}, rerr.WS("going_away")
+	}
+}
+
+func (c *conn) register(init proto.ToServerInit) error {
+	c.connID = id.New(c.s.o.Label)
+	in := oprunner.RegisterInput{
+		Namespace: c.nsID, Name: init.Name, Key: c.key, Version: init.Version,
+		TotalSlots: init.TotalSlots, ProtocolVersion: uint16(c.version),
+		ConnID: c.connID, NewRunnerID: id.New(c.s.o.Label), NowMs: time.Now().UnixMilli(),
+	}
+	if init.Metadata != nil {
+		in.Metadata = json.RawMessage(*init.Metadata)
+	}
+	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+		return oprunner.Register(c.s.ctx, tx, in)
+	})
+	if err != nil {
+		if _, ok := rerr.As(err); !ok {
+			c.s.o.Log.Error("runner socket: register", "ray_id", c.ray, "error", err)
+		}
+		return err
+	}
+	out := res.(oprunner.RegisterOutput)
+	c.runnerID = out.RunnerID
+	if !out.PrevConnID.IsZero() {
+		c.s.evict(out.PrevConnID)
+	}
+	b, err := proto.EncodeToClient(proto.ToClientInit{
+		RunnerID: c.runnerID.String(),
+		Metadata: proto.ProtocolMetadata{
+			RunnerLostThreshold: c.s.o.RunnerLostThreshold,
+			ActorStopThreshold:  c.s.o.ActorStopThreshold,
+		},
+	}, c.version)
+	if err != nil {
+		return rerr.Internal(err)
+	}
+	c.pongMu.Lock()
+	c.lastPong = time.Now()
+	c.pongMu.Unlock()
+	return c.ws.Write(c.s.ctx, websocket.MessageBinary, b)
+}
+
+// add records c as live; false when the server is closing.
+func (s *Server) add(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c.connID] = c
+	return true
+}
+
+func (s *Server) remove(c *conn) {
+	s.mu.Lock()
+	if s.conns[c.connID] == c {
+		delete(s.conns, c.connID)
+	}
+	s.mu.Unlock()
+}
+
+// evict closes the socket with that connection id with 1000 ws.eviction, if it is live here.
+func (s *Server) evict(connID id.ID) {
+	s.mu.Lock()
+	c := s.conns[connID]
+	s.mu.Unlock()
+	if c != nil {
+		c.closeWith(rerr.WS("eviction"), true)
+	}
+}
+
+// readLoop handles frames until the socket ends or a frame is invalid.
+func (c *conn) readLoop() {
+	for {
+		typ, b, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.fail(nil)
+			return
+		}
+		if typ != websocket.MessageBinary {
+			continue // Rivet ignores non-binary frames after init
+		}
+		m, err := proto.DecodeToServer(b, c.version)
+		if err != nil {
+			c.fail(rerr.WS("invalid_packet").WithCause(err))
+			c.drain()
+			return
+		}
+		switch m := m.(type) {
+		case proto.ToServerPong:
+			c.pong(m)
+		default:
+			// Events, acks, stopping, KV and tunnel messages come with later slices.
+		}
+	}
+}
+
+func (c *conn) pong(m proto.ToServerPong) {
+	now := time.Now()
+	c.pongMu.Lock()
+	c.lastPong = now
+	c.pongMu.Unlock()
+	rtt := max(now.UnixMilli()-m.Ts, 0)
+	rtt = min(rtt, int64(^uint32(0)))
+	in := oprunner.UpdatePingInput{RunnerID: c.runnerID, ConnID: c.connID, RttMs: uint32(rtt), NowMs: now.UnixMilli()}
+	_, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+		return oprunner.UpdatePing(c.s.ctx, tx, in)
+	})
+	switch {
+	case err == nil:
+	case rerr.Is(err, "runner", "stale_connection"):
+		// A newer socket took the runner over; its eviction of this one is under way.
+		c.closeWith(rerr.WS("eviction"), true)
+	case c.s.ctx.Err() != nil:
+	default:
+		c.s.o.Log.Warn("runner socket: update ping", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+	}
+}
+
+// pingLoop sends ToClientPing every PingInterval plus 0–127 ms and closes the socket with
+// ws.timed_out when no pong came for PingTimeout.
+func (c *conn) pingLoop() {
+	for {
+		t := time.NewTimer(c.s.o.PingInterval + time.Duration(rand.IntN(128))*time.Millisecond)
+		select {
+		case <-c.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c.pongMu.Lock()
+		last := c.lastPong
+		c.pongMu.Unlock()
+		if time.Since(last) > c.s.o.PingTimeout {
+			c.fail(rerr.WS("timed_out"))
+			return
+		}
+		b, err := proto.EncodeToClient(proto.ToClientPing{Ts: time.Now().UnixMilli()}, c.version)
+		if err != nil {
+			c.fail(rerr.Internal(err))
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.s.ctx, c.s.o.PingInterval)
+		err = c.ws.Write(ctx, websocket.MessageBinary, b)
+		cancel()
+		if err != nil {
+			c.fail(nil)
+			return
+		}
+	}
+}
+
+// disconnect takes the runner out of the allocation index when its socket ended without
+// being evicted; a newer socket's registration makes it a no-op (stale connection).
+func (c *conn) disconnect() {
+	<-c.done
+	if c.evicted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 10*time.Second)
+	defer cancel()
+	in := oprunner.DisconnectInput{RunnerID: c.runnerID, ConnID: c.connID}
+	_, err := c.s.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return nil, oprunner.Disconnect(ctx, tx, in)
+	})
+	if err != nil && !rerr.Is(err, "runner", "stale_connection") {
+		c.s.o.Log.Warn("runner socket: disconnect", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+	}
+}
