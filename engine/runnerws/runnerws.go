@@ -111,10 +111,26 @@ func IsConnectPath(path string) bool {
 	return path == "/runners/connect" || path == "/runners/connect/"
 }
 
-// Wrap serves the runner socket in front of next, which gets every other request.
+// IsRunnerTarget reports whether r names the runner socket by target, as Rivet's guard
+// routes after the path rules: a rivet_target.runner subprotocol, or x-rivet-target: runner.
+// Paths under /gateway/ belong to the actor gateway and are never runner targets.
+func IsRunnerTarget(r *http.Request) bool {
+	if strings.HasPrefix(r.URL.Path, "/gateway/") {
+		return false
+	}
+	for _, p := range offered(r) {
+		if t, ok := strings.CutPrefix(p, "rivet_target."); ok {
+			return t == "runner"
+		}
+	}
+	return r.Header.Get("X-Rivet-Target") == "runner"
+}
+
+// Wrap serves the runner socket in front of next, which gets every other request: the
+// /runners/connect paths, and any other path whose target is the runner (IsRunnerTarget).
 func (s *Server) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if IsConnectPath(r.URL.Path) {
+		if IsConnectPath(r.URL.Path) || IsRunnerTarget(r) {
 			s.ServeHTTP(w, r)
 			return
 		}
@@ -166,15 +182,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.o.AdminToken != "" {
-		var tok string
-		var has bool
+		// As Rivet's guard: the token from the rivet_token.<t> subprotocol or the
+		// x-rivet-token header; missing is guard.missing_header, wrong is api.forbidden.
+		tok, has := "", false
 		for _, p := range offered(r) {
 			if t, ok := strings.CutPrefix(p, "rivet_token."); ok {
 				tok, has = t, true
 				break
 			}
 		}
-		if !has || subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.AdminToken)) != 1 {
+		if !has {
+			tok, has = r.Header.Get("X-Rivet-Token"), r.Header.Get("X-Rivet-Token") != ""
+		}
+		if !has {
+			writeHTTPError(w, rerr.New("guard", "missing_header"))
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.AdminToken)) != 1 {
 			writeHTTPError(w, rerr.Forbidden())
 			return
 		}

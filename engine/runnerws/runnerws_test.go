@@ -277,15 +277,26 @@ func TestInitTimeout(t *testing.T) {
 func TestAuth(t *testing.T) {
 	e := start(t, runnerws.Options{AdminToken: "secret"})
 	u := e.url("/runners/connect", query("default", "k"))
-	for _, protos := range [][]string{{"rivet"}, {"rivet", "rivet_token.wrong"}} {
-		_, resp, err := dial(t, u, protos...)
+	for _, tc := range []struct {
+		protos []string
+		status int
+	}{{[]string{"rivet"}, http.StatusBadRequest}, {[]string{"rivet", "rivet_token.wrong"}, http.StatusForbidden}} {
+		_, resp, err := dial(t, u, tc.protos...)
 		if err == nil {
-			t.Fatalf("%v: connected without the right token", protos)
+			t.Fatalf("%v: connected without the right token", tc.protos)
 		}
-		if resp == nil || resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("%v: response %v, want 403", protos, resp)
+		if resp == nil || resp.StatusCode != tc.status {
+			t.Fatalf("%v: response %v, want %d", tc.protos, resp, tc.status)
 		}
 	}
+	// The x-rivet-token header works too.
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	hc, _, err := websocket.Dial(hctx, u, &websocket.DialOptions{Subprotocols: []string{"rivet"}, HTTPHeader: http.Header{"X-Rivet-Token": {"secret"}}})
+	if err != nil {
+		t.Fatalf("x-rivet-token: %v", err)
+	}
+	_ = hc.CloseNow()
 	c, resp, err := dial(t, u, "rivet", "rivet_token.secret")
 	if err != nil {
 		t.Fatal(err)
@@ -298,5 +309,28 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	} else if _, ok := m.(proto.ToClientInit); !ok {
 		t.Fatalf("got %T", m)
+	}
+}
+
+func TestTargetRouting(t *testing.T) {
+	e := start(t, runnerws.Options{})
+	c, resp, err := dial(t, e.url("/", query("default", "k")), "rivet_target.runner", "rivet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "rivet" {
+		t.Fatalf("subprotocol %q", got)
+	}
+	send(t, c, initMsg("pool"))
+	if m, err := recv(t, c); err != nil {
+		t.Fatal(err)
+	} else if _, ok := m.(proto.ToClientInit); !ok {
+		t.Fatalf("got %T", m)
+	}
+	// Another target, or none, goes to the next handler (404 here).
+	for _, protos := range [][]string{{"rivet_target.actor", "rivet"}, {"rivet"}} {
+		if _, resp, err := dial(t, e.url("/", query("default", "k")), protos...); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%v: %v %v, want 404", protos, resp, err)
+		}
 	}
 }
