@@ -3,8 +3,9 @@
 // (rivet-protocol.md §2, §6.1).
 //
 // Handshake: the token (when an admin token is configured) travels in the
-// subprotocol rivet_token.<t>; a missing or wrong one is answered 403 before
-// the upgrade. The server accepts the upgrade answering subprotocol "rivet"
+// subprotocol rivet_token.<t> (or the x-rivet-token header); before the
+// upgrade, a missing one is answered 400 guard.missing_header and a wrong one
+// 403 api.forbidden. The server accepts the upgrade answering subprotocol "rivet"
 // when offered, then checks the query (protocol_version, namespace,
 // runner_key) and closes a bad request with 1011 "group.code#ray_id". The
 // first binary frame must be ToServerInit within InitTimeout (5 s), else
