@@ -277,18 +277,16 @@ func (c *conn) run(r *http.Request) {
 		c.drain()
 		return
 	}
-	if err := c.register(init); err != nil {
+	err = c.register(init)
+	if !c.runnerID.IsZero() {
+		defer c.disconnect()
+		defer c.s.remove(c)
+	}
+	if err != nil {
 		c.fail(err)
 		c.drain()
 		return
 	}
-	defer c.disconnect()
-	if !c.s.add(c) {
-		c.fail(rerr.WS("going_away"))
-		c.drain()
-		return
-	}
-	defer c.s.remove(c)
 	go c.pingLoop()
 	c.readLoop()
 }
@@ -391,6 +389,10 @@ func (c *conn) register(init proto.ToServerInit) error {
 	}
 	out := res.(oprunner.RegisterOutput)
 	c.runnerID = out.RunnerID
+	// Live before ToClientInit goes out, so that Close and a later eviction see the socket.
+	if !c.s.add(c) {
+		return rerr.WS("going_away")
+	}
 	if !out.PrevConnID.IsZero() {
 		c.s.evict(out.PrevConnID)
 	}
@@ -407,7 +409,10 @@ func (c *conn) register(init proto.ToServerInit) error {
 	c.pongMu.Lock()
 	c.lastPong = time.Now()
 	c.pongMu.Unlock()
-	return c.ws.Write(c.s.ctx, websocket.MessageBinary, b)
+	// Not c.s.ctx: a write whose context ends closes the connection without a close frame.
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.InitTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageBinary, b)
 }
 
 // add records c as live; false when the server is closing.
@@ -510,7 +515,7 @@ func (c *conn) pingLoop() {
 			c.fail(rerr.Internal(err))
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.s.ctx, c.s.o.PingInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingInterval)
 		err = c.ws.Write(ctx, websocket.MessageBinary, b)
 		cancel()
 		if err != nil {
