@@ -104,3 +104,30 @@ func TestCloseGoingAway(t *testing.T) {
 	go e.srv.Close()
 	waitClose(t, c, websocket.StatusInternalError, "ws.going_away")
 }
+
+// TestBadFrameAfterInit: garbage after init closes that socket with ws.invalid_packet, a text
+// frame after init is ignored, and another runner's socket is not affected.
+func TestBadFrameAfterInit(t *testing.T) {
+	e := start(t, runnerws.Options{PingInterval: 20 * time.Millisecond})
+	bad, _ := connect(t, e, "pool", "bad")
+	good, _ := connect(t, e, "pool", "good")
+	if err := bad.Write(context.Background(), websocket.MessageText, []byte("ignored")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Write(context.Background(), websocket.MessageBinary, []byte{0x63}); err != nil {
+		t.Fatal(err)
+	}
+	waitClose(t, bad, websocket.StatusInternalError, "ws.invalid_packet")
+	// The other socket still gets pings and its pongs are taken.
+	for range 2 {
+		m, err := recv(t, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := m.(proto.ToClientPing)
+		if !ok {
+			t.Fatalf("got %T", m)
+		}
+		send(t, good, proto.ToServerPong{Ts: p.Ts})
+	}
+}

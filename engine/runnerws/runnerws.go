@@ -316,6 +316,9 @@ func (c *conn) checkQuery(r *http.Request) error {
 		return namespace.ResolveByName(c.s.ctx, tx, namespace.ResolveByNameInput{Name: ns})
 	})
 	if err != nil {
+		if c.s.ctx.Err() != nil {
+			return rerr.WS("going_away")
+		}
 		if _, ok := rerr.As(err); !ok {
 			c.s.o.Log.Error("runner socket: resolve namespace", "namespace", ns, "ray_id", c.ray, "error", err)
 		}
@@ -382,6 +385,9 @@ func (c *conn) register(init proto.ToServerInit) error {
 		return oprunner.Register(c.s.ctx, tx, in)
 	})
 	if err != nil {
+		if c.s.ctx.Err() != nil {
+			return rerr.WS("going_away")
+		}
 		if _, ok := rerr.As(err); !ok {
 			c.s.o.Log.Error("runner socket: register", "ray_id", c.ray, "error", err)
 		}
