@@ -131,3 +131,10 @@ func TestBadFrameAfterInit(t *testing.T) {
 		send(t, good, proto.ToServerPong{Ts: p.Ts})
 	}
 }
+
+func TestFrameTooLarge(t *testing.T) {
+	e := start(t, runnerws.Options{})
+	c, _ := connect(t, e, "pool", "big")
+	go func() { _ = c.Write(context.Background(), websocket.MessageBinary, make([]byte, runnerws.MaxFrame+1)) }()
+	waitClose(t, c, websocket.StatusInternalError, "ws.invalid_packet")
+}

@@ -26,6 +26,8 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -211,7 +213,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the request
 	}
-	ws.SetReadLimit(MaxFrame)
+	ws.SetReadLimit(-1) // readFrame enforces MaxFrame, closing with ws.invalid_packet as Rivet does
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
@@ -294,10 +296,30 @@ func (c *conn) run(r *http.Request) {
 // drain reads until the close handshake completes, so Close gets the peer's answer.
 func (c *conn) drain() {
 	for {
-		if _, _, err := c.ws.Read(context.Background()); err != nil {
+		_, r, err := c.ws.Reader(context.Background())
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
 			return
 		}
 	}
+}
+
+// readFrame reads one message of at most MaxFrame bytes; a longer one is ws.invalid_packet.
+func (c *conn) readFrame() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, MaxFrame+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(b) > MaxFrame {
+		return 0, nil, rerr.WS("invalid_packet").WithCause(errors.New("payload too large"))
+	}
+	return typ, b, nil
 }
 
 func (c *conn) checkQuery(r *http.Request) error {
@@ -338,7 +360,7 @@ type frame struct {
 func (c *conn) readInit() (proto.ToServerInit, error) {
 	got := make(chan frame, 1)
 	go func() {
-		typ, b, err := c.ws.Read(context.Background())
+		typ, b, err := c.readFrame()
 		got <- frame{typ, b, err}
 	}()
 	t := time.NewTimer(c.s.o.InitTimeout)
@@ -453,9 +475,14 @@ func (s *Server) evict(connID id.ID) {
 // readLoop handles frames until the socket ends or a frame is invalid.
 func (c *conn) readLoop() {
 	for {
-		typ, b, err := c.ws.Read(context.Background())
+		typ, b, err := c.readFrame()
 		if err != nil {
-			c.fail(nil)
+			if e, ok := rerr.As(err); ok {
+				c.fail(e)
+				c.drain()
+			} else {
+				c.fail(nil)
+			}
 			return
 		}
 		if typ != websocket.MessageBinary {
