@@ -256,7 +256,13 @@ func (c *conn) closeWith(err error, evicted bool) {
 		c.evicted = evicted
 		close(c.done)
 		code := websocket.StatusCode(rerr.CloseCode(err))
-		go func() { _ = c.ws.Close(code, rerr.CloseReason(err, c.ray)) }()
+		// The handler still holds the WaitGroup here (its last defer comes after the close),
+		// so Server.Close also waits for the close handshakes.
+		c.s.wg.Add(1)
+		go func() {
+			defer c.s.wg.Done()
+			_ = c.ws.Close(code, rerr.CloseReason(err, c.ray))
+		}()
 	})
 }
 
