@@ -94,6 +94,9 @@ func allKeyCases() []keyCase {
 		kc(RunnerByKeyKey{Namespace: ns1, Name: "pool", Key: "host-1"}, UnpackRunnerByKeyKey),
 		kc(RunnerNameKey{Namespace: ns1, Name: "pool"}, UnpackRunnerNameKey),
 		kc(RunnerAllocIdxKey{Namespace: ns1, Name: "pool", Version: 7, RemainingMillislots: 250, LastPingTs: 99, RunnerID: rid1}, UnpackRunnerAllocIdxKey),
+		kc(RunnerActorKey{RunnerID: rid1, ActorID: testID(9)}, UnpackRunnerActorKey),
+		kc(RunnerPingIdxKey{LastPingTs: 1700000000123, RunnerID: rid1}, UnpackRunnerPingIdxKey),
+		kc(RunnerDrainIdxKey{DrainTs: 1700000000123, RunnerID: rid1}, UnpackRunnerDrainIdxKey),
 		// Envoy data.
 		kc(EnvoyCreateTsKey{Namespace: ns1, EnvoyKey: ek}, UnpackEnvoyCreateTsKey),
 		kc(EnvoyExpiredTsKey{Namespace: ns1, EnvoyKey: ek}, UnpackEnvoyExpiredTsKey),

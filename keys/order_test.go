@@ -171,6 +171,21 @@ func TestRanges(t *testing.T) {
 			out: []packer{ActiveRunnerKey{Namespace: ns1, CreateTs: 1, RunnerID: r1}},
 		},
 		{
+			name: "RunnerActorKeyRange", begin: first(RunnerActorKeyRange(r1)), end: second(RunnerActorKeyRange(r1)),
+			in:  []packer{RunnerActorKey{RunnerID: r1, ActorID: r1}, RunnerActorKey{RunnerID: r1, ActorID: r2}},
+			out: []packer{RunnerActorKey{RunnerID: r2, ActorID: r1}, RunnerCreateTsKey{RunnerID: r1}, RunnerPingIdxKey{LastPingTs: 1, RunnerID: r1}},
+		},
+		{
+			name: "RunnerPingIdxRange.BeforeTs", begin: first(RunnerPingIdxRange().BeforeTs(100)), end: second(RunnerPingIdxRange().BeforeTs(100)),
+			in:  []packer{RunnerPingIdxKey{LastPingTs: math.MinInt64, RunnerID: r1}, RunnerPingIdxKey{LastPingTs: 99, RunnerID: r2}},
+			out: []packer{RunnerPingIdxKey{LastPingTs: 100, RunnerID: r1}, RunnerDrainIdxKey{DrainTs: 1, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 1, RunnerID: r1}},
+		},
+		{
+			name: "RunnerDrainIdxRange.BeforeTs", begin: first(RunnerDrainIdxRange().BeforeTs(100)), end: second(RunnerDrainIdxRange().BeforeTs(100)),
+			in:  []packer{RunnerDrainIdxKey{DrainTs: 99, RunnerID: r2}},
+			out: []packer{RunnerDrainIdxKey{DrainTs: 100, RunnerID: r1}, RunnerPingIdxKey{LastPingTs: 1, RunnerID: r1}},
+		},
+		{
 			name: "RunnerAllocIdxKeyRange", begin: first(RunnerAllocIdxKeyRange(ns1, "p")), end: second(RunnerAllocIdxKeyRange(ns1, "p")),
 			in:  []packer{RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 1, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: math.MaxUint32, RemainingMillislots: 1000, RunnerID: r1}},
 			out: []packer{RunnerAllocIdxKey{Namespace: ns1, Name: "q", Version: 1, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns2, Name: "p", Version: 1, RunnerID: r1}},

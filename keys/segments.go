@@ -72,6 +72,9 @@ const (
 	// tagConnID names the current connection id of a runner or envoy, the
 	// fencing token that lets a newer socket refuse a stale one's writes.
 	tagConnID = 1000
+	// tagPingIdx and tagDrainIdx name the runner timer indexes (runner_timer.go).
+	tagPingIdx  = 1001
+	tagDrainIdx = 1002
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

@@ -20,6 +20,7 @@ type Config struct {
 	APIPublic APIPublic `json:"api_public"`
 	APIPeer   APIPeer   `json:"api_peer"`
 	Database  Database  `json:"database"`
+	Pegboard  Pegboard  `json:"pegboard"`
 }
 
 // Topology lists every datacenter and says which one this engine is.
@@ -98,6 +99,29 @@ type Database struct {
 	URL string `json:"url"`
 }
 
+// Pegboard holds the control plane's timings, in milliseconds, named as on the Rivet engine.
+type Pegboard struct {
+	// RunnerLostThreshold is how long a runner may go without a ping before it is lost
+	// (expired, its actors rescheduled), and how long a draining runner may take to stop its
+	// actors; runners are told it in ToClientInit. Default 15000.
+	RunnerLostThreshold uint32 `json:"runner_lost_threshold"`
+	// RunnerEligibleThreshold: a runner not pinged for this long gets no new actors.
+	// Default 10000.
+	RunnerEligibleThreshold uint32 `json:"runner_eligible_threshold"`
+	// RunnerUpdatePingIntervalMs is how often the engine pings each runner (plus 0–127 ms
+	// jitter). Default 3000.
+	RunnerUpdatePingIntervalMs uint32 `json:"runner_update_ping_interval_ms"`
+	// RunnerPingTimeoutMs closes a runner socket that answered no ping for this long.
+	// Default 15000.
+	RunnerPingTimeoutMs uint32 `json:"runner_ping_timeout_ms"`
+	// ActorStopThreshold is how long an actor may take to stop; runners are told it in
+	// ToClientInit. Default 1800000.
+	ActorStopThreshold uint32 `json:"actor_stop_threshold"`
+}
+
+// Ms turns a millisecond setting into a duration.
+func Ms(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
 // Defaults.
 const (
 	DefaultDatacenterName    = "default"
@@ -109,6 +133,12 @@ const (
 	DefaultAPIPeerPort       = 6421
 	DefaultDatabaseURL       = "file://data/berth"
 	DefaultDatacenterTimeout = 5000 // ms
+
+	DefaultRunnerLostThreshold        = 15000   // ms
+	DefaultRunnerEligibleThreshold    = 10000   // ms
+	DefaultRunnerUpdatePingIntervalMs = 3000    // ms
+	DefaultRunnerPingTimeoutMs        = 15000   // ms
+	DefaultActorStopThreshold         = 1800000 // ms
 )
 
 // Default returns the configuration used when nothing is configured: one datacenter, no auth,
@@ -130,6 +160,13 @@ func Default() *Config {
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
+		Pegboard: Pegboard{
+			RunnerLostThreshold:        DefaultRunnerLostThreshold,
+			RunnerEligibleThreshold:    DefaultRunnerEligibleThreshold,
+			RunnerUpdatePingIntervalMs: DefaultRunnerUpdatePingIntervalMs,
+			RunnerPingTimeoutMs:        DefaultRunnerPingTimeoutMs,
+			ActorStopThreshold:         DefaultActorStopThreshold,
+		},
 	}
 	c.fill()
 	return c

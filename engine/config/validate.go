@@ -19,7 +19,8 @@ import (
 // peer_url and (when set) proxy_url are absolute http or https URLs with a host and no query;
 // hosts are empty, an IP address or a host name; guard and api_peer do not share a port;
 // database.url has a scheme berth knows; api_public.datacenter_timeout_ms > 0; an admin token
-// has no spaces or control characters.
+// has no spaces or control characters; the pegboard timings are > 0 and the ping timeout is
+// longer than the ping interval.
 func (c *Config) Validate() error {
 	errs := c.validate()
 	if len(errs) == 0 {
@@ -97,6 +98,26 @@ func (c *Config) validate() []*FieldError {
 
 	// database
 	checkDatabaseURL(bad, "database.url", c.Database.URL)
+
+	// pegboard
+	pb := c.Pegboard
+	for _, f := range []struct {
+		name string
+		ms   uint32
+	}{
+		{"runner_lost_threshold", pb.RunnerLostThreshold},
+		{"runner_eligible_threshold", pb.RunnerEligibleThreshold},
+		{"runner_update_ping_interval_ms", pb.RunnerUpdatePingIntervalMs},
+		{"runner_ping_timeout_ms", pb.RunnerPingTimeoutMs},
+		{"actor_stop_threshold", pb.ActorStopThreshold},
+	} {
+		if f.ms == 0 {
+			bad("pegboard."+f.name, "must be greater than 0")
+		}
+	}
+	if pb.RunnerUpdatePingIntervalMs != 0 && pb.RunnerPingTimeoutMs != 0 && pb.RunnerPingTimeoutMs <= pb.RunnerUpdatePingIntervalMs {
+		bad("pegboard.runner_ping_timeout_ms", "%d must be longer than pegboard.runner_update_ping_interval_ms (%d)", pb.RunnerPingTimeoutMs, pb.RunnerUpdatePingIntervalMs)
+	}
 	return errs
 }
 

@@ -52,5 +52,6 @@ func Drain(ctx context.Context, tx udb.Transaction, in DrainInput) (DrainOutput,
 		return DrainOutput{}, err
 	}
 	keys.Set(tx, keys.RunnerDrainTsKey{RunnerID: s.id}, in.NowMs)
+	keys.Set(tx, keys.RunnerDrainIdxKey{DrainTs: in.NowMs, RunnerID: s.id}, keys.Empty{})
 	return DrainOutput{Drained: true}, nil
 }

@@ -25,6 +25,9 @@ type ExpireOutput struct {
 	// Expired is false when the runner was already expired or, with
 	// PingBeforeMs, pinged recently; nothing was written then.
 	Expired bool
+	// Lost are the actors that were still on the runner: the caller
+	// reschedules them by their crash policy, in the same transaction.
+	Lost []id.ID
 }
 
 // Expire marks the runner expired (expired_ts) and stopped (stop_ts, if
@@ -51,9 +54,10 @@ func Expire(ctx context.Context, tx udb.Transaction, in ExpireInput) (ExpireOutp
 		keys.Set(tx, keys.RunnerExpiredTsKey{RunnerID: s.id}, in.NowMs)
 		return ExpireOutput{Expired: true}, nil
 	}
-	if err := s.stop(ctx, tx, in.NowMs); err != nil {
+	lost, err := s.stop(ctx, tx, in.NowMs)
+	if err != nil {
 		return ExpireOutput{}, err
 	}
 	keys.Set(tx, keys.RunnerExpiredTsKey{RunnerID: s.id}, in.NowMs)
-	return ExpireOutput{Expired: true}, nil
+	return ExpireOutput{Expired: true, Lost: lost}, nil
 }

@@ -121,8 +121,8 @@ func reconnect(tx udb.Transaction, s state, in RegisterInput) (RegisterOutput, e
 	s.total = in.TotalSlots
 	s.version = in.Version
 	s.protocol = in.ProtocolVersion
-	s.lastPingTs = in.NowMs
 	s.connID = in.ConnID
+	s.setPing(tx, in.NowMs)
 	writeConnection(tx, s, in)
 	s.index(tx)
 	return out, nil
@@ -147,9 +147,9 @@ func create(ctx context.Context, tx udb.Transaction, in RegisterInput) (Register
 		total:      in.TotalSlots,
 		protocol:   in.ProtocolVersion,
 		createTs:   in.NowMs,
-		lastPingTs: in.NowMs,
 		connID:     in.ConnID,
 	}
+	s.setPing(tx, in.NowMs)
 	// berth has no workflow engine: the workflow id Rivet stores is the
 	// runner's own id.
 	keys.Set(tx, keys.RunnerWorkflowIDKey{RunnerID: rid}, rid)
@@ -171,8 +171,9 @@ func create(ctx context.Context, tx udb.Transaction, in RegisterInput) (Register
 }
 
 // writeConnection writes the fields every registration sets: the socket's
-// connection id, the version and slots it announced, its metadata, and the
-// connection time as the last ping.
+// connection id, the version and slots it announced, its metadata and the
+// connection time. (The caller records the connection time as the last
+// ping, with setPing.)
 func writeConnection(tx udb.Transaction, s state, in RegisterInput) {
 	keys.Set(tx, keys.RunnerConnIDKey{RunnerID: s.id}, s.connID)
 	keys.Set(tx, keys.RunnerVersionKey{RunnerID: s.id}, s.version)
@@ -180,7 +181,6 @@ func writeConnection(tx udb.Transaction, s state, in RegisterInput) {
 	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, s.remaining)
 	keys.Set(tx, keys.RunnerProtocolVersionKey{RunnerID: s.id}, s.protocol)
 	keys.Set(tx, keys.RunnerConnectedTsKey{RunnerID: s.id}, in.NowMs)
-	keys.Set(tx, keys.RunnerLastPingTsKey{RunnerID: s.id}, s.lastPingTs)
 	if in.Metadata != nil {
 		keys.SetChunked(tx, keys.RunnerMetadataKey{RunnerID: s.id}, string(in.Metadata))
 	} else {

@@ -123,6 +123,7 @@ type state struct {
 	createTs   int64
 	lastPingTs int64
 	connID     id.ID // zero when no socket is current
+	drainTs    int64 // when draining
 	draining   bool
 	stopped    bool
 	expired    bool
@@ -147,12 +148,12 @@ func readState(ctx context.Context, tx udb.ReadTransaction, rid id.ID) (state, b
 		total:      record.Must(rd, keys.RunnerTotalSlotsKey{RunnerID: rid}, "total_slots"),
 		createTs:   createTs,
 		lastPingTs: record.Must(rd, keys.RunnerLastPingTsKey{RunnerID: rid}, "last_ping_ts"),
-		draining:   record.Has(rd, keys.RunnerDrainTsKey{RunnerID: rid}),
 		stopped:    record.Has(rd, keys.RunnerStopTsKey{RunnerID: rid}),
 		expired:    record.Has(rd, keys.RunnerExpiredTsKey{RunnerID: rid}),
 	}
 	s.protocol, _ = record.Opt(rd, keys.RunnerProtocolVersionKey{RunnerID: rid})
 	s.connID, _ = record.Opt(rd, keys.RunnerConnIDKey{RunnerID: rid})
+	s.drainTs, s.draining = record.Opt(rd, keys.RunnerDrainTsKey{RunnerID: rid})
 	if err := rd.Err(); err != nil {
 		return state{}, false, err
 	}
@@ -201,6 +202,18 @@ func (s state) unindex(tx udb.Transaction) error {
 
 // index writes the runner's allocation-index entry for its current fields.
 func (s state) index(tx udb.Transaction) { keys.Set(tx, s.allocKey(), s.allocValue()) }
+
+// setPing records nowMs as the runner's last ping, moving its ping-index
+// entry (keys.RunnerPingIdxKey) unless it has stopped: a stopped runner has
+// none. s.lastPingTs must be the ping time stored before.
+func (s *state) setPing(tx udb.Transaction, nowMs int64) {
+	if !s.stopped {
+		keys.Clear(tx, keys.RunnerPingIdxKey{LastPingTs: s.lastPingTs, RunnerID: s.id})
+		keys.Set(tx, keys.RunnerPingIdxKey{LastPingTs: nowMs, RunnerID: s.id}, keys.Empty{})
+	}
+	keys.Set(tx, keys.RunnerLastPingTsKey{RunnerID: s.id}, nowMs)
+	s.lastPingTs = nowMs
+}
 
 // releaseKey deletes the runner's RunnerByKeyKey if it still names this
 // runner, so that the next registration with the same (namespace, name,

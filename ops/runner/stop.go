@@ -20,6 +20,9 @@ type StopOutput struct {
 	// Stopped is false when the runner was already stopped; nothing was
 	// written then.
 	Stopped bool
+	// Lost are the actors that were still on the runner: the caller
+	// reschedules them by their crash policy, in the same transaction.
+	Lost []id.ID
 }
 
 // Stop marks the runner stopped (stop_ts): it leaves the active indexes
@@ -38,23 +41,33 @@ func Stop(ctx context.Context, tx udb.Transaction, in StopInput) (StopOutput, er
 	case s.stopped:
 		return StopOutput{}, nil
 	}
-	if err := s.stop(ctx, tx, in.NowMs); err != nil {
+	lost, err := s.stop(ctx, tx, in.NowMs)
+	if err != nil {
 		return StopOutput{}, err
 	}
-	return StopOutput{Stopped: true}, nil
+	return StopOutput{Stopped: true, Lost: lost}, nil
 }
 
 // stop writes stop_ts and takes the runner out of every index but the all
-// indexes. s must not be stopped yet.
-func (s state) stop(ctx context.Context, tx udb.Transaction, nowMs int64) error {
+// indexes (the timer indexes too), and off its actors, which it returns.
+// s must not be stopped yet.
+func (s state) stop(ctx context.Context, tx udb.Transaction, nowMs int64) (lost []id.ID, err error) {
 	if err := s.unindex(tx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.releaseKey(ctx, tx); err != nil {
-		return err
+		return nil, err
 	}
+	if lost, err = actorsOn(ctx, tx, s.id, 0); err != nil {
+		return nil, err
+	}
+	tx.ClearRange(keys.RunnerActorKeyRange(s.id))
 	keys.Clear(tx, keys.ActiveRunnerKey{Namespace: s.namespace, CreateTs: s.createTs, RunnerID: s.id})
 	keys.Clear(tx, keys.ActiveRunnerByNameKey{Namespace: s.namespace, Name: s.name, CreateTs: s.createTs, RunnerID: s.id})
+	keys.Clear(tx, keys.RunnerPingIdxKey{LastPingTs: s.lastPingTs, RunnerID: s.id})
+	if s.draining {
+		keys.Clear(tx, keys.RunnerDrainIdxKey{DrainTs: s.drainTs, RunnerID: s.id})
+	}
 	keys.Set(tx, keys.RunnerStopTsKey{RunnerID: s.id}, nowMs)
-	return nil
+	return lost, nil
 }

@@ -55,10 +55,9 @@ func UpdatePing(ctx context.Context, tx udb.Transaction, in UpdatePingInput) (Up
 	if err := s.unindex(tx); err != nil {
 		return UpdatePingOutput{}, err
 	}
-	keys.Set(tx, keys.RunnerLastPingTsKey{RunnerID: s.id}, in.NowMs)
+	s.setPing(tx, in.NowMs)
 	keys.Set(tx, keys.RunnerLastRttKey{RunnerID: s.id}, in.RttMs)
 	if out.Indexed {
-		s.lastPingTs = in.NowMs
 		s.index(tx)
 	}
 	return out, nil
