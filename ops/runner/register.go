@@ -138,16 +138,16 @@ func create(ctx context.Context, tx udb.Transaction, in RegisterInput) (Register
 		return RegisterOutput{}, rerr.Internal(errors.New("runner.Register: runner id " + rid.String() + " already in use"))
 	}
 	s := state{
-		id:         rid,
-		namespace:  in.Namespace,
-		name:       in.Name,
-		key:        in.Key,
-		version:    in.Version,
-		remaining:  in.TotalSlots,
-		total:      in.TotalSlots,
-		protocol:   in.ProtocolVersion,
-		createTs:   in.NowMs,
-		connID:     in.ConnID,
+		id:        rid,
+		namespace: in.Namespace,
+		name:      in.Name,
+		key:       in.Key,
+		version:   in.Version,
+		remaining: in.TotalSlots,
+		total:     in.TotalSlots,
+		protocol:  in.ProtocolVersion,
+		createTs:  in.NowMs,
+		connID:    in.ConnID,
 	}
 	s.setPing(tx, in.NowMs)
 	// berth has no workflow engine: the workflow id Rivet stores is the
