@@ -171,6 +171,13 @@ func TestRanges(t *testing.T) {
 			out: []packer{ActiveRunnerKey{Namespace: ns1, CreateTs: 1, RunnerID: r1}},
 		},
 		{
+			name: "RunnerAllocIdxOlderRange", begin: first(RunnerAllocIdxOlderRange(ns1, "p", 5)), end: second(RunnerAllocIdxOlderRange(ns1, "p", 5)),
+			in: []packer{RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 4, RemainingMillislots: 1000, LastPingTs: math.MaxInt64, RunnerID: r2},
+				RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 0, RunnerID: r1}},
+			out: []packer{RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 5, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns1, Name: "p", Version: 6, RunnerID: r1},
+				RunnerAllocIdxKey{Namespace: ns1, Name: "p2", Version: 1, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns2, Name: "p", Version: 1, RunnerID: r1}},
+		},
+		{
 			name: "RunnerActorKeyRange", begin: first(RunnerActorKeyRange(r1)), end: second(RunnerActorKeyRange(r1)),
 			in:  []packer{RunnerActorKey{RunnerID: r1, ActorID: r1}, RunnerActorKey{RunnerID: r1, ActorID: r2}},
 			out: []packer{RunnerActorKey{RunnerID: r2, ActorID: r1}, RunnerCreateTsKey{RunnerID: r1}, RunnerPingIdxKey{LastPingTs: 1, RunnerID: r1}},

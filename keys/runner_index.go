@@ -270,3 +270,11 @@ func unnegate(name string, b []byte, field string, v int64) (uint32, error) {
 	}
 	return uint32(-v), nil
 }
+
+// RunnerAllocIdxOlderRange is the part of RunnerAllocIdxKeyRange(ns, name)
+// holding runners of versions below version: the ones a version-upgrade
+// drain drains.
+func RunnerAllocIdxOlderRange(ns id.ID, name string, version uint32) (begin, end []byte) {
+	_, end = RunnerAllocIdxKeyRange(ns, name)
+	return pegboard.Pack(tuple.Tuple{tagNamespace, tagRunnerAllocIdx, ns, name, -int64(version) + 1}), end
+}

@@ -21,6 +21,7 @@ type Config struct {
 	APIPeer   APIPeer   `json:"api_peer"`
 	Database  Database  `json:"database"`
 	Pegboard  Pegboard  `json:"pegboard"`
+	Metrics   Metrics   `json:"metrics"`
 }
 
 // Topology lists every datacenter and says which one this engine is.
@@ -92,6 +93,17 @@ type APIPeer struct {
 // Addr returns host:port for net.Listen.
 func (a APIPeer) Addr() string { return listenAddr(a.Host, a.Port) }
 
+// Metrics is the listener of the Prometheus endpoint, GET /metrics.
+type Metrics struct {
+	// Host to listen on, as for Guard.Host. Default "::".
+	Host string `json:"host"`
+	// Port to listen on; default 6430. 0 picks a free port.
+	Port uint16 `json:"port"`
+}
+
+// Addr returns host:port for net.Listen.
+func (m Metrics) Addr() string { return listenAddr(m.Host, m.Port) }
+
 // Database names the store.
 type Database struct {
 	// URL of the store: file://PATH (default file://data/berth), mem:// (tests),
@@ -131,6 +143,7 @@ const (
 	DefaultHost              = "::"
 	DefaultGuardPort         = 6420
 	DefaultAPIPeerPort       = 6421
+	DefaultMetricsPort       = 6430
 	DefaultDatabaseURL       = "file://data/berth"
 	DefaultDatacenterTimeout = 5000 // ms
 
@@ -160,6 +173,7 @@ func Default() *Config {
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
+		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
 		Pegboard: Pegboard{
 			RunnerLostThreshold:        DefaultRunnerLostThreshold,
 			RunnerEligibleThreshold:    DefaultRunnerEligibleThreshold,

@@ -39,6 +39,9 @@ func TestDefault(t *testing.T) {
 	if want := (Pegboard{15000, 10000, 3000, 15000, 1800000}); c.Pegboard != want {
 		t.Errorf("pegboard defaults = %+v, want %+v (Rivet's)", c.Pegboard, want)
 	}
+	if c.Metrics.Port != 6430 {
+		t.Errorf("metrics.port = %d, want 6430", c.Metrics.Port)
+	}
 	if got := c.Guard.Addr(); got != ":6420" {
 		t.Errorf("Guard.Addr() = %q, want :6420 (wildcard)", got)
 	}
@@ -140,7 +143,7 @@ func TestLoadErrors(t *testing.T) {
 		wantErr int      // number of *FieldError joined (0: don't check)
 	}{
 		{name: "unknown top-level key", yaml: "gaurd: {port: 1}\n",
-			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, pegboard, topology", "berth.yaml:1:8"}},
+			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, metrics, pegboard, topology", "berth.yaml:1:8"}},
 		{name: "unknown nested key", yaml: "guard:\n  prot: 1\n",
 			want: []string{"guard.prot: unknown key; known keys in guard are host, port", "berth.yaml:2:9"}},
 		{name: "port out of range", yaml: "guard: {port: 70000}\n",
@@ -184,6 +187,8 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"api_peer.port: 6420 is also guard.port", "flag --peer"}},
 		{name: "bad host", yaml: "guard: {host: '0.0.0.0:80'}\n", want: []string{`guard.host: "0.0.0.0:80" is neither an IP address nor a host name`}},
 		{name: "zero timeout", yaml: "api_public: {datacenter_timeout_ms: 0}\n", want: []string{"api_public.datacenter_timeout_ms: must be greater than 0"}},
+		{name: "metrics on the guard port", env: []string{"BERTH__metrics__port=6420"},
+			want: []string{"metrics.port: 6420 is also guard.port"}},
 		{name: "zero lost threshold", env: []string{"BERTH__pegboard__runner_lost_threshold=0"},
 			want: []string{"pegboard.runner_lost_threshold: must be greater than 0"}},
 		{name: "ping timeout not above interval", yaml: "pegboard: {runner_update_ping_interval_ms: 5000, runner_ping_timeout_ms: 5000}\n",

@@ -89,8 +89,18 @@ func (c *Config) validate() []*FieldError {
 	// listeners
 	checkHost(bad, "guard.host", c.Guard.Host)
 	checkHost(bad, "api_peer.host", c.APIPeer.Host)
+	checkHost(bad, "metrics.host", c.Metrics.Host)
 	if c.Guard.Port != 0 && c.Guard.Port == c.APIPeer.Port && sameHost(c.Guard.Host, c.APIPeer.Host) {
 		bad("api_peer.port", "%d is also guard.port; the two listeners need different ports", c.APIPeer.Port)
+	}
+	for _, other := range []struct {
+		name string
+		host string
+		port uint16
+	}{{"guard", c.Guard.Host, c.Guard.Port}, {"api_peer", c.APIPeer.Host, c.APIPeer.Port}} {
+		if c.Metrics.Port != 0 && c.Metrics.Port == other.port && sameHost(c.Metrics.Host, other.host) {
+			bad("metrics.port", "%d is also %s.port; the listeners need different ports", c.Metrics.Port, other.name)
+		}
 	}
 	if c.APIPublic.DatacenterTimeoutMs == 0 {
 		bad("api_public.datacenter_timeout_ms", "must be greater than 0")

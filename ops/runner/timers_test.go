@@ -112,9 +112,9 @@ func TestFinishDrain(t *testing.T) {
 	}
 
 	out := finishDrain(t, db, FinishDrainInput{RunnerID: rid, NowMs: 3000, Force: true})
-	slices.SortFunc(out.Lost, func(a, b id.ID) int { return slices.Compare(a[:], b[:]) })
+	sortIDs(out.Lost)
 	want := []id.ID{a1, a2}
-	slices.SortFunc(want, func(a, b id.ID) int { return slices.Compare(a[:], b[:]) })
+	sortIDs(want)
 	if !out.Stopped || !slices.Equal(out.Lost, want) {
 		t.Fatalf("forced FinishDrain = %+v, want stopped with both actors lost", out)
 	}
@@ -148,4 +148,31 @@ func TestFinishDrainIdle(t *testing.T) {
 	if out := finishDrain(t, db, FinishDrainInput{RunnerID: rid, NowMs: 2001}); !out.Stopped || len(out.Lost) != 0 {
 		t.Fatalf("FinishDrain of an idle draining runner = %+v, want stopped, nothing lost", out)
 	}
+}
+
+func TestListOlderVersions(t *testing.T) {
+	db := opstest.Open(t)
+	ns := id.New(1)
+	reg := func(name, key string, version uint32) id.ID {
+		in := input(ns, name, key, 1000)
+		in.Version = version
+		return register(t, db, in).RunnerID
+	}
+	v1, v2 := reg("pool", "a", 1), reg("pool", "b", 2)
+	reg("pool", "c", 3)
+	reg("other", "d", 1)
+	got := opstest.Read(t, db, func(r udb.ReadTransaction) ([]id.ID, error) { return ListOlderVersions(ctx, r, ns, "pool", 3) })
+	sortIDs(got)
+	want := []id.ID{v1, v2}
+	sortIDs(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("older than 3 = %v, want %v", got, want)
+	}
+	if got := opstest.Read(t, db, func(r udb.ReadTransaction) ([]id.ID, error) { return ListOlderVersions(ctx, r, ns, "pool", 1) }); len(got) != 0 {
+		t.Fatalf("older than 1 = %v, want none", got)
+	}
+}
+
+func sortIDs(ids []id.ID) {
+	slices.SortFunc(ids, func(a, b id.ID) int { return slices.Compare(a[:], b[:]) })
 }

@@ -1,0 +1,60 @@
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is one engine's set of metrics, in a registry of its own so that
+// several engines in one process (tests) do not collide.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	// RunnerPingTxn is the duration of the transaction that records a runner's pong.
+	RunnerPingTxn prometheus.Histogram
+	// RunnerSockets is the number of runner sockets past init on this node.
+	RunnerSockets prometheus.Gauge
+	// RunnerTransitions counts runner lifecycle transitions by kind
+	// (drained, stopped, expired).
+	RunnerTransitions *prometheus.CounterVec
+}
+
+// New returns the engine's metrics, with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		RunnerPingTxn: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "berth_runner_ping_txn_seconds",
+			Help:    "Duration of the transaction recording a runner pong.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 0.1 ms … 3.3 s
+		}),
+		RunnerSockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_runner_sockets",
+			Help: "Runner sockets past init on this node.",
+		}),
+		RunnerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_runner_transitions_total",
+			Help: "Runner lifecycle transitions made by this node.",
+		}, []string{"kind"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.RunnerPingTxn, m.RunnerSockets, m.RunnerTransitions,
+	)
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Since observes the time since start in h, in seconds.
+func Since(h prometheus.Observer, start time.Time) { h.Observe(time.Since(start).Seconds()) }
