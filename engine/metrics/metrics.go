@@ -30,7 +30,7 @@ func New() *Metrics {
 		RunnerPingTxn: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "berth_runner_ping_txn_seconds",
 			Help:    "Duration of the transaction recording a runner pong.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 0.1 ms … 3.3 s
+			Buckets: prometheus.ExponentialBucketsRange(0.0001, 5, 48), // 0.1 ms … 5 s, ×1.25 apart
 		}),
 		RunnerSockets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "berth_runner_sockets",
