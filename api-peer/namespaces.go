@@ -172,6 +172,12 @@ func (s *Server) resolveNamespace(ctx context.Context, field, name string) (name
 	return ns, nil
 }
 
+// ResolveNamespace is resolveNamespace for other parts of the engine (the runner socket):
+// the namespace named name, resolved at the leader when this datacenter is not the leader.
+func (s *Server) ResolveNamespace(ctx context.Context, name string) (namespace.Namespace, error) {
+	return s.resolveNamespace(ctx, "namespace", name)
+}
+
 // resolveAtLeader asks the leader's api-peer for the namespace named name.
 func (s *Server) resolveAtLeader(ctx context.Context, name string) (namespace.Namespace, error) {
 	leader := s.deps.Topology.Leader()

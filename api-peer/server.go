@@ -1,10 +1,12 @@
 package apipeer
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -24,6 +26,8 @@ type Deps struct {
 	AdminToken string
 	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
 	Log *slog.Logger
+	// DrainRunner drains a runner of this datacenter (engine/pegboard.Runners.Drain).
+	DrainRunner func(ctx context.Context, runnerID id.ID) error
 }
 
 // Server is the api-peer. Its handlers are methods, one resource per file, registered in

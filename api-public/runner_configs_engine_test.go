@@ -65,6 +65,7 @@ func tryStartEngines(t *testing.T, token string, names []string) (map[string]str
 		cfg.Database.URL = "mem://"
 		cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", uint16(ports[2*i])
 		cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", uint16(ports[2*i+1])
+		cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
 		cfg.APIPublic.DatacenterTimeoutMs = 2000
 		cfg.Auth.AdminToken = token
 		cfg.Topology = topo

@@ -13,6 +13,7 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -44,8 +45,13 @@ type Engine struct {
 	peers   *apihttp.PeerClient
 	public  *listener // guard port: api-public
 	peer    *listener // api-peer
+	metrics *listener // Prometheus /metrics
 	runners *runnerws.Server
 	timeout time.Duration
+
+	// stopLoops ends the background loops (pegboard); loops waits for them.
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
 
 	// failed receives the first error of a listener that stopped on its own.
 	failed chan error
@@ -54,9 +60,9 @@ type Engine struct {
 	stopErr  error
 }
 
-// Start opens the store and starts serving api-public on guard.host:guard.port and api-peer
-// on api_peer.host:api_peer.port. It returns once both listen, or an error after undoing
-// whatever it had started.
+// Start opens the store and starts serving api-public on guard.host:guard.port, api-peer
+// on api_peer.host:api_peer.port and /metrics on metrics.host:metrics.port, and the pegboard
+// loop. It returns once all listen, or an error after undoing whatever it had started.
 func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	cfg := opts.Config
 	if cfg == nil {
@@ -69,7 +75,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 2)}
+	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3)}
 	if e.timeout <= 0 {
 		e.timeout = DefaultShutdownTimeout
 	}
@@ -100,16 +106,31 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		LocalLabel: topo.Local, Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { peerAPI.ServeHTTP(w, r) }),
 	})
 	undo = append(undo, e.peers.Close)
-	peerAPI = apipeer.New(apipeer.Deps{
+	m := metrics.New()
+	pb := cfg.Pegboard
+	var peer *apipeer.Server
+	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
+	e.runners = runnerws.New(runnerws.Options{
+		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m,
+		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
+			return peer.ResolveNamespace(ctx, name)
+		},
+		PingInterval:        config.Ms(pb.RunnerUpdatePingIntervalMs),
+		PingTimeout:         config.Ms(pb.RunnerPingTimeoutMs),
+		RunnerLostThreshold: int64(pb.RunnerLostThreshold),
+		ActorStopThreshold:  int64(pb.ActorStopThreshold),
+	})
+	undo = append(undo, e.runners.Close)
+	lifecycle := e.runners.Runners()
+	peer = apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
-	}).Handler()
+		DrainRunner: func(ctx context.Context, rid id.ID) error { return lifecycle.Drain(ctx, rid, id.ID{}) },
+	})
+	peerAPI = peer.Handler()
 	publicAPI := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
-	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
-	e.runners = runnerws.New(runnerws.Options{DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log})
-	undo = append(undo, e.runners.Close)
 	publicAPI = e.runners.Wrap(publicAPI)
 
 	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
@@ -119,7 +140,14 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), peerAPI, log); err != nil {
 		return nil, err
 	}
-	for _, l := range []*listener{e.public, e.peer} {
+	undo = append(undo, func() { _ = e.peer.ln.Close() })
+	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), m.Handler(), log); err != nil {
+		return nil, err
+	}
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	e.stopLoops = stopLoops
+	e.loops.Go(func() { lifecycle.Run(loopCtx) })
+	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {
 				e.failed <- err
@@ -128,6 +156,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	}
 	local, _ := cfg.Topology.Local()
 	log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
+		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", pb.RunnerLostThreshold,
 		"datacenter", local.Name, "label", local.DatacenterLabel, "db", cfg.Database.URL,
 		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version)
 	return e, nil
@@ -138,6 +167,9 @@ func (e *Engine) PublicAddr() net.Addr { return e.public.ln.Addr() }
 
 // PeerAddr is the address api-peer listens on.
 func (e *Engine) PeerAddr() net.Addr { return e.peer.ln.Addr() }
+
+// MetricsAddr is the address the Prometheus endpoint listens on.
+func (e *Engine) MetricsAddr() net.Addr { return e.metrics.ln.Addr() }
 
 // DB is the engine's store.
 func (e *Engine) DB() udb.Database { return e.db }
@@ -154,7 +186,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		// Runner sockets are hijacked connections the HTTP servers do not track: close them
 		// (ws.going_away) while the store is still open for their disconnects.
 		e.runners.Close()
-		err := stopAll(ctx, e.public, e.peer)
+		e.stopLoops()
+		e.loops.Wait()
+		err := stopAll(ctx, e.public, e.peer, e.metrics)
 		e.peers.Close()
 		if cerr := e.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))

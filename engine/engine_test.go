@@ -29,6 +29,7 @@ func testConfig(token string) *config.Config {
 	c.Database.URL = "mem://"
 	c.Guard.Host, c.Guard.Port = "127.0.0.1", 0
 	c.APIPeer.Host, c.APIPeer.Port = "127.0.0.1", 0
+	c.Metrics.Host, c.Metrics.Port = "127.0.0.1", 0
 	c.Auth.AdminToken = token
 	return c
 }

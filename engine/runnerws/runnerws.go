@@ -38,6 +38,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/ops/namespace"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -65,6 +67,17 @@ type Options struct {
 	// AdminToken, when set, must be given in the rivet_token.<t> subprotocol.
 	AdminToken string
 	Log        *slog.Logger
+	// Runners drains a runner that sends ToServerStopping and follows up
+	// registrations (pool config, version-upgrade drains); nil means a
+	// lifecycle of the Server's own, without a loop.
+	Runners *pegboard.Runners
+	// Metrics records ping transactions and live sockets; nil means a
+	// registry of the Server's own.
+	Metrics *metrics.Metrics
+	// ResolveNamespace finds the namespace named in the connect URL; nil means this store
+	// (right in the leader datacenter, which owns namespaces; other datacenters pass
+	// api-peer's resolver, which asks the leader).
+	ResolveNamespace func(ctx context.Context, name string) (namespace.Namespace, error)
 	// Zero values mean the defaults above.
 	InitTimeout         time.Duration
 	PingInterval        time.Duration
@@ -79,10 +92,11 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	conns  map[id.ID]*conn // live, initialised sockets by connection id
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[id.ID]*conn // live, initialised sockets by connection id
+	byRunner map[id.ID]*conn // the same sockets by runner id (the newest one)
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 // New returns a Server; Close ends its sockets.
@@ -105,9 +119,33 @@ func New(o Options) *Server {
 	if o.ActorStopThreshold == 0 {
 		o.ActorStopThreshold = DefaultActorStopThreshold
 	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if o.ResolveNamespace == nil {
+		o.ResolveNamespace = func(ctx context.Context, name string) (namespace.Namespace, error) {
+			res, err := o.DB.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+				return namespace.ResolveByName(ctx, tx, namespace.ResolveByNameInput{Name: name})
+			})
+			if err != nil {
+				return namespace.Namespace{}, err
+			}
+			return res.(namespace.Namespace), nil
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}}
+	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}}
+	if s.o.Runners == nil {
+		s.o.Runners = pegboard.NewRunners(pegboard.Options{
+			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics,
+			LostThreshold: time.Duration(o.RunnerLostThreshold) * time.Millisecond,
+		})
+	}
+	return s
 }
+
+// Runners is the runner lifecycle the server drains and registers through.
+func (s *Server) Runners() *pegboard.Runners { return s.o.Runners }
 
 // IsConnectPath reports whether path is the runner socket's path.
 func IsConnectPath(path string) bool {
@@ -340,9 +378,7 @@ func (c *conn) checkQuery(r *http.Request) error {
 	}
 	// An unsupported version fails the init decode with ws.invalid_packet, as on Rivet.
 	c.version = int(v)
-	res, err := c.s.o.DB.ReadTransact(c.s.ctx, func(tx udb.ReadTransaction) (any, error) {
-		return namespace.ResolveByName(c.s.ctx, tx, namespace.ResolveByNameInput{Name: ns})
-	})
+	res, err := c.s.o.ResolveNamespace(c.s.ctx, ns)
 	if err != nil {
 		if c.s.ctx.Err() != nil {
 			return rerr.WS("going_away")
@@ -352,7 +388,7 @@ func (c *conn) checkQuery(r *http.Request) error {
 		}
 		return err
 	}
-	c.nsID = res.(namespace.Namespace).NamespaceID
+	c.nsID = res.NamespaceID
 	c.key = key
 	return nil
 }
@@ -430,6 +466,17 @@ func (c *conn) register(init proto.ToServerInit) error {
 	if !out.PrevConnID.IsZero() {
 		c.s.evict(out.PrevConnID)
 	}
+	// The pool's config exists before the runner is told it is connected (on Rivet a create
+	// right after the first connect could find none).
+	if err := c.s.o.Runners.Registered(c.s.ctx, in); err != nil {
+		if c.s.ctx.Err() != nil {
+			return rerr.WS("going_away")
+		}
+		if _, ok := rerr.As(err); !ok {
+			c.s.o.Log.Error("runner socket: after registration", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+		}
+		return err
+	}
 	b, err := proto.EncodeToClient(proto.ToClientInit{
 		RunnerID: c.runnerID.String(),
 		Metadata: proto.ProtocolMetadata{
@@ -457,6 +504,8 @@ func (s *Server) add(c *conn) bool {
 		return false
 	}
 	s.conns[c.connID] = c
+	s.byRunner[c.runnerID] = c
+	s.o.Metrics.RunnerSockets.Set(float64(len(s.conns)))
 	return true
 }
 
@@ -465,7 +514,22 @@ func (s *Server) remove(c *conn) {
 	if s.conns[c.connID] == c {
 		delete(s.conns, c.connID)
 	}
+	if s.byRunner[c.runnerID] == c {
+		delete(s.byRunner, c.runnerID)
+	}
+	s.o.Metrics.RunnerSockets.Set(float64(len(s.conns)))
 	s.mu.Unlock()
+}
+
+// CloseRunner closes the socket of runner rid with err, if this server holds it: a runner
+// that stopped is told with 1000 ws.eviction not to come back.
+func (s *Server) CloseRunner(rid id.ID, err error) {
+	s.mu.Lock()
+	c := s.byRunner[rid]
+	s.mu.Unlock()
+	if c != nil {
+		c.closeWith(err, true)
+	}
 }
 
 // evict closes the socket with that connection id with 1000 ws.eviction, if it is live here.
@@ -503,6 +567,8 @@ func (c *conn) readLoop() {
 		switch m := m.(type) {
 		case proto.ToServerPong:
 			c.pong(m)
+		case proto.ToServerStopping:
+			c.stopping()
 		default:
 			// Events, acks, stopping, KV and tunnel messages come with later slices.
 		}
@@ -520,6 +586,7 @@ func (c *conn) pong(m proto.ToServerPong) {
 	_, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
 		return oprunner.UpdatePing(c.s.ctx, tx, in)
 	})
+	metrics.Since(c.s.o.Metrics.RunnerPingTxn, now)
 	switch {
 	case err == nil:
 	case rerr.Is(err, "runner", "stale_connection"):
@@ -528,6 +595,20 @@ func (c *conn) pong(m proto.ToServerPong) {
 	case c.s.ctx.Err() != nil:
 	default:
 		c.s.o.Log.Warn("runner socket: update ping", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+	}
+}
+
+// stopping drains the runner, which asked to stop (ToServerStopping); with no actor on it,
+// it stops at once and its socket closes with ws.eviction.
+func (c *conn) stopping() {
+	err := c.s.o.Runners.Drain(c.s.ctx, c.runnerID, c.connID)
+	switch {
+	case err == nil:
+	case rerr.Is(err, "runner", "stale_connection"):
+		c.closeWith(rerr.WS("eviction"), true)
+	case c.s.ctx.Err() != nil:
+	default:
+		c.s.o.Log.Warn("runner socket: drain on stopping", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
 	}
 }
 

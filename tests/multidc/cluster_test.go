@@ -84,6 +84,7 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 			"topology":   map[string]any{"datacenter_label": d.label, "datacenters": topo},
 			"guard":      map[string]any{"host": "127.0.0.1", "port": d.publicPort},
 			"api_peer":   map[string]any{"host": "127.0.0.1", "port": d.peerPort},
+			"metrics":    map[string]any{"host": "127.0.0.1", "port": 0},
 			"api_public": map[string]any{"datacenter_timeout_ms": dcTimeout.Milliseconds()},
 			"database":   map[string]any{"url": d.dbURL},
 		}

@@ -65,7 +65,8 @@ func TestBinary(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "BERTH__api_peer__host=127.0.0.1", "BERTH__api_peer__port=0")
+	cmd.Env = append(cmd.Env, "BERTH__api_peer__host=127.0.0.1", "BERTH__api_peer__port=0",
+		"BERTH__metrics__host=127.0.0.1", "BERTH__metrics__port=0")
 	output, w, err := os.Pipe() // the log goes to stderr; ours to read until the process exits
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,78 @@
+package apipeer
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// RunnersDrainQuery is the query of POST /runners/{runner_id}/drain.
+type RunnersDrainQuery struct {
+	Namespace string `query:"namespace,required"`
+}
+
+// RunnersDrainResponse is the body of POST /runners/{runner_id}/drain: the runner as the
+// drain left it (drain_ts set; stop_ts too when no actor was on it).
+type RunnersDrainResponse struct {
+	Runner runner.Runner `json:"runner"`
+}
+
+// PathRunnerID parses the runner_id path parameter; a malformed one is api.bad_request
+// naming it.
+func PathRunnerID(c echo.Context) (id.ID, error) {
+	rid, err := id.Parse(c.Param("runner_id"))
+	if err != nil {
+		return id.ID{}, rerr.BadRequest("runner_id", err.Error())
+	}
+	return rid, nil
+}
+
+// drainRunner serves POST /runners/{runner_id}/drain for a runner of this datacenter: the
+// operator's drain, the same one a runner's ToServerStopping starts (Deps.DrainRunner).
+// Idempotent: draining a draining or stopped runner changes nothing and answers it as it is.
+// A runner of another namespace is runner.not_found, as is an unknown one.
+func (s *Server) drainRunner(c echo.Context) error {
+	rid, err := PathRunnerID(c)
+	if err != nil {
+		return err
+	}
+	var q RunnersDrainQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	if err != nil {
+		return err
+	}
+	get := func() (runner.Runner, error) {
+		r, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.Runner, error) {
+			return runner.Get(ctx, r, runner.GetInput{RunnerID: rid, Datacenter: s.deps.Topology.LocalDatacenter().Name})
+		})
+		if err == nil && r.NamespaceID != ns.NamespaceID {
+			return runner.Runner{}, rerr.RunnerNotFound(rid.String())
+		}
+		return r, err
+	}
+	if _, err := get(); err != nil {
+		return err
+	}
+	if s.deps.DrainRunner == nil {
+		return rerr.Internal(errors.New("api-peer: no runner lifecycle to drain with"))
+	}
+	if err := s.deps.DrainRunner(ctx, rid); err != nil {
+		return err
+	}
+	r, err := get()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RunnersDrainResponse{Runner: r})
+}

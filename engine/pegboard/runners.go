@@ -1,0 +1,238 @@
+package pegboard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/berthhq/berth/engine/metrics"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/ops/runnerconfig"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Sockets closes runner sockets held by this node.
+type Sockets interface {
+	// CloseRunner closes the socket of runner rid with err, if this node
+	// holds it; it must not block on the peer.
+	CloseRunner(rid id.ID, err error)
+}
+
+// Options configures Runners.
+type Options struct {
+	DB      udb.Database
+	Sockets Sockets
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	// LostThreshold: a runner not pinged for this long is lost; a draining
+	// runner stops after this long even if actors remain.
+	LostThreshold time.Duration
+	// ScanInterval is how often the loop looks for due runners; zero means
+	// LostThreshold/15, within [50 ms, 1 s].
+	ScanInterval time.Duration
+}
+
+// scanBatch bounds the runners one scan handles per index; the loop scans
+// again at once while a scan comes back full.
+const scanBatch = 256
+
+// Runners drives the runner lifecycle.
+type Runners struct {
+	o       Options
+	started time.Time
+	kick    chan struct{}
+}
+
+// NewRunners returns the runner lifecycle; Run starts its loop.
+func NewRunners(o Options) *Runners {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = min(max(o.LostThreshold/15, 50*time.Millisecond), time.Second)
+	}
+	return &Runners{o: o, started: time.Now(), kick: make(chan struct{}, 1)}
+}
+
+// Drain drains runner rid and stops it at once if no actor is on it; the
+// runner's socket is then closed with 1000 ws.eviction. connID, when not
+// zero, fences the drain to that socket (the runner's own
+// ToServerStopping). Draining a runner that is already draining or stopped
+// changes nothing. Unknown runners are runner.not_found.
+func (p *Runners) Drain(ctx context.Context, rid, connID id.ID) error {
+	now := time.Now().UnixMilli()
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		d, err := oprunner.Drain(ctx, tx, oprunner.DrainInput{RunnerID: rid, ConnID: connID, NowMs: now})
+		if err != nil {
+			return nil, err
+		}
+		f, err := oprunner.FinishDrain(ctx, tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: now})
+		return transition{drained: d.Drained, finish: f}, err
+	})
+	if err != nil {
+		return err
+	}
+	t := res.(transition)
+	if t.drained {
+		p.o.Metrics.RunnerTransitions.WithLabelValues("drained").Inc()
+		p.o.Log.Info("runner draining", "runner_id", rid.String(), "by_runner", !connID.IsZero())
+	}
+	if t.finish.Stopped {
+		p.stopped(rid, "drained", t.finish.Lost)
+	}
+	return nil
+}
+
+type transition struct {
+	drained bool
+	finish  oprunner.FinishDrainOutput
+}
+
+// Registered runs what follows a runner's registration: the pool's config
+// is created if it has none, and when it asks for drain_on_version_upgrade,
+// every connected runner of the pool with an older version is drained.
+func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) error {
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		cfg, err := runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: in.Namespace, Name: in.Name})
+		if err != nil || !cfg.Common().DrainOnVersionUpgrade {
+			return []id.ID(nil), err
+		}
+		return oprunner.ListOlderVersions(ctx, tx, in.Namespace, in.Name, in.Version)
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rid := range res.([]id.ID) {
+		p.o.Log.Info("draining an older runner version", "runner_id", rid.String(), "name", in.Name, "new_version", in.Version)
+		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, "runner", "not_found") {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run scans for lost and drain-timed-out runners until ctx ends.
+func (p *Runners) Run(ctx context.Context) {
+	t := time.NewTicker(p.o.ScanInterval)
+	defer t.Stop()
+	for {
+		for p.scan(ctx) && ctx.Err() == nil {
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+	}
+}
+
+// Kick makes the loop scan now.
+func (p *Runners) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// cutoff is the time before which a ping or a drain start is too old. For
+// one lost threshold after this node started, it counts from the start
+// instead, so runners get that long to reconnect after an engine restart.
+func (p *Runners) cutoff(now time.Time) int64 {
+	if grace := p.started.Add(p.o.LostThreshold); now.Before(grace) {
+		now = p.started
+	}
+	return now.Add(-p.o.LostThreshold).UnixMilli()
+}
+
+// scan handles one batch of each index; it reports whether to scan again
+// at once.
+func (p *Runners) scan(ctx context.Context) (more bool) {
+	before := p.cutoff(time.Now())
+	lost, err := p.list(ctx, func(r udb.ReadTransaction) ([]id.ID, error) {
+		return oprunner.ListUnpingedSince(ctx, r, before, scanBatch)
+	})
+	ok := true
+	for _, rid := range lost {
+		ok = p.expire(ctx, rid, before) && ok
+	}
+	draining, err2 := p.list(ctx, func(r udb.ReadTransaction) ([]id.ID, error) {
+		return oprunner.ListDrainingSince(ctx, r, before, scanBatch)
+	})
+	for _, rid := range draining {
+		ok = p.forceStop(ctx, rid) && ok
+	}
+	if err := errors.Join(err, err2); err != nil && ctx.Err() == nil {
+		p.o.Log.Warn("runner scan failed", "error", err)
+	}
+	// Scan again at once only after a full batch that went through: a
+	// failing store waits for the next tick.
+	return ok && (len(lost) == scanBatch || len(draining) == scanBatch)
+}
+
+func (p *Runners) list(ctx context.Context, f func(udb.ReadTransaction) ([]id.ID, error)) ([]id.ID, error) {
+	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return f(r) })
+	if err != nil {
+		return nil, err
+	}
+	return res.([]id.ID), nil
+}
+
+// expire declares rid lost if it still has not pinged since before; false
+// if the store failed.
+func (p *Runners) expire(ctx context.Context, rid id.ID, before int64) bool {
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return oprunner.Expire(ctx, tx, oprunner.ExpireInput{RunnerID: rid, NowMs: time.Now().UnixMilli(), PingBeforeMs: before})
+	})
+	if err != nil {
+		return p.warn(ctx, "expire", rid, err)
+	}
+	if out := res.(oprunner.ExpireOutput); out.Expired {
+		p.stopped(rid, "expired", out.Lost)
+	}
+	return true
+}
+
+// forceStop stops rid, which drained for longer than the lost threshold;
+// false if the store failed.
+func (p *Runners) forceStop(ctx context.Context, rid id.ID) bool {
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return oprunner.FinishDrain(ctx, tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: time.Now().UnixMilli(), Force: true})
+	})
+	if err != nil {
+		return p.warn(ctx, "stop after drain timeout", rid, err)
+	}
+	if out := res.(oprunner.FinishDrainOutput); out.Stopped {
+		p.stopped(rid, "drain_timed_out", out.Lost)
+	}
+	return true
+}
+
+// warn logs a failed transition; it reports whether the failure was benign
+// (the runner is gone).
+func (p *Runners) warn(ctx context.Context, what string, rid id.ID, err error) bool {
+	if rerr.Is(err, "runner", "not_found") {
+		return true
+	}
+	if ctx.Err() == nil {
+		p.o.Log.Warn("runner "+what+" failed", "runner_id", rid.String(), "error", err)
+	}
+	return false
+}
+
+// stopped reports a runner that just stopped and closes its socket, which
+// must not reconnect.
+func (p *Runners) stopped(rid id.ID, why string, lost []id.ID) {
+	p.o.Metrics.RunnerTransitions.WithLabelValues(why).Inc()
+	p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", why, "actors_lost", len(lost))
+	if p.o.Sockets != nil {
+		p.o.Sockets.CloseRunner(rid, rerr.WS("eviction"))
+	}
+}
