@@ -1,0 +1,32 @@
+// Package runner is the Go runner SDK: a process that keeps one WebSocket to a berth (or Rivet)
+// engine, registers as a runner, answers pings, reconnects with backoff and drains on shutdown.
+//
+// It speaks runner protocol v5–v7 (pkg/protocol/runner) and behaves as the reference client,
+// @rivetkit/engine-runner 2.2.1 (reference/rivet-protocol.md §2–§3):
+//
+//   - Connect: GET {endpoint}/runners/connect?protocol_version=7&namespace=…&runner_key=… with the
+//     subprotocols rivet and rivet_token.<token>, then ToServerInit; the engine answers
+//     ToClientInit with the runner id and the runner-lost threshold.
+//   - Keepalive: every ToClientPing is answered with a ToServerPong carrying the same ts. A socket
+//     on which nothing arrives for Config.PingTimeout (30 s) is dropped and reconnected (the
+//     reference client has no such timeout).
+//   - Reconnect: when the socket ends for any reason but eviction, the runner waits
+//     1 s·2^n (n = failed attempts since the last init), capped at 30 s, plus 0–25 % jitter, and
+//     dials again with the same runner key, so the engine gives back the same runner id.
+//   - Events: SendEvents keeps every event until ToClientAckEvents covers it, and sends all of
+//     them again, in order, after each reconnect. Commands are delivered to Hooks.OnCommands and
+//     acknowledged (ToServerAckCommands) every Config.CommandAckInterval (5 min).
+//   - Runner lost: after the socket drops, a timer of the engine's runnerLostThreshold runs;
+//     if no reconnect finishes first, Hooks.OnForceStopActors(RunnerLost) tells the host to stop
+//     its actors, since the engine has given them away. If a reconnect brings a different runner
+//     id, the pending events are dropped and OnForceStopActors(RunnerIDChanged) comes first.
+//   - Eviction: a close with reason ws.eviction (another process took the runner key, or the
+//     engine drained this runner) stops the runner for good: no reconnect.
+//   - Shutdown(ctx, false) (SIGTERM): send ToServerStopping, wait up to 120 s, polling every
+//     100 ms, for Hooks.ActiveActors to reach 0, then close with 1000 pegboard.runner_shutdown.
+//     Shutdown(ctx, true) closes at once.
+//
+// Hooks run one at a time, in order, on a goroutine of the runner, never on the socket's reader:
+// a slow hook delays later hooks, not pongs. Hosting actors (start, stop, KV, tunnel) builds on
+// these hooks and comes with a later package.
+package runner
