@@ -11,7 +11,7 @@ import (
 // TestFleet checks the load generator against a real engine with 20 runners: every runner
 // registers and is listed by GET /runners under the id ToClientInit gave it, answers its
 // pings, and the engine records each pong (last_ping_ts reaches the answered ping's ts);
-// no socket drops.
+// the pong transactions show in the engine's histogram; no socket drops.
 func TestFleet(t *testing.T) {
 	const n = 20
 	raiseFDLimit(t, 256)
@@ -43,6 +43,22 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("after 10 s the engine still lacks %s", missing)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+
+	// The engine timed those pong transactions in its histogram.
+	m, err := scrape(client, e.metricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, ok := promBuckets(m, pingTxnMetric)
+	if !ok {
+		t.Fatalf("/metrics has no %s", pingTxnMetric)
+	}
+	if got := bs[len(bs)-1].Count; got < n {
+		t.Errorf("%s_count = %g, want ≥ %d", pingTxnMetric, got, n)
+	}
+	if q := quantile(bs, 0.5); !(q > 0) {
+		t.Errorf("ping txn p50 = %g s, want > 0", q)
 	}
 
 	if d, pe := f.dropped.Load(), f.pongErrs.Load(); d != 0 || pe != 0 {
