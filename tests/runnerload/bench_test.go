@@ -24,6 +24,7 @@ type benchConfig struct {
 	Rate    int           // RUNNERLOAD_RATE, default 250: new connections per second
 	Settle  time.Duration // RUNNERLOAD_SETTLE, default 5s: from the last registration to the window
 	GODEBUG string        // RUNNERLOAD_ENGINE_GODEBUG: GODEBUG for the engine, e.g. gctrace=1
+	// RUNNERLOAD_BERTH (see buildBerth) runs a prebuilt engine binary.
 }
 
 func loadBenchConfig(tb testing.TB) benchConfig {
@@ -68,7 +69,8 @@ func loadBenchConfig(tb testing.TB) benchConfig {
 // (utime+stime from /proc), its resident memory at the end and its peak, and the load
 // generator's view: pings received per second and sockets dropped.
 //
-// It runs once whatever b.N is: the window is the measurement. Goals (issue 4 item 7):
+// It runs once whatever b.N is: the window is the measurement (B/op and allocs/op under
+// -benchmem are the load generator's, over the window). Goals (issue 4 item 7):
 // p99 ≤ 10 ms, CPU ≤ 50% of a core, RSS ≤ 200 MiB at 5,000 runners.
 func BenchmarkRunnerFleet(b *testing.B) {
 	cfg := loadBenchConfig(b)

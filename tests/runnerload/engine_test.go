@@ -17,9 +17,16 @@ import (
 	"time"
 )
 
-// buildBerth builds the berth binary into dir and returns its path.
+// buildBerth builds the berth binary into dir and returns its path; RUNNERLOAD_BERTH names
+// a binary built beforehand to use instead (e.g. from a fixed commit while the tree moves).
 func buildBerth(tb testing.TB, dir string) string {
 	tb.Helper()
+	if bin := os.Getenv("RUNNERLOAD_BERTH"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			tb.Fatalf("RUNNERLOAD_BERTH: %v", err)
+		}
+		return bin
+	}
 	bin := filepath.Join(dir, "berth")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/berthhq/berth/engine/cmd/berth").CombinedOutput()
 	if err != nil {
