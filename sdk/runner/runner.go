@@ -224,12 +224,12 @@ func (r *Runner) Err() error {
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	switch {
-	case r.mu.started:
-		r.mu.Unlock()
-		return errors.New("runner: Start called twice")
 	case r.mu.stopping:
 		r.mu.Unlock()
 		return ErrStopped
+	case r.mu.started:
+		r.mu.Unlock()
+		return errors.New("runner: Start called twice")
 	}
 	r.mu.started = true
 	r.mu.state = StateConnecting
