@@ -5,7 +5,6 @@ import (
 
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/tuple"
-	"github.com/berthhq/berth/pkg/udb"
 )
 
 // Reading a runner's data keys with one range read, for lists.
@@ -44,20 +43,30 @@ const (
 	RunnerFieldConnID          RunnerField = tagConnID
 )
 
-// NotChunk is the chunk ParseRunnerDataKey reports for a key that is not a chunk key.
-const NotChunk = -1
-
-// RunnerDataPrefix is the packed (RUNNER, DATA, runner_id) that begins every data key of
-// runner rid, for ParseRunnerDataKey. A new slice.
-func RunnerDataPrefix(rid id.ID) []byte {
-	return pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid})
-}
+// What ParseRunnerDataKey reports in place of a chunk number for a key that is not a chunk.
+const (
+	// NotChunk is a field's own key (RUNNER, DATA, runner_id, tag).
+	NotChunk = -1
+	// Nested is any other key below a field: (RUNNER, DATA, runner_id, tag, …) with more
+	// than one chunk number after the tag, such as every key of the actor command subspace.
+	Nested = -2
+)
 
 // RunnerFieldsRange is [begin, end): runner rid's data keys from CREATE_TS through CONN_ID,
 // which holds every field and metadata chunk of the runner, and between them the actor
-// command subspace. RunnerFieldsAfterActors is the part after that subspace. New slices.
-func RunnerFieldsRange(rid id.ID) (begin, end []byte) {
-	return runnerDataKey(rid, tagCreateTs), udb.KeyAfter(runnerDataKey(rid, tagConnID))
+// command subspace. prefix is the packed (RUNNER, DATA, runner_id) that begins each of them,
+// for ParseRunnerDataKey. The three share one new array and must not be appended to.
+func RunnerFieldsRange(rid id.ID) (prefix, begin, end []byte) {
+	p := pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid})
+	buf := make([]byte, 0, 3*len(p)+8)
+	buf = append(buf, p...)
+	prefix = buf[:len(p):len(p)]
+	buf = tuple.Tuple{tagCreateTs}.AppendPack(append(buf, p...))
+	begin = buf[len(p):len(buf):len(buf)]
+	n := len(buf)
+	buf = append(tuple.Tuple{tagConnID}.AppendPack(append(buf, p...)), 0x00) // udb.KeyAfter
+	end = buf[n:len(buf):len(buf)]
+	return prefix, begin, end
 }
 
 // RunnerFieldsAfterActors is where the fields after the actor command subspace begin
@@ -65,33 +74,30 @@ func RunnerFieldsRange(rid id.ID) (begin, end []byte) {
 // resume here. A new slice.
 func RunnerFieldsAfterActors(rid id.ID) []byte { return runnerDataKey(rid, tagMetadata) }
 
-// ParseRunnerDataKey says what key, which must begin with prefix (RunnerDataPrefix of its
-// runner), is: a field's own key (field, NotChunk), a chunk of a chunked field (field,
-// chunk number), or any key of the actor command subspace (RunnerFieldActor, NotChunk).
-// Anything else is an error wrapping ErrBadKey. Fields it does not list (tags added later)
-// parse too, as their tag.
-func ParseRunnerDataKey(prefix, key []byte) (field RunnerField, chunk int, err error) {
+// ParseRunnerDataKey says what key, which must begin with prefix (from RunnerFieldsRange of
+// its runner), is: a field's own key (field, NotChunk), a chunk of a field (field, chunk
+// number; only chunked fields such as METADATA have them), or another key below a field
+// (field, Nested), such as a key of the actor command subspace (RunnerFieldActor, Nested).
+// ok is false when key does not begin with prefix and a field tag. Fields it does not list
+// (tags added later) parse too, as their tag. Chunk numbers past the largest a value can
+// have are Nested.
+func ParseRunnerDataKey(prefix, key []byte) (field RunnerField, chunk int, ok bool) {
 	if !bytes.HasPrefix(key, prefix) {
-		return 0, NotChunk, badKey("runner data key", key, "not under %s", shown(prefix))
+		return 0, NotChunk, false
 	}
-	rest := key[len(prefix):]
-	tag, rest, ok := parseUint(rest)
+	tag, rest, ok := parseUint(key[len(prefix):])
 	if !ok || tag > 1<<16 {
-		return 0, NotChunk, badKey("runner data key", key, "no field tag after the runner id")
+		return 0, NotChunk, false
 	}
 	field = RunnerField(tag)
-	switch {
-	case len(rest) == 0:
-		return field, NotChunk, nil
-	case field == RunnerFieldActor:
-		return field, NotChunk, nil
+	if len(rest) == 0 {
+		return field, NotChunk, true
 	}
 	n, rest, ok := parseUint(rest)
-	if !ok || len(rest) != 0 {
-		return 0, NotChunk, badKey("runner data key", key, "field %d is followed by more than a chunk number", tag)
+	if !ok || len(rest) != 0 || n > maxChunks {
+		return field, Nested, true
 	}
-	c, err := chunkIndex("runner data key", key, int64(min(n, maxChunks+1)))
-	return field, c, err
+	return field, int(n), true
 }
 
 // parseUint reads one tuple-packed integer of 0 to 2^64-1 at the start of b (the canonical

@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/berthhq/berth/pkg/tuple"
@@ -43,41 +42,50 @@ func actorCommandKey() []byte {
 }
 
 func TestParseRunnerDataKey(t *testing.T) {
-	prefix := RunnerDataPrefix(rid1)
+	prefix, _, _ := RunnerFieldsRange(rid1)
 	for _, c := range runnerFieldKeys() {
-		f, chunk, err := ParseRunnerDataKey(prefix, c.key.Pack())
-		if err != nil || f != c.field || chunk != NotChunk {
-			t.Errorf("%T: got (%d, %d, %v), want (%d, NotChunk, nil)", c.key, f, chunk, err, c.field)
+		f, chunk, ok := ParseRunnerDataKey(prefix, c.key.Pack())
+		if !ok || f != c.field || chunk != NotChunk {
+			t.Errorf("%T: got (%d, %d, %v), want (%d, NotChunk, true)", c.key, f, chunk, ok, c.field)
 		}
 	}
 	md := RunnerMetadataKey{RunnerID: rid1}
 	for _, n := range []int{0, 1, 255, 256, maxChunks} {
-		f, chunk, err := ParseRunnerDataKey(prefix, md.ChunkKey(n))
-		if err != nil || f != RunnerFieldMetadata || chunk != n {
-			t.Errorf("metadata chunk %d: got (%d, %d, %v)", n, f, chunk, err)
+		f, chunk, ok := ParseRunnerDataKey(prefix, md.ChunkKey(n))
+		if !ok || f != RunnerFieldMetadata || chunk != n {
+			t.Errorf("metadata chunk %d: got (%d, %d, %v)", n, f, chunk, ok)
 		}
 	}
-	if f, chunk, err := ParseRunnerDataKey(prefix, actorCommandKey()); err != nil || f != RunnerFieldActor || chunk != NotChunk {
-		t.Errorf("actor command key: got (%d, %d, %v)", f, chunk, err)
+	nested := map[string][]byte{
+		"an actor command":       actorCommandKey(),
+		"two segments after":     pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, 1, 2}),
+		"a string after a field": pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, "x"}),
+		"a chunk past the last":  md.ChunkKey(maxChunks + 1),
+		"a chunk of 2^64-1":      pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, uint64(1<<64 - 1)}),
+		"a negative chunk":       pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, -1}),
+		"a truncated chunk":      append(md.Pack(), 0x16, 0x01),
 	}
-
+	for name, key := range nested {
+		want := RunnerFieldMetadata
+		if name == "an actor command" {
+			want = RunnerFieldActor
+		}
+		if f, chunk, ok := ParseRunnerDataKey(prefix, key); !ok || f != want || chunk != Nested {
+			t.Errorf("%s (%x): got (%d, %d, %v), want (%d, Nested, true)", name, key, f, chunk, ok, want)
+		}
+	}
 	bad := map[string][]byte{
 		"another runner":           RunnerCreateTsKey{RunnerID: testID(11)}.Pack(),
 		"the prefix alone":         prefix,
 		"a string tag":             pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, "name"}),
 		"a negative tag":           pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, -5}),
 		"a huge tag":               pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, 1 << 20}),
-		"two segments after":       pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, 1, 2}),
-		"a string after a field":   pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, "x"}),
-		"a chunk past the last":    md.ChunkKey(maxChunks + 1),
-		"a chunk of 2^64-1":        pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagMetadata, uint64(1<<64 - 1)}),
-		"a truncated chunk":        append(md.Pack(), 0x16, 0x01),
 		"a truncated field (0x16)": append(bytes.Clone(prefix), 0x16, 0x03),
 		"truncated tag":            append(bytes.Clone(prefix), 0x15),
 	}
 	for name, key := range bad {
-		if f, chunk, err := ParseRunnerDataKey(prefix, key); !errors.Is(err, ErrBadKey) {
-			t.Errorf("%s (%x): got (%d, %d, %v), want ErrBadKey", name, key, f, chunk, err)
+		if f, chunk, ok := ParseRunnerDataKey(prefix, key); ok {
+			t.Errorf("%s (%x): got (%d, %d, true), want not ok", name, key, f, chunk)
 		}
 	}
 }
@@ -86,7 +94,16 @@ func TestParseRunnerDataKey(t *testing.T) {
 // and the actor command subspace, that RunnerFieldsAfterActors lies after that subspace and
 // before every field that follows it, and that no key of another runner falls inside.
 func TestRunnerFieldsRange(t *testing.T) {
-	begin, end := RunnerFieldsRange(rid1)
+	prefix, begin, end := RunnerFieldsRange(rid1)
+	if want := pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1}); !bytes.Equal(prefix, want) {
+		t.Errorf("prefix %x, want %x", prefix, want)
+	}
+	if want := (RunnerCreateTsKey{RunnerID: rid1}).Pack(); !bytes.Equal(begin, want) {
+		t.Errorf("begin %x, want %x", begin, want)
+	}
+	if want := append((RunnerConnIDKey{RunnerID: rid1}).Pack(), 0); !bytes.Equal(end, want) {
+		t.Errorf("end %x, want %x", end, want)
+	}
 	in := func(k []byte) bool { return bytes.Compare(k, begin) >= 0 && bytes.Compare(k, end) < 0 }
 	after := RunnerFieldsAfterActors(rid1)
 	actorBegin, actorEnd := prefixRange(pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagActor}))
@@ -121,10 +138,10 @@ func TestRunnerFieldsRange(t *testing.T) {
 	}
 }
 
-// FuzzParseRunnerDataKey: no panic, failures wrap ErrBadKey, and an accepted field or chunk
-// key packs back to a key that parses the same.
+// FuzzParseRunnerDataKey: no panic, and a field key or chunk key packs back, canonically, to
+// a key that parses the same.
 func FuzzParseRunnerDataKey(f *testing.F) {
-	prefix := RunnerDataPrefix(rid1)
+	prefix, _, _ := RunnerFieldsRange(rid1)
 	for _, c := range runnerFieldKeys() {
 		f.Add(c.key.Pack()[len(prefix):])
 	}
@@ -132,23 +149,17 @@ func FuzzParseRunnerDataKey(f *testing.F) {
 	f.Add(actorCommandKey()[len(prefix):])
 	f.Fuzz(func(t *testing.T, suffix []byte) {
 		key := append(bytes.Clone(prefix), suffix...)
-		field, chunk, err := ParseRunnerDataKey(prefix, key)
-		if err != nil {
-			if !errors.Is(err, ErrBadKey) {
-				t.Fatalf("%x: error %v does not wrap ErrBadKey", key, err)
-			}
+		field, chunk, ok := ParseRunnerDataKey(prefix, key)
+		if !ok || chunk == Nested {
 			return
-		}
-		if field == RunnerFieldActor && chunk == NotChunk {
-			return // any key of the subspace
 		}
 		again := runnerDataKey(rid1, int(field))
 		if chunk != NotChunk {
 			again = chunkKey(again, chunk)
 		}
-		f2, c2, err := ParseRunnerDataKey(prefix, again)
-		if err != nil || f2 != field || c2 != chunk {
-			t.Fatalf("%x parsed as (%d, %d); its canonical form %x as (%d, %d, %v)", key, field, chunk, again, f2, c2, err)
+		f2, c2, ok := ParseRunnerDataKey(prefix, again)
+		if !ok || f2 != field || c2 != chunk {
+			t.Fatalf("%x parsed as (%d, %d); its canonical form %x as (%d, %d, %v)", key, field, chunk, again, f2, c2, ok)
 		}
 	})
 }

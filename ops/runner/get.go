@@ -22,7 +22,8 @@ type GetInput struct {
 // registrations retry. A snapshot still sees a registration whole or not
 // at all.
 func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) (Runner, error) {
-	out, found, err := load(ctx, r.Snapshot(), in.RunnerID, in.Datacenter)
+	snap := r.Snapshot()
+	out, found, _, err := startRecord(snap, in.RunnerID).finish(ctx, snap, in.Datacenter, nil)
 	if err != nil {
 		return Runner{}, err
 	}

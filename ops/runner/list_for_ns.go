@@ -123,22 +123,25 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 	if err != nil {
 		return nil, err
 	}
-	loads := make([]loader, len(kvs))
+	recs := make([]runnerRead, len(kvs))
 	for i, kv := range kvs {
 		rid, err := unpack(kv.Key)
 		if err != nil {
 			return nil, corrupt.Mark("runner index", err)
 		}
-		loads[i] = startLoad(ctx, snap, rid)
+		recs[i] = startRecord(snap, rid)
 	}
 	out := make([]Runner, 0, len(kvs))
-	for _, l := range loads {
-		run, found, err := l.finish(in.Datacenter)
+	var rows []udb.KeyValue
+	for _, rec := range recs {
+		var run Runner
+		var found bool
+		run, found, rows, err = rec.finish(ctx, snap, in.Datacenter, rows)
 		switch {
 		case err != nil:
 			return nil, err
 		case !found:
-			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", l.rid)
+			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", rec.rid)
 		}
 		out = append(out, run)
 	}
@@ -149,16 +152,18 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 // filters, sorts them in list order and returns up to n after the cursor.
 func listByIDs(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
 	seen := make(map[id.ID]bool, len(in.RunnerIDs))
-	var loads []loader
+	var recs []runnerRead
 	for _, rid := range in.RunnerIDs {
 		if !seen[rid] {
 			seen[rid] = true
-			loads = append(loads, startLoad(ctx, snap, rid))
+			recs = append(recs, startRecord(snap, rid))
 		}
 	}
 	var out []Runner
-	for _, l := range loads {
-		run, found, err := l.finish(in.Datacenter)
+	var rows []udb.KeyValue
+	for _, rec := range recs {
+		run, found, buf, err := rec.finish(ctx, snap, in.Datacenter, rows)
+		rows = buf
 		switch {
 		case err != nil:
 			return nil, err
