@@ -59,7 +59,12 @@ type reply struct {
 
 func call(t *testing.T, client *http.Client, addr net.Addr, path, token string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr.String()+path, nil)
+	return callMethod(t, client, http.MethodGet, addr, path, token)
+}
+
+func callMethod(t *testing.T, client *http.Client, method string, addr net.Addr, path, token string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+addr.String()+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +73,7 @@ func call(t *testing.T, client *http.Client, addr net.Addr, path, token string) 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

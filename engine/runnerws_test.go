@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,34 +33,7 @@ func TestRunnerSocketOnPublicListener(t *testing.T) {
 	defer shut()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	u := "ws://" + e.PublicAddr().String() + "/runners/connect?protocol_version=7&namespace=default&runner_key=k1"
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{Subprotocols: []string{"rivet", "rivet_token.tok"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "rivet" {
-		t.Fatalf("subprotocol %q", got)
-	}
-	b, err := proto.EncodeToServer(proto.ToServerInit{Name: "pool", Version: 1, TotalSlots: 4}, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(ctx, websocket.MessageBinary, b); err != nil {
-		t.Fatal(err)
-	}
-	_, b, err = c.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := proto.DecodeToClient(b, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, ok := m.(proto.ToClientInit)
-	if !ok {
-		t.Fatalf("got %T", m)
-	}
+	c, ci := connectRunner(t, ctx, e.PublicAddr(), "k1", "tok")
 
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
@@ -90,4 +64,43 @@ func TestRunnerSocketOnPublicListener(t *testing.T) {
 		}
 		return
 	}
+}
+
+// connectRunner opens a runner socket of pool "pool" with key in namespace default and
+// returns it after ToClientInit.
+func connectRunner(t *testing.T, ctx context.Context, addr net.Addr, key, token string) (*websocket.Conn, proto.ToClientInit) {
+	t.Helper()
+	u := "ws://" + addr.String() + "/runners/connect?protocol_version=7&namespace=default&runner_key=" + key
+	protocols := []string{"rivet"}
+	if token != "" {
+		protocols = append(protocols, "rivet_token."+token)
+	}
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{Subprotocols: protocols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "rivet" {
+		t.Fatalf("subprotocol %q", got)
+	}
+	b, err := proto.EncodeToServer(proto.ToServerInit{Name: "pool", Version: 1, TotalSlots: 4}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, websocket.MessageBinary, b); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err = c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := proto.DecodeToClient(b, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, ok := m.(proto.ToClientInit)
+	if !ok {
+		t.Fatalf("got %T, want ToClientInit", m)
+	}
+	return c, ci
 }

@@ -331,7 +331,7 @@ func TestOperations(t *testing.T) {
 	served := []string{
 		"GET /health", "GET /metadata", "GET /datacenters",
 		"GET /namespaces", "POST /namespaces",
-		"GET /runners", "GET /runners/names", "GET /envoys",
+		"GET /runners", "GET /runners/names", "POST /runners/{runner_id}/drain", "GET /envoys",
 		"GET /runner-configs", "PUT /runner-configs/{runner_name}", "DELETE /runner-configs/{runner_name}",
 	}
 	pending := []string{

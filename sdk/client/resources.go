@@ -27,7 +27,7 @@ const (
 	VariantServerless = api.RunnerConfigVariantServerless
 )
 
-// RunnersAPI lists runners and runner names of the client's namespace.
+// RunnersAPI lists runners and runner names of the client's namespace, and drains runners.
 type RunnersAPI struct{ c *Client }
 
 // RunnerListOptions filters GET /runners. The zero value lists the runners that have not
@@ -66,6 +66,14 @@ func (a *RunnersAPI) All(ctx context.Context, o RunnerListOptions) iter.Seq2[Run
 		o.Cursor = cursor
 		return a.List(ctx, o)
 	})
+}
+
+// Drain drains the runner (POST /runners/{runner_id}/drain) and returns it as the drain left
+// it: drain_ts set, and stop_ts too when no actor was on it. Draining a draining or stopped
+// runner changes nothing.
+func (a *RunnersAPI) Drain(ctx context.Context, runnerID string) (Runner, error) {
+	r, err := decode[api.RunnersDrainResponse](a.c.raw.RunnersDrain(ctx, runnerID, &api.RunnersDrainParams{Namespace: a.c.namespace}))
+	return r.Runner, err
 }
 
 // NameListOptions pages a list of names.

@@ -696,6 +696,12 @@ type RunnerPoolError3 struct {
 	} `json:"serverless_invalid_sse_payload"`
 }
 
+// RunnersDrainResponse defines model for RunnersDrainResponse.
+type RunnersDrainResponse struct {
+	// Runner A process that hosts actors (legacy runner protocol).
+	Runner Runner `json:"runner"`
+}
+
 // RunnersListNamesResponse defines model for RunnersListNamesResponse.
 type RunnersListNamesResponse struct {
 	Names      []string   `json:"names"`
@@ -727,6 +733,9 @@ type NamespaceLimitQuery = int32
 
 // NamespaceQuery defines model for NamespaceQuery.
 type NamespaceQuery = string
+
+// RunnerIdPath A 30-character base36 id; upper case is accepted.
+type RunnerIdPath = IdParam
 
 // RunnerNamePath defines model for RunnerNamePath.
 type RunnerNamePath = string
@@ -955,6 +964,12 @@ type RunnersListNamesParams struct {
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
 	Cursor *CursorQuery `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RunnersDrainParams defines parameters for RunnersDrain.
+type RunnersDrainParams struct {
+	// Namespace The namespace, by name.
+	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 }
 
 // ActorsCreateJSONRequestBody defines body for ActorsCreate for application/json ContentType.
@@ -1678,6 +1693,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /runners/names (the `RunnersListNames` operationId).
 	RunnersListNames(ctx context.Context, params *RunnersListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunnersDrain Drain a runner.
+	//
+	// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
+	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
+	// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+	// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
+	// datacenter named by the runner id's label. Idempotent: draining a draining or
+	// stopped runner changes nothing and returns it as it is. A runner of another
+	// namespace is 404 `runner.not_found`.
+	//
+	// Corresponds with POST /runners/{runner_id}/drain (the `RunnersDrain` operationId).
+	RunnersDrain(ctx context.Context, runnerId RunnerIdPath, params *RunnersDrainParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ActorsList List actors of a namespace.
@@ -2262,6 +2290,29 @@ func (c *Client) RunnersList(ctx context.Context, params *RunnersListParams, req
 // Corresponds with GET /runners/names (the `RunnersListNames` operationId).
 func (c *Client) RunnersListNames(ctx context.Context, params *RunnersListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunnersListNamesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunnersDrain Drain a runner.
+//
+// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
+// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
+// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
+// datacenter named by the runner id's label. Idempotent: draining a draining or
+// stopped runner changes nothing and returns it as it is. A runner of another
+// namespace is 404 `runner.not_found`.
+//
+// Corresponds with POST /runners/{runner_id}/drain (the `RunnersDrain` operationId).
+func (c *Client) RunnersDrain(ctx context.Context, runnerId RunnerIdPath, params *RunnersDrainParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunnersDrainRequest(c.Server, runnerId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3781,6 +3832,63 @@ func NewRunnersListNamesRequest(server string, params *RunnersListNamesParams) (
 	return req, nil
 }
 
+// NewRunnersDrainRequest constructs an http.Request for the RunnersDrain method
+func NewRunnersDrainRequest(server string, runnerId RunnerIdPath, params *RunnersDrainParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runner_id", runnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runners/%s/drain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -4144,6 +4252,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /runners/names (the `RunnersListNames` operationId).
 	RunnersListNamesWithResponse(ctx context.Context, params *RunnersListNamesParams, reqEditors ...RequestEditorFn) (*RunnersListNamesHTTPResponse, error)
+
+	// RunnersDrainWithResponse Drain a runner.
+	//
+	// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
+	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
+	// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+	// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
+	// datacenter named by the runner id's label. Idempotent: draining a draining or
+	// stopped runner changes nothing and returns it as it is. A runner of another
+	// namespace is 404 `runner.not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runners/{runner_id}/drain (the `RunnersDrain` operationId).
+	RunnersDrainWithResponse(ctx context.Context, runnerId RunnerIdPath, params *RunnersDrainParams, reqEditors ...RequestEditorFn) (*RunnersDrainHTTPResponse, error)
 }
 
 type ActorsListHTTPResponse struct {
@@ -6280,6 +6403,110 @@ func (r RunnersListNamesHTTPResponse) ContentType() string {
 	return ""
 }
 
+type RunnersDrainHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunnersDrainResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON200() *RunnersDrainResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r RunnersDrainHTTPResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r RunnersDrainHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunnersDrainHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunnersDrainHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunnersDrainHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ActorsListWithResponse List actors of a namespace.
 //
 // Served once the actors work lands.
@@ -6778,6 +7005,27 @@ func (c *ClientWithResponses) RunnersListNamesWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRunnersListNamesHTTPResponse(rsp)
+}
+
+// RunnersDrainWithResponse Drain a runner.
+//
+// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
+// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
+// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
+// datacenter named by the runner id's label. Idempotent: draining a draining or
+// stopped runner changes nothing and returns it as it is. A runner of another
+// namespace is 404 `runner.not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runners/{runner_id}/drain (the `RunnersDrain` operationId).
+func (c *ClientWithResponses) RunnersDrainWithResponse(ctx context.Context, runnerId RunnerIdPath, params *RunnersDrainParams, reqEditors ...RequestEditorFn) (*RunnersDrainHTTPResponse, error) {
+	rsp, err := c.RunnersDrain(ctx, runnerId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunnersDrainHTTPResponse(rsp)
 }
 
 // ParseActorsListHTTPResponse parses an HTTP response from a ActorsListWithResponse call
@@ -8511,6 +8759,95 @@ func ParseRunnersListNamesHTTPResponse(rsp *http.Response) (*RunnersListNamesHTT
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest RunnersListNamesResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRunnersDrainHTTPResponse parses an HTTP response from a RunnersDrainWithResponse call
+func ParseRunnersDrainHTTPResponse(rsp *http.Response) (*RunnersDrainHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunnersDrainHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunnersDrainResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

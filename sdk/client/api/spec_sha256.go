@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "f0a0b8c491ed26bc6f4061e1984811d2b303605acdd48d8ce32f107745e59168"
+const SpecSHA256 = "1509de58cd3f82bf5b776b11f741c73fc6e6345f6bcd76f19bbe1c2bbd78229c"
