@@ -1,0 +1,274 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/engine"
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/ops/namespace"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	"github.com/berthhq/berth/sdk/client"
+	"github.com/berthhq/berth/sdk/runner"
+)
+
+// These tests run the runner against the real engine in process: the whole engine (engine.Start
+// on loopback with a mem:// store), or its runner socket alone (runnerws on httptest) where
+// a test needs short ping intervals or a restart.
+
+func startEngine(t *testing.T, token string) *engine.Engine {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Database.URL = "mem://"
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Auth.AdminToken = token
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return e
+}
+
+func TestRegistersWithTheEngine(t *testing.T) {
+	e := startEngine(t, "tok")
+	endpoint := "http://" + e.PublicAddr().String()
+	rec := newRecorder()
+	cfg := testConfig(endpoint, rec)
+	cfg.Token = "tok"
+	cfg.Key = "k-1"
+	cfg.Metadata = json.RawMessage(`{"zone":"a"}`)
+	r := newRunner(t, cfg)
+	start(t, r)
+	rid := next(t, rec.connected, "OnConnected")
+	if rid == "" || rid != r.RunnerID() {
+		t.Fatalf("OnConnected(%q), RunnerID %q", rid, r.RunnerID())
+	}
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	c, err := client.New(endpoint, client.WithToken("tok"), client.WithNamespace("default"), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	page, err := c.Runners().List(ctx, client.RunnerListOptions{Name: "pool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 {
+		t.Fatalf("runners %+v, want one", page.Items)
+	}
+	got := page.Items[0]
+	if got.RunnerId != rid || got.Key != "k-1" || got.Name != "pool" || got.Version != 3 || got.TotalSlots != 8 ||
+		got.Metadata == nil || !reflect.DeepEqual(*got.Metadata, map[string]any{"zone": "a"}) {
+		t.Fatalf("runner %+v", got)
+	}
+
+	// Graceful shutdown with no actors: ToServerStopping, then close at once.
+	if err := r.Shutdown(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+		t.Fatalf("OnShutdown(%v)", err)
+	}
+}
+
+func TestEngineRefusesStart(t *testing.T) {
+	e := startEngine(t, "tok")
+	endpoint := "http://" + e.PublicAddr().String()
+	for _, tc := range []struct {
+		name, token, namespace string
+		status                 int // HTTP answer to the upgrade, or 0 for a close frame
+		group, code            string
+	}{
+		{"wrong token", "nope", "default", 403, "api", "forbidden"},
+		{"no token", "", "default", 400, "guard", "missing_header"},
+		{"unknown namespace", "tok", "nope", 0, "namespace", "not_found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(endpoint, nil)
+			cfg.Token, cfg.Namespace = tc.token, tc.namespace
+			r := newRunner(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			err := r.Start(ctx)
+			if !rerr.Is(err, tc.group, tc.code) || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Start: %v, want %s.%s at once", err, tc.group, tc.code)
+			}
+			var he *runner.HandshakeError
+			var ce *runner.CloseError
+			switch {
+			case tc.status != 0 && (!errors.As(err, &he) || he.Status != tc.status || he.Retryable()):
+				t.Fatalf("Start: %v, want HTTP %d", err, tc.status)
+			case tc.status == 0 && (!errors.As(err, &ce) || ce.CloseCode != 1011 || ce.RayID == ""):
+				t.Fatalf("Start: %v, want a 1011 close with a ray id", err)
+			}
+			<-r.Done()
+		})
+	}
+}
+
+// socketEnv is the engine's runner socket alone, on httptest over a mem:// store, so a test can
+// shorten the ping interval and restart the socket server (as an engine restart would).
+type socketEnv struct {
+	t   *testing.T
+	db  udb.Database
+	o   runnerws.Options
+	hs  *httptest.Server
+	cur atomic.Pointer[runnerws.Server]
+}
+
+func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
+	t.Helper()
+	ctx := context.Background()
+	db, err := udb.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: time.Now().UnixMilli()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o.DB, o.Label, o.Log = db, 1, slog.New(testLogger().Handler())
+	e := &socketEnv{t: t, db: db, o: o}
+	e.cur.Store(runnerws.New(o))
+	e.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.cur.Load().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		e.cur.Load().Close()
+		e.hs.Close()
+		_ = db.Close()
+	})
+	return e
+}
+
+// restart puts a new socket server in front, then closes the old one: its sockets end with
+// 1011 ws.going_away and reconnect to the new one.
+func (e *socketEnv) restart() {
+	old := e.cur.Swap(runnerws.New(e.o))
+	old.Close()
+}
+
+// runner reads the runner as GET /runners would.
+func (e *socketEnv) runner(rid string) oprunner.Runner {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+		return oprunner.Get(ctx, tx, oprunner.GetInput{RunnerID: id.MustParse(rid)})
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.(oprunner.Runner)
+}
+
+// eventually polls cond until it holds, failing after wait.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPingsReachTheEngine(t *testing.T) {
+	e := startSocket(t, runnerws.Options{PingInterval: 20 * time.Millisecond})
+	rec := newRecorder()
+	r := newRunner(t, testConfig(e.hs.URL, rec))
+	start(t, r)
+	rid := next(t, rec.connected, "OnConnected")
+	registered := e.runner(rid).LastPingTs
+	// The engine records a ping only when the pong comes back.
+	eventually(t, "last_ping_ts to advance past the registration", func() bool {
+		return e.runner(rid).LastPingTs > registered
+	})
+	if st := r.State(); st != runner.StateConnected {
+		t.Fatalf("State %v", st)
+	}
+}
+
+func TestReconnectsAfterTheEngineGoesAway(t *testing.T) {
+	e := startSocket(t, runnerws.Options{})
+	rec := newRecorder()
+	r := newRunner(t, testConfig(e.hs.URL, rec))
+	start(t, r)
+	rid := next(t, rec.connected, "OnConnected")
+
+	e.restart()
+	err := next(t, rec.disconnected, "OnDisconnected")
+	var ce *runner.CloseError
+	if !errors.As(err, &ce) || ce.CloseCode != 1011 || !rerr.Is(err, "ws", "going_away") {
+		t.Fatalf("OnDisconnected(%v), want 1011 ws.going_away", err)
+	}
+	if got := next(t, rec.connected, "OnConnected after the restart"); got != rid {
+		t.Fatalf("reconnected as %q, want the same runner id %q", got, rid)
+	}
+	if st := r.State(); st != runner.StateConnected {
+		t.Fatalf("State %v", st)
+	}
+	none(t, rec.forceStop, "OnForceStopActors")
+}
+
+func TestEvictedBySameKey(t *testing.T) {
+	e := startSocket(t, runnerws.Options{})
+	rec1, rec2 := newRecorder(), newRecorder()
+	cfg := testConfig(e.hs.URL, rec1)
+	cfg.Key = "same"
+	first := newRunner(t, cfg)
+	start(t, first)
+	rid := next(t, rec1.connected, "first OnConnected")
+
+	cfg.Hooks = rec2.hooks()
+	second := newRunner(t, cfg)
+	start(t, second)
+	if got := next(t, rec2.connected, "second OnConnected"); got != rid {
+		t.Fatalf("second runner got id %q, want %q", got, rid)
+	}
+
+	// The first is evicted (1000 ws.eviction) and stops for good: Done closes only once its
+	// supervisor has returned, so it cannot dial again.
+	select {
+	case <-first.Done():
+	case <-time.After(wait):
+		t.Fatal("the evicted runner did not stop")
+	}
+	var ce *runner.CloseError
+	if err := first.Err(); !errors.As(err, &ce) || ce.CloseCode != 1000 || !ce.Evicted() {
+		t.Fatalf("Err() = %v, want 1000 ws.eviction", err)
+	}
+	if err := next(t, rec1.shutdown, "OnShutdown"); !rerr.Is(err, "ws", "eviction") {
+		t.Fatalf("OnShutdown(%v)", err)
+	}
+	if st := second.State(); st != runner.StateConnected {
+		t.Fatalf("second runner State %v", st)
+	}
+	none(t, rec2.disconnected, "OnDisconnected of the second runner")
+}
