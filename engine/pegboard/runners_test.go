@@ -1,0 +1,112 @@
+package pegboard
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// closed records the sockets the lifecycle closes.
+type closed struct {
+	mu   sync.Mutex
+	seen map[id.ID]string
+}
+
+func (c *closed) CloseRunner(rid id.ID, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, _ := rerr.As(err)
+	c.seen[rid] = e.Group + "." + e.Code
+}
+
+func (c *closed) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
+// For one lost threshold after the node starts, runners are measured from the start, so
+// that they get that long to reconnect after an engine restart.
+func TestCutoffGrace(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	p := &Runners{o: Options{LostThreshold: 15 * time.Second}, started: start}
+	for _, tc := range []struct {
+		since time.Duration
+		want  int64
+	}{
+		{0, start.Add(-15 * time.Second).UnixMilli()},
+		{14 * time.Second, start.Add(-15 * time.Second).UnixMilli()},
+		{15 * time.Second, start.UnixMilli()},
+		{20 * time.Second, start.Add(5 * time.Second).UnixMilli()},
+	} {
+		if got := p.cutoff(start.Add(tc.since)); got != tc.want {
+			t.Errorf("cutoff %v after start = %d, want %d", tc.since, got, tc.want)
+		}
+	}
+}
+
+// The loop expires every silent runner, more than one scan batch of them, and closes their
+// sockets with ws.eviction.
+func TestLoopExpiresManyRunners(t *testing.T) {
+	ctx := context.Background()
+	db, err := udb.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ns := id.New(1)
+	const n = scanBatch + 44
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	for range n {
+		in := oprunner.RegisterInput{Namespace: ns, Name: "pool", Key: id.New(1).String(),
+			Version: 1, TotalSlots: 1, ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: old}
+		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return oprunner.Register(ctx, tx, in) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sockets := &closed{seen: map[id.ID]string{}}
+	p := NewRunners(Options{DB: db, Sockets: sockets, Log: quiet, LostThreshold: 50 * time.Millisecond})
+	loopCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(loopCtx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for sockets.count() < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := sockets.count(); got != n {
+		t.Fatalf("%d of %d silent runners expired", got, n)
+	}
+	left, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return oprunner.ListUnpingedSince(ctx, r, 1<<62, 0)
+	})
+	if err != nil || len(left.([]id.ID)) != 0 {
+		t.Fatalf("runners left in the ping index: %v, %v", left, err)
+	}
+	for rid, why := range sockets.seen {
+		if why != "ws.eviction" {
+			t.Fatalf("runner %s closed with %s, want ws.eviction", rid, why)
+		}
+	}
+}
