@@ -124,7 +124,8 @@ func BenchmarkRunnerFleet(b *testing.B) {
 // metrics, and the load generator's counters.
 type snapshot struct {
 	at      time.Time
-	cpu     time.Duration
+	cpu     time.Duration // the engine's
+	selfCPU time.Duration // the load generator's (this process)
 	mem     procMem
 	metrics map[string]float64
 	loadavg string
@@ -139,6 +140,9 @@ func takeSnapshot(tb testing.TB, e *engineProc, client *http.Client, f *fleet) s
 	s := snapshot{at: time.Now()}
 	var err error
 	if s.cpu, err = procCPU(e.pid()); err != nil {
+		tb.Fatal(err)
+	}
+	if s.selfCPU, err = procCPU(os.Getpid()); err != nil {
 		tb.Fatal(err)
 	}
 	if s.mem, err = readProcMem(e.pid()); err != nil {
@@ -205,11 +209,12 @@ func summarize(tb testing.TB, cfg benchConfig, start, end snapshot) result {
 	r.pingsPerSec = float64(pings) / secs
 	want := float64(cfg.Runners) / pingPeriod.Seconds()
 	r.line = fmt.Sprintf("runners=%d window=%.1fs: ping txn p50=%.3fms p99=%.3fms (%.0f txns, %.0f/s; mean %.3fms) | "+
-		"engine cpu=%.1f%% of a core, rss=%.1fMiB, hwm=%.1fMiB, threads=%d | "+
-		"generator: %.0f pings/s (expected %.0f), %d dropped in window (%d total), %d pong writes failed | load %s → %s",
+		"engine cpu=%.1f%% of a core (%.0fµs per ping txn), rss=%.1fMiB, hwm=%.1fMiB, threads=%d | "+
+		"generator: %.0f pings/s (expected %.0f), %d dropped in window (%d total), %d pong writes failed, cpu=%.1f%% | load %s → %s",
 		cfg.Runners, secs, r.p50*1000, r.p99*1000, txns, txns/secs, meanMs(start.metrics, end.metrics, pingTxnMetric),
-		r.cpuPct, mib(end.mem.RSS), mib(end.mem.HWM), end.mem.Threads,
-		r.pingsPerSec, want, end.dropped-start.dropped, end.dropped, end.pongErrs, start.loadavg, end.loadavg)
+		r.cpuPct, float64((end.cpu-start.cpu).Microseconds())/txns, mib(end.mem.RSS), mib(end.mem.HWM), end.mem.Threads,
+		r.pingsPerSec, want, end.dropped-start.dropped, end.dropped, end.pongErrs,
+		100*float64(end.selfCPU-start.selfCPU)/float64(end.at.Sub(start.at)), start.loadavg, end.loadavg)
 	if dd, err := deltaBuckets(start.delay, end.delay); err == nil {
 		gd, _ := deltaBuckets(start.gap, end.gap)
 		r.detail = append(r.detail, fmt.Sprintf("generator: ping delivery (engine ts → read) p50=%.0fms p99=%.0fms; "+
