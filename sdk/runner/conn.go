@@ -59,7 +59,7 @@ func (r *Runner) connectOnce() (initialised bool, err error) {
 	if !r.goLive(c, init) {
 		// Shutdown came during the handshake.
 		_ = ws.Close(websocket.StatusNormalClosure, reasonShutdown)
-		return true, nil
+		return false, nil
 	}
 	err = c.serve()
 	r.goOffline(c)

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"os"
+	"os/signal"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
@@ -508,5 +511,43 @@ func TestSendEventsRefusesWhatTheProtocolCannotCarry(t *testing.T) {
 	}
 	if n := r.UnackedEvents(); n != 0 {
 		t.Fatalf("UnackedEvents = %d after refused calls", n)
+	}
+}
+
+func TestRunDrainsOnSIGTERM(t *testing.T) {
+	f := newFakeEngine(t)
+	rec := newRecorder()
+	r := newRunner(t, testConfig(f.url(), rec))
+	rec.actors.Store(1)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx) }()
+	s := f.accept()
+	s.initRunner("rid", 15000)
+	next(t, rec.connected, "OnConnected")
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	expect[proto.ToServerStopping](s)
+	none(t, errc, "Run's return while an actor runs")
+	rec.actors.Store(0)
+	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
+	if err := next(t, errc, "Run"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func TestRunReturnsWhenEvicted(t *testing.T) {
+	f := newFakeEngine(t)
+	r := newRunner(t, testConfig(f.url(), nil))
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(context.Background()) }()
+	s := f.accept()
+	s.initRunner("rid", 15000)
+	s.closeWith(websocket.StatusNormalClosure, "ws.eviction#x")
+	if err := next(t, errc, "Run"); !rerr.Is(err, "ws", "eviction") {
+		t.Fatalf("Run: %v, want ws.eviction", err)
 	}
 }

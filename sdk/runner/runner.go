@@ -327,6 +327,33 @@ func (r *Runner) Shutdown(ctx context.Context, immediate bool) error {
 	}
 }
 
+// closeGrace is what Run gives Shutdown beyond ShutdownTimeout: the close handshake takes at
+// most 10 s (5 s to write the close frame, 5 s for the answer).
+const closeGrace = 15 * time.Second
+
+// Run starts the runner and serves until ctx ends, then shuts down gracefully, giving it
+// ShutdownTimeout plus 15 s; or until the runner stops by itself (eviction), returning Err.
+// With signal.NotifyContext it is the SIGTERM path of the reference client:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+//	defer stop()
+//	err := r.Run(ctx) // on SIGTERM: ToServerStopping, wait for the actors, close 1000
+//
+// If ctx ends before the first connection, Run returns Start's error.
+func (r *Runner) Run(ctx context.Context) error {
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-r.done:
+		return r.Err()
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout+closeGrace)
+	defer cancel()
+	return r.Shutdown(sctx, false)
+}
+
 // waitActors waits until no actor runs, c ends, ShutdownTimeout passes or ctx ends.
 func (r *Runner) waitActors(ctx context.Context, c *conn) {
 	active := r.cfg.Hooks.ActiveActors
