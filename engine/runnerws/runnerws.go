@@ -12,14 +12,18 @@
 // 1011 ws.timed_out_waiting_for_init; a frame that does not decode closes
 // with 1011 ws.invalid_packet (a text first frame with
 // ws.invalid_initial_packet). The runner is registered through
-// ops/runner.Register with a fresh connection id and answered ToClientInit.
+// ops/runner.Register with a fresh connection id (its prepopulateActorNames join the
+// namespace's actor names), the pool's config is ensured and older versions drained when
+// the config says so (engine/pegboard.Runners.Registered), and it is answered ToClientInit.
 //
 // After init: a socket registered later with the same (namespace, name,
 // runner_key) evicts this one with 1000 ws.eviction; the server sends
 // ToClientPing every PingInterval (plus 0–127 ms jitter), records each
 // ToServerPong through ops/runner.UpdatePing, and closes the socket with
-// 1011 ws.timed_out after PingTimeout without a pong. A socket that ends
-// without being evicted is disconnected (ops/runner.Disconnect).
+// 1011 ws.timed_out after PingTimeout without a pong. ToServerStopping drains
+// the runner (engine/pegboard.Runners.Drain); when the runner stops, its socket
+// is closed with 1000 ws.eviction (CloseRunner). A socket that ends without
+// being evicted is disconnected (ops/runner.Disconnect).
 package runnerws
 
 import (
@@ -444,6 +448,13 @@ func (c *conn) register(init proto.ToServerInit) error {
 	}
 	if init.Metadata != nil {
 		in.Metadata = json.RawMessage(*init.Metadata)
+	}
+	for _, n := range init.PrepopulateActorNames {
+		an := oprunner.ActorName{Name: n.Name}
+		if n.Metadata != "" {
+			an.Metadata = json.RawMessage(n.Metadata)
+		}
+		in.ActorNames = append(in.ActorNames, an)
 	}
 	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
 		return oprunner.Register(c.s.ctx, tx, in)

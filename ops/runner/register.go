@@ -26,6 +26,9 @@ type RegisterInput struct {
 	// Metadata is a JSON object, or nil for none. It replaces the stored
 	// metadata at every registration.
 	Metadata json.RawMessage
+	// ActorNames are the actor names the runner announces (prepopulateActorNames); they are
+	// added to the namespace's actor names.
+	ActorNames []ActorName
 	// ConnID identifies the registering socket: the fencing token its later
 	// pings must carry.
 	ConnID id.ID
@@ -71,6 +74,7 @@ func Register(ctx context.Context, tx udb.Transaction, in RegisterInput) (Regist
 	if err := checkRegister(in); err != nil {
 		return RegisterOutput{}, err
 	}
+	writeActorNames(tx, in.Namespace, in.ActorNames)
 	byKey := keys.RunnerByKeyKey{Namespace: in.Namespace, Name: in.Name, Key: in.Key}
 	cur, found, err := keys.Get(ctx, tx, byKey)
 	if err != nil {
@@ -99,6 +103,9 @@ func checkRegister(in RegisterInput) error {
 		return err
 	}
 	if err := checkName("runner_key", in.Key, MaxKeyLen); err != nil {
+		return err
+	}
+	if err := checkActorNames(in.ActorNames); err != nil {
 		return err
 	}
 	return metadata.Check(in.Metadata)

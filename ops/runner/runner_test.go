@@ -97,6 +97,9 @@ func TestRegisterValidation(t *testing.T) {
 		{func(in *RegisterInput) {
 			in.Metadata = json.RawMessage(`{"a":"` + strings.Repeat("x", MaxMetadataLen) + `"}`)
 		}, "metadata"},
+		{func(in *RegisterInput) { in.ActorNames = []ActorName{{Name: ""}} }, "prepopulate_actor_names"},
+		{func(in *RegisterInput) { in.ActorNames = []ActorName{{Name: "a", Metadata: json.RawMessage(`[]`)}} }, "prepopulate_actor_names.a.metadata"},
+		{func(in *RegisterInput) { in.ActorNames = make([]ActorName, MaxActorNames+1) }, "prepopulate_actor_names"},
 		{func(in *RegisterInput) { in.ConnID = id.ID{} }, ""},
 		{func(in *RegisterInput) { in.NewRunnerID = id.ID{} }, ""},
 		{func(in *RegisterInput) { in.Namespace = id.ID{} }, ""},

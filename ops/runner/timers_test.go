@@ -176,3 +176,25 @@ func TestListOlderVersions(t *testing.T) {
 func sortIDs(ids []id.ID) {
 	slices.SortFunc(ids, func(a, b id.ID) int { return slices.Compare(a[:], b[:]) })
 }
+
+// The actor names a runner announces join the namespace's actor names; a later
+// registration updates their metadata.
+func TestRegisterWritesActorNames(t *testing.T) {
+	db := opstest.Open(t)
+	ns := id.New(1)
+	in := input(ns, "pool", "k", 1000)
+	in.ActorNames = []ActorName{{Name: "counter", Metadata: []byte(`{"v":1}`)}, {Name: "chat"}}
+	register(t, db, in)
+	in2 := input(ns, "pool", "k2", 2000)
+	in2.ActorNames = []ActorName{{Name: "counter", Metadata: []byte(`{"v":2}`)}}
+	register(t, db, in2)
+	for name, want := range map[string]string{"counter": `{"v":2}`, "chat": `{}`} {
+		got := opstest.Read(t, db, func(r udb.ReadTransaction) (keys.ActorNameValue, error) {
+			v, _, err := keys.Get(ctx, r, keys.ActorNameKey{Namespace: ns, Name: name})
+			return v, err
+		})
+		if got.Metadata != want {
+			t.Errorf("actor name %s metadata %q, want %q", name, got.Metadata, want)
+		}
+	}
+}
