@@ -138,6 +138,8 @@ type socketEnv struct {
 	o   runnerws.Options
 	hs  *httptest.Server
 	cur atomic.Pointer[runnerws.Server]
+	// down makes the endpoint answer 503, as a proxy in front of a stopped engine would.
+	down atomic.Bool
 }
 
 func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
@@ -156,6 +158,10 @@ func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
 	e := &socketEnv{t: t, db: db, o: o}
 	e.cur.Store(runnerws.New(o))
 	e.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.down.Load() {
+			http.Error(w, "engine down", http.StatusServiceUnavailable)
+			return
+		}
 		e.cur.Load().ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -199,6 +205,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func TestProtocolVersions(t *testing.T) {
+	e := startSocket(t, runnerws.Options{})
+	for _, v := range []int{5, 6, 7} {
+		rec := newRecorder()
+		cfg := testConfig(e.hs.URL, rec)
+		cfg.ProtocolVersion = v
+		r := newRunner(t, cfg)
+		start(t, r)
+		rid := next(t, rec.connected, "OnConnected")
+		if got := e.runner(rid); got.Key != r.Key() {
+			t.Fatalf("v%d: registered %+v", v, got)
+		}
+	}
+}
+
 func TestPingsReachTheEngine(t *testing.T) {
 	e := startSocket(t, runnerws.Options{PingInterval: 20 * time.Millisecond})
 	rec := newRecorder()
@@ -235,6 +256,34 @@ func TestReconnectsAfterTheEngineGoesAway(t *testing.T) {
 		t.Fatalf("State %v", st)
 	}
 	none(t, rec.forceStop, "OnForceStopActors")
+}
+
+func TestRunnerLostWhileTheEngineStaysAway(t *testing.T) {
+	// The engine's ToClientInit carries runnerLostThreshold; the runner times its absence by it.
+	e := startSocket(t, runnerws.Options{RunnerLostThreshold: 50})
+	rec := newRecorder()
+	r := newRunner(t, testConfig(e.hs.URL, rec))
+	start(t, r)
+	rid := next(t, rec.connected, "OnConnected")
+
+	e.down.Store(true)
+	e.restart()
+	next(t, rec.disconnected, "OnDisconnected")
+	if got := next(t, rec.forceStop, "OnForceStopActors"); got != runner.RunnerLost {
+		t.Fatalf("OnForceStopActors(%v), want RunnerLost", got)
+	}
+	if st := r.State(); st != runner.StateReconnecting {
+		t.Fatalf("State %v", st)
+	}
+	e.down.Store(false)
+	if got := next(t, rec.connected, "OnConnected once the engine is back"); got == "" {
+		t.Fatal("empty runner id")
+	} else if got != rid {
+		// The engine expired the runner meanwhile: the host hears it once more.
+		if why := next(t, rec.forceStop, "OnForceStopActors"); why != runner.RunnerIDChanged {
+			t.Fatalf("OnForceStopActors(%v) after a new id", why)
+		}
+	}
 }
 
 func TestEvictedBySameKey(t *testing.T) {

@@ -551,3 +551,31 @@ func TestRunReturnsWhenEvicted(t *testing.T) {
 		t.Fatalf("Run: %v, want ws.eviction", err)
 	}
 }
+
+func TestShutdownContextEnds(t *testing.T) {
+	f := newFakeEngine(t)
+	rec := newRecorder()
+	r := newRunner(t, testConfig(f.url(), rec))
+	s := connect(t, f, r, rec, "rid", 15000)
+	rec.actors.Store(1) // never stops; ShutdownTimeout is the default 120 s
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Shutdown(ctx, false) }()
+	expect[proto.ToServerStopping](s)
+	cancel()
+	if err := next(t, errc, "Shutdown"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown: %v, want context.Canceled", err)
+	}
+	// The socket is dropped without a close handshake, and the runner still stops.
+	if m, err := s.recv(); err == nil || websocket.CloseStatus(err) != -1 {
+		t.Fatalf("socket ended with %v %v, want a drop", m, err)
+	}
+	select {
+	case <-r.Done():
+	case <-time.After(wait):
+		t.Fatal("runner not done")
+	}
+	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+		t.Fatalf("OnShutdown(%v)", err)
+	}
+}
