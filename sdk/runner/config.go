@@ -35,9 +35,11 @@ const (
 // Limits the engine enforces at registration, checked here so that a bad value fails New
 // instead of every connection attempt.
 const (
-	MaxNameLen     = 128     // runner name, bytes
-	MaxKeyLen      = 512     // runner key, bytes
-	MaxMetadataLen = 1 << 20 // runner metadata, bytes
+	MaxNameLen      = 128     // runner name, bytes
+	MaxKeyLen       = 512     // runner key, bytes
+	MaxMetadataLen  = 1 << 20 // runner metadata, bytes; also all prepopulated actor names' metadata together
+	MaxActorNameLen = 128     // a prepopulated actor name, bytes
+	MaxActorNames   = 1024    // prepopulated actor names
 )
 
 // maxFrame bounds one incoming frame: the guard's 32 MiB WebSocket message limit
@@ -209,16 +211,28 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 			bad("Metadata", c.Metadata, err)
 		}
 	}
-	for name, md := range c.PrepopulateActorNames {
+	if n := len(c.PrepopulateActorNames); n > MaxActorNames {
+		bad("PrepopulateActorNames", "("+strconv.Itoa(n)+" names)", "more than "+strconv.Itoa(MaxActorNames)+" names")
+	}
+	size := 0
+	for _, name := range sortedKeys(c.PrepopulateActorNames) {
+		md := c.PrepopulateActorNames[name]
 		field := "PrepopulateActorNames[" + strconv.Quote(name) + "]"
-		if name == "" || !utf8.ValidString(name) {
+		switch {
+		case name == "" || !utf8.ValidString(name):
 			bad(field, name, "actor name must be non-empty UTF-8")
+		case len(name) > MaxActorNameLen:
+			bad(field, name, "actor name longer than "+strconv.Itoa(MaxActorNameLen)+" bytes")
 		}
 		if md != nil {
+			size += len(md)
 			if err := checkObject(md, MaxMetadataLen); err != "" {
 				bad(field, md, err)
 			}
 		}
+	}
+	if size > MaxMetadataLen {
+		bad("PrepopulateActorNames", "("+strconv.Itoa(size)+" bytes of metadata)", "metadata larger than "+strconv.Itoa(MaxMetadataLen)+" bytes in all")
 	}
 	switch {
 	case c.ProtocolVersion == 0:

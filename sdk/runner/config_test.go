@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,19 @@ func TestConfigErrors(t *testing.T) {
 			c.PrepopulateActorNames = map[string]json.RawMessage{"counter": json.RawMessage(`"x"`)}
 		}, []string{`PrepopulateActorNames["counter"]`}},
 		{"empty actor name", func(c *runner.Config) { c.PrepopulateActorNames = map[string]json.RawMessage{"": nil} }, []string{`PrepopulateActorNames[""]`}},
+		{"long actor name", func(c *runner.Config) {
+			c.PrepopulateActorNames = map[string]json.RawMessage{strings.Repeat("a", runner.MaxActorNameLen+1): nil}
+		}, []string{"PrepopulateActorNames"}},
+		{"too many actor names", func(c *runner.Config) {
+			c.PrepopulateActorNames = map[string]json.RawMessage{}
+			for i := range runner.MaxActorNames + 1 {
+				c.PrepopulateActorNames[strconv.Itoa(i)] = nil
+			}
+		}, []string{"PrepopulateActorNames"}},
+		{"actor names metadata in all", func(c *runner.Config) {
+			big := json.RawMessage(`{"a":"` + strings.Repeat("x", runner.MaxMetadataLen/2) + `"}`)
+			c.PrepopulateActorNames = map[string]json.RawMessage{"a": big, "b": big}
+		}, []string{"PrepopulateActorNames"}},
 		{"protocol", func(c *runner.Config) { c.ProtocolVersion = 4 }, []string{"ProtocolVersion"}},
 		{"protocol high", func(c *runner.Config) { c.ProtocolVersion = 8 }, []string{"ProtocolVersion"}},
 		{"negative timings", func(c *runner.Config) {
@@ -61,7 +75,8 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("%v is not a *ConfigError", err)
 			}
 			for _, f := range tc.fields {
-				if !strings.Contains(err.Error(), "config "+f+" = ") {
+				// The field, or an entry of it: `config Name = ` or `config PrepopulateActorNames["a"] = `.
+				if !strings.Contains(err.Error(), "config "+f+" = ") && !strings.Contains(err.Error(), "config "+f+"[") {
 					t.Errorf("error does not name %s:\n%v", f, err)
 				}
 			}

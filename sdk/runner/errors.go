@@ -103,7 +103,7 @@ func fatalAtStart(err error) bool {
 		switch ce.Group + "." + ce.Code {
 		case "ws.eviction", "ws.invalid_url", "ws.invalid_packet", "ws.invalid_initial_packet",
 			"ws.invalid_request", "ws.no_runner_config", "namespace.not_found",
-			"api.forbidden", "api.unauthorized", "guard.missing_header":
+			"api.bad_request", "api.forbidden", "api.unauthorized", "guard.missing_header":
 			return true
 		}
 	}
