@@ -95,6 +95,45 @@ func TestRegistersWithTheEngine(t *testing.T) {
 	}
 }
 
+func TestGracefulShutdownDrainsOnTheEngine(t *testing.T) {
+	e := startEngine(t, "")
+	endpoint := "http://" + e.PublicAddr().String()
+	rec := newRecorder()
+	r := newRunner(t, testConfig(endpoint, rec))
+	start(t, r)
+	rid := next(t, rec.connected, "OnConnected")
+
+	// The host claims an actor still runs, so the runner waits after ToServerStopping. The
+	// engine knows of no actor on the runner: it stops it at once and closes the socket with
+	// 1000 ws.eviction, which ends the wait well before ShutdownTimeout (120 s).
+	rec.actors.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := r.Shutdown(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := next(t, rec.disconnected, "OnDisconnected"); !rerr.Is(err, "ws", "eviction") {
+		t.Fatalf("OnDisconnected(%v), want the engine's ws.eviction", err)
+	}
+	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+		t.Fatalf("OnShutdown(%v), want nil: the runner asked to stop", err)
+	}
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	c, err := client.New(endpoint, client.WithNamespace("default"), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Runners().List(ctx, client.RunnerListOptions{RunnerIDs: []string{rid}, IncludeStopped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || page.Items[0].DrainTs == nil || page.Items[0].StopTs == nil {
+		t.Fatalf("runners %+v, want %s drained and stopped", page.Items, rid)
+	}
+}
+
 func TestEngineRefusesStart(t *testing.T) {
 	e := startEngine(t, "tok")
 	endpoint := "http://" + e.PublicAddr().String()
