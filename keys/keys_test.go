@@ -95,6 +95,10 @@ func allKeyCases() []keyCase {
 		kc(RunnerNameKey{Namespace: ns1, Name: "pool"}, UnpackRunnerNameKey),
 		kc(RunnerAllocIdxKey{Namespace: ns1, Name: "pool", Version: 7, RemainingMillislots: 250, LastPingTs: 99, RunnerID: rid1}, UnpackRunnerAllocIdxKey),
 		kc(RunnerActorKey{RunnerID: rid1, ActorID: testID(9)}, UnpackRunnerActorKey),
+		kc(RunnerCommandKey{RunnerID: rid1, ActorID: testID(9), Generation: 1<<32 - 1, Index: 7}, UnpackRunnerCommandKey),
+		kc(ActorStateKey{ActorID: testID(9)}, UnpackActorStateKey),
+		kc(ActorTimerKey{DueTs: 1700000000123, ActorID: testID(9)}, UnpackActorTimerKey),
+		kc(PendingActorKey{Namespace: ns1, Selector: "pool", Ts: 5, ActorID: testID(9)}, UnpackPendingActorKey),
 		kc(RunnerPingIdxKey{LastPingTs: 1700000000123, RunnerID: rid1}, UnpackRunnerPingIdxKey),
 		kc(RunnerDrainIdxKey{DrainTs: 1700000000123, RunnerID: rid1}, UnpackRunnerDrainIdxKey),
 		// Envoy data.

@@ -178,6 +178,28 @@ func TestRanges(t *testing.T) {
 				RunnerAllocIdxKey{Namespace: ns1, Name: "p2", Version: 1, RunnerID: r1}, RunnerAllocIdxKey{Namespace: ns2, Name: "p", Version: 1, RunnerID: r1}},
 		},
 		{
+			name: "RunnerCommandsUpTo", begin: first(RunnerCommandsUpTo(r1, r2, 3, 5)), end: second(RunnerCommandsUpTo(r1, r2, 3, 5)),
+			in: []packer{RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 3, Index: 0}, RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 3, Index: 5},
+				RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 3, Index: -1}},
+			out: []packer{RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 3, Index: 6}, RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 4, Index: 0},
+				RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 2, Index: 9}, RunnerCommandKey{RunnerID: r1, ActorID: r1, Generation: 3, Index: 1}},
+		},
+		{
+			name: "RunnerActorCommandRange", begin: first(RunnerActorCommandRange(r1, r2)), end: second(RunnerActorCommandRange(r1, r2)),
+			in:  []packer{RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 0, Index: 0}, RunnerCommandKey{RunnerID: r1, ActorID: r2, Generation: 9, Index: 9}},
+			out: []packer{RunnerCommandKey{RunnerID: r1, ActorID: r1, Generation: 0, Index: 0}, RunnerCommandKey{RunnerID: r2, ActorID: r2, Generation: 0, Index: 0}, RunnerCreateTsKey{RunnerID: r1}},
+		},
+		{
+			name: "PendingActorKeyRange", begin: first(PendingActorKeyRange(ns1, "p")), end: second(PendingActorKeyRange(ns1, "p")),
+			in:  []packer{PendingActorKey{Namespace: ns1, Selector: "p", Ts: math.MinInt64, ActorID: r1}, PendingActorKey{Namespace: ns1, Selector: "p", Ts: math.MaxInt64, ActorID: r2}},
+			out: []packer{PendingActorKey{Namespace: ns1, Selector: "p2", Ts: 1, ActorID: r1}, PendingActorKey{Namespace: ns2, Selector: "p", Ts: 1, ActorID: r1}},
+		},
+		{
+			name: "ActorTimerRange.BeforeTs", begin: first(ActorTimerRange().BeforeTs(100)), end: second(ActorTimerRange().BeforeTs(100)),
+			in:  []packer{ActorTimerKey{DueTs: 99, ActorID: r1}, ActorTimerKey{DueTs: math.MinInt64, ActorID: r2}},
+			out: []packer{ActorTimerKey{DueTs: 100, ActorID: r1}, ActorStateKey{ActorID: r1}},
+		},
+		{
 			name: "RunnerActorKeyRange", begin: first(RunnerActorKeyRange(r1)), end: second(RunnerActorKeyRange(r1)),
 			in:  []packer{RunnerActorKey{RunnerID: r1, ActorID: r1}, RunnerActorKey{RunnerID: r1, ActorID: r2}},
 			out: []packer{RunnerActorKey{RunnerID: r2, ActorID: r1}, RunnerCreateTsKey{RunnerID: r1}, RunnerPingIdxKey{LastPingTs: 1, RunnerID: r1}},

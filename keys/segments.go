@@ -75,6 +75,11 @@ const (
 	// tagPingIdx and tagDrainIdx name the runner timer indexes (runner_timer.go).
 	tagPingIdx  = 1001
 	tagDrainIdx = 1002
+	// Actor lifecycle (actor_lifecycle.go): the state record, the input, the
+	// timer index.
+	tagState = 1010
+	tagInput = 1011
+	tagTimer = 1012
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,
