@@ -83,9 +83,7 @@ func (s *Server) listRunners(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunnersListResponse{
-		Runners: nonNil(out.Runners), Pagination: apihttp.Pagination{Cursor: out.Cursor},
-	})
+	return writeRunnersList(c, out.Runners, out.Cursor)
 }
 
 // listRunnerNames serves GET /runners/names from this datacenter's store, in byte order.
