@@ -24,6 +24,7 @@ type benchConfig struct {
 	Rate    int           // RUNNERLOAD_RATE, default 250: new connections per second
 	Settle  time.Duration // RUNNERLOAD_SETTLE, default 5s: from the last registration to the window
 	GODEBUG string        // RUNNERLOAD_ENGINE_GODEBUG: GODEBUG for the engine, e.g. gctrace=1
+	DBQuery string        // RUNNERLOAD_DB_QUERY: appended to the store URL, e.g. ?sync=false
 	// RUNNERLOAD_BERTH (see buildBerth) runs a prebuilt engine binary.
 }
 
@@ -53,6 +54,10 @@ func loadBenchConfig(tb testing.TB) benchConfig {
 	duration("RUNNERLOAD_WINDOW", &c.Window)
 	duration("RUNNERLOAD_SETTLE", &c.Settle)
 	c.GODEBUG = os.Getenv("RUNNERLOAD_ENGINE_GODEBUG")
+	c.DBQuery = os.Getenv("RUNNERLOAD_DB_QUERY")
+	if c.DBQuery != "" && !strings.HasPrefix(c.DBQuery, "?") {
+		tb.Fatalf("RUNNERLOAD_DB_QUERY=%q: want a query string such as ?sync=false", c.DBQuery)
+	}
 	if c.Window < time.Second {
 		tb.Fatalf("RUNNERLOAD_WINDOW=%v: want at least 1s", c.Window)
 	}
@@ -79,7 +84,7 @@ func BenchmarkRunnerFleet(b *testing.B) {
 	if cfg.GODEBUG != "" {
 		env = append(env, "GODEBUG="+cfg.GODEBUG)
 	}
-	e := startEngine(b, buildBerth(b, b.TempDir()), env...)
+	e := startEngine(b, buildBerth(b, b.TempDir()), cfg.DBQuery, env...)
 	client := &http.Client{Timeout: 10 * time.Second}
 	idle := takeSnapshot(b, e, client, nil)
 
@@ -208,10 +213,10 @@ func summarize(tb testing.TB, cfg benchConfig, start, end snapshot) result {
 	pings := end.pings - start.pings
 	r.pingsPerSec = float64(pings) / secs
 	want := float64(cfg.Runners) / pingPeriod.Seconds()
-	r.line = fmt.Sprintf("runners=%d window=%.1fs: ping txn p50=%.3fms p99=%.3fms (%.0f txns, %.0f/s; mean %.3fms) | "+
+	r.line = fmt.Sprintf("runners=%d window=%.1fs%s: ping txn p50=%.3fms p99=%.3fms (%.0f txns, %.0f/s; mean %.3fms) | "+
 		"engine cpu=%.1f%% of a core (%.0fµs per ping txn), rss=%.1fMiB, hwm=%.1fMiB, threads=%d | "+
 		"generator: %.0f pings/s (expected %.0f), %d dropped in window (%d total), %d pong writes failed, cpu=%.1f%% | load %s → %s",
-		cfg.Runners, secs, r.p50*1000, r.p99*1000, txns, txns/secs, meanMs(start.metrics, end.metrics, pingTxnMetric),
+		cfg.Runners, secs, cfg.DBQuery, r.p50*1000, r.p99*1000, txns, txns/secs, meanMs(start.metrics, end.metrics, pingTxnMetric),
 		r.cpuPct, float64((end.cpu-start.cpu).Microseconds())/txns, mib(end.mem.RSS), mib(end.mem.HWM), end.mem.Threads,
 		r.pingsPerSec, want, end.dropped-start.dropped, end.dropped, end.pongErrs,
 		100*float64(end.selfCPU-start.selfCPU)/float64(end.at.Sub(start.at)), start.loadavg, end.loadavg)

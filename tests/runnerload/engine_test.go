@@ -90,10 +90,11 @@ func (e *engineProc) metricsURL() string {
 }
 
 // startEngine starts berth from bin with every listener on a free loopback port and the
-// embedded store under a temp dir, configured by environment variables (BERTH__* from the
-// caller's environment are dropped; env adds more, as KEY=VALUE), and waits until /health
-// answers. The cleanup kills the process and, when the test failed, logs its last lines.
-func startEngine(tb testing.TB, bin string, env ...string) *engineProc {
+// embedded store under a temp dir (file://DIR/db, then dbQuery if not empty, e.g.
+// "?sync=false"), configured by environment variables (BERTH__* from the caller's
+// environment are dropped; env adds more, as KEY=VALUE), and waits until /health answers.
+// The cleanup kills the process and, when the test failed, logs its last lines.
+func startEngine(tb testing.TB, bin, dbQuery string, env ...string) *engineProc {
 	tb.Helper()
 	dir := tb.TempDir()
 	ports := freePorts(tb, 3)
@@ -108,7 +109,7 @@ func startEngine(tb testing.TB, bin string, env ...string) *engineProc {
 		"BERTH__guard__host=127.0.0.1", "BERTH__guard__port="+strconv.Itoa(ports[0]),
 		"BERTH__api_peer__host=127.0.0.1", "BERTH__api_peer__port="+strconv.Itoa(ports[1]),
 		"BERTH__metrics__host=127.0.0.1", "BERTH__metrics__port="+strconv.Itoa(ports[2]),
-		"BERTH__database__url=file://"+filepath.Join(dir, "db"),
+		"BERTH__database__url=file://"+filepath.Join(dir, "db")+dbQuery,
 	)
 	cmd.Env = append(cmd.Env, env...)
 	logf, err := os.Create(e.log)

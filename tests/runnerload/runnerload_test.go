@@ -15,7 +15,7 @@ import (
 func TestFleet(t *testing.T) {
 	const n = 20
 	raiseFDLimit(t, 256)
-	e := startEngine(t, buildBerth(t, t.TempDir()))
+	e := startEngine(t, buildBerth(t, t.TempDir()), "")
 	f := startFleet(fleetOptions{URL: e.wsURL(), N: n, Rate: 200, InitTimeout: 10 * time.Second})
 	t.Cleanup(f.close)
 	if _, err := f.waitRegistered(20 * time.Second); err != nil {
