@@ -251,6 +251,37 @@ func (e *engine) getJSON(t *testing.T, path string, out any) {
 	}
 }
 
+// postJSON calls POST path on the public API (checked against openapi.yaml) with no body and
+// decodes its 200 answer into out.
+func (e *engine) postJSON(t *testing.T, path string, out any) {
+	t.Helper()
+	resp, err := e.client.Post(e.url+path, "application/json", nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("POST %s: %v in %s", path, err, b)
+	}
+}
+
+// drain drains runner id through POST /runners/{id}/drain and returns the runner as answered.
+func (e *engine) drain(t *testing.T, id string) runnerJSON {
+	t.Helper()
+	var out struct {
+		Runner runnerJSON `json:"runner"`
+	}
+	e.postJSON(t, "/runners/"+url.PathEscape(id)+"/drain?namespace=default", &out)
+	return out.Runner
+}
+
 // runners lists the default namespace's runners with the extra query q ("" for none).
 func (e *engine) runners(t *testing.T, q string) []runnerJSON {
 	t.Helper()

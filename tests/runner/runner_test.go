@@ -64,7 +64,7 @@ func TestRegisters(t *testing.T) {
 	needNode(t)
 	t.Parallel()
 	const lostThreshold = 4000
-	e := startEngine(t, timings{LostThresholdMs: lostThreshold})
+	e := startEngine(t, timings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
 	nsID := e.defaultNamespaceID(t)
 
 	before := time.Now().UnixMilli()
@@ -170,8 +170,11 @@ func TestHandshakeRefused(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				p := startRaw(t, e, c.name, c.query)
-				opened := time.Now()
+				p := startNode(t, "raw socket "+c.name, "raw-socket.mjs", nil, e.connectURL(c.query))
+				open := p.awaitEv("open", soon)
+				if open.Protocol != "rivet" {
+					t.Errorf("the server chose subprotocol %q, want rivet", open.Protocol)
+				}
 				for _, s := range c.send {
 					p.send(s)
 				}
@@ -179,7 +182,7 @@ func TestHandshakeRefused(t *testing.T) {
 				if cl.Code != 1011 || !closeReason(c.want).MatchString(cl.Reason) || len(cl.Reason) > 123 {
 					t.Errorf("closed with %d %q, want 1011 %q#<ray id> (at most 123 bytes)", cl.Code, cl.Reason, c.want)
 				}
-				if d := cl.at.Sub(opened); d < c.minDelay {
+				if d := cl.at.Sub(open.at); d < c.minDelay {
 					t.Errorf("closed %v after opening, want no sooner than %v", d, c.minDelay)
 				}
 				if n := p.count("message"); n != 0 {
@@ -213,7 +216,7 @@ func TestHandshakeRefused(t *testing.T) {
 func TestEviction(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := startEngine(t, timings{})
+	e := startEngine(t, timings{PingIntervalMs: 500})
 	r := startRunner(t, e, "conformance")
 
 	raw := startRaw(t, e, "same key", "protocol_version=7&namespace=default&runner_key="+url.QueryEscape(r.key))
@@ -233,10 +236,13 @@ func TestEviction(t *testing.T) {
 	}
 	r.awaitEv("shutdown", soon)
 
-	// The runner stays registered, held by the new socket, which keeps getting pings: the npm
-	// runner (reconnect backoff 1–1.25 s) has not come back by then, or the new socket would
-	// have been evicted in turn.
-	raw.await("a ping on the new socket", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientPing" })
+	// The runner stays registered, held by the new socket, which keeps getting pings. Had the
+	// npm runner come back (its reconnect backoff is 1–1.25 s), it would have evicted the new
+	// socket in turn before a ping sent 2.5 s after the eviction.
+	evictedMs := dis.at.UnixMilli()
+	raw.await("a ping 2.5 s after the eviction", soon, func(ev event) bool {
+		return ev.Ev == "message" && ev.Tag == "ToClientPing" && ev.Ts > evictedMs+2500
+	})
 	if got, found := e.runner(t, r.id); !found || got.StopTs != nil || got.DrainTs != nil || got.Key != r.key {
 		t.Errorf("after the eviction GET /runners shows %v (listed %v), want the runner live with key %s", got, found, r.key)
 	}
@@ -248,10 +254,11 @@ func TestEviction(t *testing.T) {
 	}
 }
 
-// TestGracefulStop: a runner that stops gracefully (ToServerStopping) with no actors is drained
-// and stopped at once, not after runner_lost_threshold as on Rivet: drain_ts and stop_ts are
-// written, it leaves the default list, and the engine closes its socket with 1000 ws.eviction
-// when the runner does not close it first. Other runners are untouched.
+// TestGracefulStop: a runner that stops gracefully (ToServerStopping) or that an operator
+// drains (POST /runners/{id}/drain) with no actors is drained and stopped at once, not after
+// runner_lost_threshold as on Rivet: drain_ts and stop_ts are written, it leaves the default
+// list, and the engine closes its socket with 1000 ws.eviction when the runner does not close
+// it first, after which the npm runner shuts down. Other runners are untouched.
 func TestGracefulStop(t *testing.T) {
 	needNode(t)
 	t.Parallel()
@@ -286,6 +293,7 @@ func TestGracefulStop(t *testing.T) {
 		if dis.Code != 1000 || (dis.Reason != "pegboard.runner_shutdown" && !closeReason("ws.eviction").MatchString(dis.Reason)) {
 			t.Errorf("the runner saw close %d %q, want 1000 pegboard.runner_shutdown or ws.eviction#<ray id>", dis.Code, dis.Reason)
 		}
+		t.Logf("the runner saw close %d %q", dis.Code, dis.Reason)
 		r.awaitEv("shutdown", soon)
 		r.await("stop done", soon, func(ev event) bool { return ev.Ev == "done" && ev.Command == "stop" })
 		checkStopped(t, r.id, asked)
@@ -306,6 +314,26 @@ func TestGracefulStop(t *testing.T) {
 		}
 	})
 
+	t.Run("operator drain", func(t *testing.T) {
+		r := startRunner(t, e, "drained")
+		asked := time.Now()
+		answer := e.drain(t, r.id)
+		if answer.RunnerID != r.id || answer.DrainTs == nil {
+			t.Errorf("POST /runners/%s/drain answered %v, want the runner with drain_ts", r.id, answer)
+		}
+		dis := r.awaitEv("disconnected", soon)
+		if dis.Code != 1000 || !closeReason("ws.eviction").MatchString(dis.Reason) {
+			t.Errorf("the runner saw close %d %q, want 1000 ws.eviction#<ray id>", dis.Code, dis.Reason)
+		}
+		r.awaitEv("shutdown", soon)
+		checkStopped(t, r.id, asked)
+		// Idempotent: a second drain changes nothing.
+		before, _ := e.runner(t, r.id)
+		if again := e.drain(t, r.id); !reflect.DeepEqual(again, before) {
+			t.Errorf("a second drain answered %v, want the runner unchanged: %v", again, before)
+		}
+	})
+
 	if got, found := e.runner(t, bystander.id); !found || got.DrainTs != nil || got.StopTs != nil || !e.listed(t, bystander.id) {
 		t.Errorf("the other runner: %v (found %v), want it live", got, found)
 	}
@@ -320,8 +348,9 @@ func TestGracefulStop(t *testing.T) {
 func TestKilledRunnerIsLost(t *testing.T) {
 	needNode(t)
 	t.Parallel()
+	// The ping interval must be well under the threshold, or a live runner is lost too.
 	const lostThreshold = 2000
-	e := startEngine(t, timings{LostThresholdMs: lostThreshold})
+	e := startEngine(t, timings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
 	r := startRunner(t, e, "doomed")
 	ping := r.awaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
@@ -353,7 +382,7 @@ func TestKilledRunnerIsLost(t *testing.T) {
 func TestBadFrameIsolated(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := startEngine(t, timings{})
+	e := startEngine(t, timings{PingIntervalMs: 500})
 	good := startRunner(t, e, "good")
 	good.awaitEv("ping", soon)
 
