@@ -26,6 +26,11 @@
 //     100 ms, for Hooks.ActiveActors to reach 0, then close with 1000 pegboard.runner_shutdown.
 //     Shutdown(ctx, true) closes at once.
 //
+// Use: New(Config) checks the config; Start(ctx) returns once the engine has answered (or with
+// an error no retry can change, such as a refused token); Run(ctx) does the same, then serves
+// until ctx ends (wire SIGTERM with signal.NotifyContext) and shuts down gracefully. Done and
+// Err tell when and why the runner stopped.
+//
 // Hooks run one at a time, in order, on a goroutine of the runner, never on the socket's reader:
 // a slow hook delays later hooks, not pongs. Hosting actors (start, stop, KV, tunnel) builds on
 // these hooks and comes with a later package.
