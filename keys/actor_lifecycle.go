@@ -79,9 +79,16 @@ const (
 
 // ActorState is an actor's lifecycle record. Times are unix milliseconds.
 type ActorState struct {
-	V           int        `json:"v"`
-	Phase       ActorPhase `json:"phase"`
-	CrashPolicy string     `json:"crash_policy"` // restart | sleep | destroy
+	V     int        `json:"v"`
+	Phase ActorPhase `json:"phase"`
+	// The actor's identity, never changed after creation (also in its data keys, which
+	// lists read; copied here so that a transition reads one key).
+	Namespace   id.ID   `json:"namespace"`
+	Name        string  `json:"name"`
+	Key         *string `json:"key,omitempty"`
+	Selector    string  `json:"runner_name_selector"`
+	CreateTs    int64   `json:"create_ts"`
+	CrashPolicy string  `json:"crash_policy"` // restart | sleep | destroy
 	// Generation is the generation of the current or last placement; NextGeneration the
 	// one the next placement gets (0 first, then one more for every new start).
 	Generation     uint32 `json:"generation"`

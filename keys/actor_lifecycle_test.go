@@ -10,7 +10,7 @@ func i64(v int64) *int64 { return &v }
 
 func TestActorStateCodec(t *testing.T) {
 	rid := testID(3)
-	s := ActorState{V: ActorStateVersion, Phase: PhaseStopping, CrashPolicy: "restart", Generation: 2, NextGeneration: 3,
+	s := ActorState{V: ActorStateVersion, Phase: PhaseStopping, Namespace: ns1, Name: "n", Selector: "p", CrashPolicy: "restart", Generation: 2, NextGeneration: 3,
 		RunnerID: &rid, NextCommandIdx: 2, LastEventIdx: 1, StopReason: StopSleep, WillWake: true,
 		StartTs: i64(5), Deadline: i64(9), Error: json.RawMessage(`{"crashed":{"message":"x"}}`)}
 	var k ActorStateKey
