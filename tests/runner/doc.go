@@ -3,7 +3,8 @@
 // runner sockets (tests/npm/raw-socket.mjs) under node, awaited through their JSON-lines output.
 //
 // It covers registration as GET /runners shows it, the refused handshakes and their close
-// codes, eviction, graceful stop, a killed runner's loss, and that one runner's bad frame leaves
+// codes, eviction, graceful stop and operator drain, a killed runner's loss, a frozen runner's
+// ping timeout, reconnection across an engine restart, and that one runner's bad frame leaves
 // the others alone (rivet-protocol.md §2, §3.6, §6.3; rivet-engine.md §4, §12). The tests skip
 // when node or tests/npm/node_modules is missing (`npm ci --prefix tests/npm` installs it).
 // BERTH_TEST_BINARY names a prebuilt berth binary to use instead of building one.

@@ -80,32 +80,48 @@ func berthBinary(t *testing.T) string {
 type timings struct {
 	LostThresholdMs uint32 // pegboard.runner_lost_threshold
 	PingIntervalMs  uint32 // pegboard.runner_update_ping_interval_ms
+	PingTimeoutMs   uint32 // pegboard.runner_ping_timeout_ms
 }
 
-// engine is one `berth start` process with an in-memory store on loopback ports.
+// engine is a `berth start` process on loopback ports; it can be stopped and started again
+// with the same configuration.
 type engine struct {
 	t      *testing.T
+	bin    string
 	url    string // http://127.0.0.1:PORT, the guard port: public API and /runners/connect
+	config string // the config file
+	log    string // the processes' output, appended by each start
 	client *http.Client
-	log    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+
+	cmd    *exec.Cmd     // the current process
+	exited chan struct{} // closed once the current process has been waited for
 }
 
-// startEngine starts berth with tm and waits until /health answers; the test's cleanup kills
-// it and prints its log if the test failed.
+// startEngine starts berth with tm and an in-memory store and waits until /health answers.
 func startEngine(t *testing.T, tm timings) *engine {
 	t.Helper()
-	bin := berthBinary(t)
+	e := newEngine(t, tm, "mem://")
+	e.start()
+	return e
+}
+
+// newEngine writes the configuration of an engine with tm and the store dbURL on free
+// loopback ports; start runs it. The test's cleanup prints the log if the test failed.
+func newEngine(t *testing.T, tm timings, dbURL string) *engine {
+	t.Helper()
 	ports := freePorts(t, 2)
 	dir := t.TempDir()
-	e := &engine{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), log: filepath.Join(dir, "berth.log"), exited: make(chan struct{})}
+	e := &engine{t: t, bin: berthBinary(t), url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
 	pegboard := map[string]any{}
 	if tm.LostThresholdMs != 0 {
 		pegboard["runner_lost_threshold"] = tm.LostThresholdMs
 	}
 	if tm.PingIntervalMs != 0 {
 		pegboard["runner_update_ping_interval_ms"] = tm.PingIntervalMs
+	}
+	if tm.PingTimeoutMs != 0 {
+		pegboard["runner_ping_timeout_ms"] = tm.PingTimeoutMs
 	}
 	cfg := map[string]any{
 		"topology": map[string]any{"datacenter_label": 1, "datacenters": map[string]any{
@@ -115,51 +131,72 @@ func startEngine(t *testing.T, tm timings) *engine {
 		"guard":    map[string]any{"host": "127.0.0.1", "port": ports[0]},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[1]},
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
-		"database": map[string]any{"url": "mem://"},
+		"database": map[string]any{"url": dbURL},
 		"pegboard": pegboard,
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, "berth.json")
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+	if err := os.WriteFile(e.config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(e.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cmd = exec.Command(bin, "start", "--config", cfgPath, "--log-level", "info")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BERTH__") {
-			e.cmd.Env = append(e.cmd.Env, kv)
-		}
-	}
-	e.cmd.Stdout, e.cmd.Stderr = logf, logf
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := e.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	go func() {
-		_ = e.cmd.Wait()
-		logf.Close()
-		close(e.exited)
-	}()
+	transport := &http.Transport{MaxIdleConnsPerHost: 4}
+	t.Cleanup(transport.CloseIdleConnections)
+	e.client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 10 * time.Second}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-		<-e.exited
 		if t.Failed() {
 			b, _ := os.ReadFile(e.log)
 			t.Logf("berth log:\n%s", tail(b, 60))
 		}
 	})
-	transport := &http.Transport{MaxIdleConnsPerHost: 4}
-	t.Cleanup(transport.CloseIdleConnections)
-	e.client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 10 * time.Second}
-	e.waitHealthy()
 	return e
+}
+
+// start runs `berth start` in its own process group and waits until /health answers; the
+// test's cleanup kills the process.
+func (e *engine) start() {
+	t := e.t
+	t.Helper()
+	logf, err := os.OpenFile(e.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e.bin, "start", "--config", e.config, "--log-level", "info")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BERTH__") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	e.cmd, e.exited = cmd, exited
+	e.waitHealthy()
+}
+
+// stop sends SIGTERM (a graceful shutdown) and waits for the process to exit.
+func (e *engine) stop() {
+	e.t.Helper()
+	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(soon):
+		e.t.Fatalf("berth did not exit within %v of SIGTERM", soon)
+	}
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
@@ -459,8 +496,11 @@ func (p *proc) send(line string) {
 }
 
 // kill sends SIGKILL to the script's process group.
-func (p *proc) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+func (p *proc) kill() { p.signal(syscall.SIGKILL) }
+
+// signal sends sig to the script's process group.
+func (p *proc) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // await returns the first event after the last awaited one that ok accepts; it fails the test

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -413,4 +414,89 @@ func deref(p *int64) any {
 		return "none"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestEngineRestart: an engine that shuts down (SIGTERM) closes the npm runner's socket with
+// 1011 ws.going_away, so the runner reconnects with backoff instead of shutting down; once the
+// engine is back on the same store it registers again under the same runner id, and is pinged.
+func TestEngineRestart(t *testing.T) {
+	needNode(t)
+	t.Parallel()
+	e := newEngine(t, timings{PingIntervalMs: 500}, "file://"+t.TempDir()+"/db")
+	e.start()
+	r := startRunner(t, e, "survivor")
+	first, found := e.runner(t, r.id)
+	if !found {
+		t.Fatalf("runner %s is not listed", r.id)
+	}
+
+	e.stop()
+	dis := r.awaitEv("disconnected", soon)
+	if dis.Code != 1011 || !closeReason("ws.going_away").MatchString(dis.Reason) {
+		t.Errorf("at the engine's shutdown the runner saw close %d %q, want 1011 ws.going_away#<ray id>", dis.Code, dis.Reason)
+	}
+
+	e.start()
+	again := r.awaitEv("init", soon)
+	if again.RunnerID != r.id {
+		t.Errorf("after the restart the runner got id %s, want its old id %s", again.RunnerID, r.id)
+	}
+	r.awaitEv("connected", soon)
+	ping := r.awaitEv("ping", soon)
+	got := e.awaitRunner(t, r.id, "pinged after the restart", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
+	if got.DrainTs != nil || got.StopTs != nil || got.Key != r.key || got.CreateTs != first.CreateTs {
+		t.Errorf("after the restart: %v, want the same live runner as before: %v", got, first)
+	}
+	if got.LastConnectedTs == nil || first.LastConnectedTs == nil || *got.LastConnectedTs <= *first.LastConnectedTs {
+		t.Errorf("last_connected_ts %v after the reconnect, want later than %v", deref(got.LastConnectedTs), deref(first.LastConnectedTs))
+	}
+	if l := e.runners(t, "include_stopped=true"); len(l) != 1 {
+		t.Errorf("after the restart %d runners are listed, want 1: %v", len(l), l)
+	}
+	if n := r.count("shutdown"); n != 0 {
+		t.Errorf("the runner shut down instead of reconnecting: %s", r.transcript())
+	}
+}
+
+// TestFrozenRunnerTimesOut: a runner that stops answering pings (its process frozen with
+// SIGSTOP) has its socket closed with 1011 ws.timed_out after runner_ping_timeout_ms; once it
+// runs again it sees that close, reconnects and keeps its runner id, the lost threshold not
+// having passed.
+func TestFrozenRunnerTimesOut(t *testing.T) {
+	needNode(t)
+	t.Parallel()
+	const pingTimeout = 1500
+	e := startEngine(t, timings{PingIntervalMs: 500, PingTimeoutMs: pingTimeout, LostThresholdMs: 30000})
+	r := startRunner(t, e, "frozen")
+	ping := r.awaitEv("ping", soon)
+	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
+
+	r.signal(syscall.SIGSTOP)
+	stopped := true
+	defer func() {
+		if stopped {
+			r.signal(syscall.SIGCONT)
+		}
+	}()
+	// Poll until the engine has gone without a pong for longer than the ping timeout (plus a
+	// ping interval and margin for its check), then let the runner run again.
+	e.awaitRunner(t, r.id, "silent for longer than the ping timeout", soon, func(x runnerJSON) bool {
+		return time.Now().UnixMilli()-x.LastPingTs > pingTimeout+1500
+	})
+	r.signal(syscall.SIGCONT)
+	stopped = false
+
+	dis := r.awaitEv("disconnected", soon)
+	if dis.Code != 1011 || !closeReason("ws.timed_out").MatchString(dis.Reason) {
+		t.Errorf("the frozen runner saw close %d %q, want 1011 ws.timed_out#<ray id>", dis.Code, dis.Reason)
+	}
+	again := r.awaitEv("init", soon)
+	if again.RunnerID != r.id {
+		t.Errorf("after reconnecting the runner got id %s, want %s", again.RunnerID, r.id)
+	}
+	r.awaitEv("connected", soon)
+	got, _ := e.runner(t, r.id)
+	if got.DrainTs != nil || got.StopTs != nil {
+		t.Errorf("after reconnecting: %v, want the runner live", got)
+	}
 }
