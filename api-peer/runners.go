@@ -1,6 +1,7 @@
 package apipeer
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -59,13 +60,23 @@ func (s *Server) listRunners(c echo.Context) error {
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
-	if err := q.Check(); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	out, err := s.RunnersPage(c.Request().Context(), q)
 	if err != nil {
 		return err
+	}
+	return writeRunnersList(c, out.Runners, out.Cursor)
+}
+
+// RunnersPage is this datacenter's answer to GET /runners with the bound query q: the page
+// listRunners encodes, for a caller in this process (api-public serves its own datacenter's
+// part of a fan-out with it, without the JSON round trip).
+func (s *Server) RunnersPage(ctx context.Context, q RunnersListQuery) (runner.ListForNsOutput, error) {
+	if err := q.Check(); err != nil {
+		return runner.ListForNsOutput{}, err
+	}
+	ns, err := s.ResolveNamespace(ctx, q.Namespace)
+	if err != nil {
+		return runner.ListForNsOutput{}, err
 	}
 	in := runner.ListForNsInput{
 		Namespace: ns.NamespaceID, RunnerIDs: q.RunnerIDs, IncludeStopped: q.IncludeStopped,
@@ -77,13 +88,9 @@ func (s *Server) listRunners(c echo.Context) error {
 	if q.Cursor != nil {
 		in.Cursor = *q.Cursor
 	}
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.ListForNsOutput, error) {
+	return read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.ListForNsOutput, error) {
 		return runner.ListForNs(ctx, r, in)
 	})
-	if err != nil {
-		return err
-	}
-	return writeRunnersList(c, out.Runners, out.Cursor)
 }
 
 // listRunnerNames serves GET /runners/names from this datacenter's store, in byte order.

@@ -3,9 +3,14 @@ package apipublic
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"testing"
+	"time"
+	"weak"
 
+	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // FuzzMembers checks the quick member scan against encoding/json: on any valid JSON object
@@ -100,5 +105,34 @@ func TestPeerPage(t *testing.T) {
 	var p peerPage
 	if err := json.Unmarshal([]byte(`{"runners":[{"runner_id":"bad","create_ts":1}],"pagination":{"cursor":null}}`), &p); err == nil {
 		t.Error("a bad runner id accepted")
+	}
+}
+
+// A Server's in-process api-peer is made once, and forgotten when the Server is collected.
+func TestLocalPeer(t *testing.T) {
+	if p := New(Deps{}).localPeer(); p != nil {
+		t.Fatal("a Server without a store has an in-process api-peer")
+	}
+	db, err := udb.Open(bg, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := New(Deps{DB: db, Topology: apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "a", Label: 1, IsLeader: true}}}})
+	if p := s.localPeer(); p == nil || p != s.localPeer() {
+		t.Fatalf("localPeer = %p, then %p; want one api-peer", p, s.localPeer())
+	}
+	key := weak.Make(s)
+	s = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if _, ok := localPeers.Load(key); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the in-process api-peer of a collected Server is still held")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

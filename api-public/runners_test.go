@@ -46,9 +46,12 @@ type cluster struct {
 	nsID  id.ID // "default", created in a's store
 	token string
 	pub   http.Handler
-	mu    sync.Mutex
-	peers map[string]http.Handler // what each datacenter's server serves
-	srvs  map[string]*httptest.Server
+	// pubPeer is b's public API without a store: its own part of a list comes from b's
+	// api-peer in process, through the peer client.
+	pubPeer http.Handler
+	mu      sync.Mutex
+	peers   map[string]http.Handler // what each datacenter's server serves
+	srvs    map[string]*httptest.Server
 }
 
 func newCluster(t *testing.T, dcTimeout time.Duration) *cluster {
@@ -97,7 +100,10 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 	c.nsID = v.(namespace.EnsureDefaultOutput).Namespace.NamespaceID
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: dcTimeout, LocalLabel: 2, Local: c.peers["b"]})
 	t.Cleanup(peers.Close)
-	c.pub = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
+	// As the engine does, b's public API has b's store, and serves b's part of a runner list
+	// from it; pubPeer has none and asks b's api-peer in process for everything.
+	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
+	c.pubPeer = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
 	return c
 }
 
@@ -115,6 +121,12 @@ type answer struct {
 
 func (c *cluster) do(t *testing.T, method, target, body string) answer {
 	t.Helper()
+	return c.doWith(t, c.pub, method, target, body)
+}
+
+// doWith sends the request to h, one of c's public APIs.
+func (c *cluster) doWith(t *testing.T, h http.Handler, method, target, body string) answer {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -127,7 +139,7 @@ func (c *cluster) do(t *testing.T, method, target, body string) answer {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	w := httptest.NewRecorder()
-	c.pub.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return answer{w.Code, strings.TrimSpace(w.Body.String())}
 }
 
@@ -438,5 +450,67 @@ func TestRunnersBadRequests(t *testing.T) {
 		if e := parseErr(t, a); a.status != 400 || e.Key() != "api.bad_request" || e.Metadata["field"] != tc.field {
 			t.Errorf("%s: %d %s, want 400 naming %s", tc.target, a.status, a.body, tc.field)
 		}
+	}
+}
+
+// TestRunnersLocalMatchesPeer: b's public API serves b's part of GET /runners from its store
+// (c.pub) with the very answers it gives when it asks b's api-peer in process (c.pubPeer):
+// same status and bytes, for every filter, page, cursor and error.
+func TestRunnersLocalMatchesPeer(t *testing.T) {
+	c := newCluster(t, 5*time.Second)
+	for _, dc := range []string{"a", "b", "c"} {
+		c.seedRunners(t, dc, 60, 3, 1_700_000_000_000)
+		c.seedRunners(t, dc, 9, 2, 1_700_000_000_007)
+	}
+	all := c.pageRunners(t, url.Values{"namespace": {"default"}, "include_stopped": {"true"}}, 1000)
+	var ofB, mixed []string
+	for i, r := range all {
+		if r.RunnerID.Label() == 2 && i%3 == 0 {
+			ofB = append(ofB, "runner_id="+r.RunnerID.String())
+		}
+		if i%11 == 0 {
+			mixed = append(mixed, r.RunnerID.String())
+		}
+	}
+	queries := []string{
+		"namespace=default",
+		"namespace=default&include_stopped=true&limit=1000",
+		"namespace=default&name=pool-1&limit=7",
+		"namespace=default&name=b-only&include_stopped=true",
+		"namespace=default&name=nobody",
+		"namespace=default&" + strings.Join(ofB, "&"),
+		"namespace=default&include_stopped=true&limit=2&runner_ids=" + strings.Join(mixed, ","),
+		"namespace=default&include_stopped=true&cursor=1700000000007",
+		"namespace=default&cursor=not-a-cursor",
+		"namespace=nope",
+	}
+	for _, q := range queries {
+		for page := 0; page < 100; page++ { // follow the cursors
+			target := "/runners?" + q
+			got, want := c.do(t, "GET", target, ""), c.doWith(t, c.pubPeer, "GET", target, "")
+			if got != want {
+				t.Fatalf("GET %s:\nfrom the store: %d %s\n  from api-peer: %d %s", target, got.status, got.body, want.status, want.body)
+			}
+			var p apipeer.RunnersListResponse
+			if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &p) != nil || p.Pagination.Cursor == nil {
+				break
+			}
+			v, _ := url.ParseQuery(q)
+			v.Set("cursor", *p.Pagination.Cursor)
+			q = v.Encode()
+		}
+	}
+
+	// c.pub does not ask b's api-peer for b's part.
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 5 * time.Second, LocalLabel: 2,
+		Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t.Errorf("b's api-peer asked %s", r.URL)
+			http.Error(w, "no", http.StatusTeapot)
+		})})
+	defer peers.Close()
+	pub := New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: 5 * time.Second, Log: quiet}).Handler()
+	target := "/runners?namespace=default&include_stopped=true&limit=50"
+	if got, want := c.doWith(t, pub, "GET", target, ""), c.do(t, "GET", target, ""); got != want || got.status != http.StatusOK {
+		t.Errorf("GET %s without b's api-peer: %d %.200s\nwant %d %.200s", target, got.status, got.body, want.status, want.body)
 	}
 }
