@@ -75,6 +75,8 @@ const (
 	// tagPingIdx and tagDrainIdx name the runner timer indexes (runner_timer.go).
 	tagPingIdx  = 1001
 	tagDrainIdx = 1002
+	// tagKVSize names an actor's KV size counter (actor_kv.go).
+	tagKVSize = 1003
 	// Actor lifecycle (actor_lifecycle.go): the state record, the input, the
 	// timer index.
 	tagState = 1010
