@@ -1,0 +1,56 @@
+package actor
+
+import (
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+)
+
+// Effects is what a committed transition asks of the engine: they are facts already in
+// the store (commands are stored until acknowledged), so carrying them out late or twice
+// is harmless, and a crash before carrying them out loses nothing a reconnect or a timer
+// does not redo.
+type Effects struct {
+	// Commands go to the runners' sockets, in order.
+	Commands []RunnerCommand
+	// Ready are actors that became connectable; Stopped ones that stopped being so.
+	Ready, Stopped []id.ID
+	// Destroyed are actors destroyed by this transition.
+	Destroyed []id.ID
+	// Pools had a slot freed: their pending queue may move.
+	Pools []Pool
+	// StoppedRunners finished draining: their sockets close with ws.eviction.
+	StoppedRunners []id.ID
+}
+
+// RunnerCommand is a command for one runner.
+type RunnerCommand struct {
+	RunnerID id.ID
+	Command  proto.CommandWrapper
+}
+
+// Pool names a pending queue.
+type Pool struct {
+	Namespace id.ID
+	Selector  string
+}
+
+// Merge appends o's effects to e.
+func (e *Effects) Merge(o Effects) {
+	e.Commands = append(e.Commands, o.Commands...)
+	e.Ready = append(e.Ready, o.Ready...)
+	e.Stopped = append(e.Stopped, o.Stopped...)
+	e.Destroyed = append(e.Destroyed, o.Destroyed...)
+	for _, p := range o.Pools {
+		e.addPool(p)
+	}
+	e.StoppedRunners = append(e.StoppedRunners, o.StoppedRunners...)
+}
+
+func (e *Effects) addPool(p Pool) {
+	for _, q := range e.Pools {
+		if q == p {
+			return
+		}
+	}
+	e.Pools = append(e.Pools, p)
+}

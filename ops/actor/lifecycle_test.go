@@ -1,0 +1,329 @@
+package actor
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/opstest"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Create → start command → Running → sleep intent → stop command → Stopped(ERROR) sleeps
+// (runner 2.2.1's sleep stop) → wake starts generation 1.
+func TestCreateRunSleepWake(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 2)
+	aid, eff := w.create(CrashSleep, nil)
+	if got := commandsFor(eff, rid); !slices.Equal(got, []string{"start@0/0"}) {
+		t.Fatalf("create commands %v, want start@0/0", got)
+	}
+	start := eff.Commands[0].Command.Inner.(proto.CommandStartActor)
+	if start.Config.Name != "counter" || string(start.Config.Input) != "in" || start.Config.CreateTs != w.now {
+		t.Fatalf("start config %+v", start.Config)
+	}
+	if st := w.state(aid); st.Phase != keys.PhaseStarting || *st.RunnerID != rid || w.remaining(rid) != 1 {
+		t.Fatalf("after create: %+v, remaining %d", st, w.remaining(rid))
+	}
+	w.now += 5
+	out := w.events(rid, ev(aid, 0, 0, running))
+	if st := w.state(aid); st.Phase != keys.PhaseRunning || *st.ConnectableTs != w.now || *st.StartTs != w.now || !slices.Equal(out.Effects.Ready, []id.ID{aid}) {
+		t.Fatalf("after running: %+v, effects %+v", st, out.Effects)
+	}
+	if len(out.Acks) != 1 || out.Acks[0].Index != 0 {
+		t.Fatalf("acks %+v", out.Acks)
+	}
+	// The same event again (resent after a reconnect) changes nothing.
+	if again := w.events(rid, ev(aid, 0, 0, running)); len(again.Effects.Ready) != 0 {
+		t.Fatal("a resent Running event applied twice")
+	}
+	out = w.events(rid, ev(aid, 0, 1, wantSleep))
+	if got := commandsFor(out.Effects, rid); !slices.Equal(got, []string{"stop@0/1"}) {
+		t.Fatalf("sleep intent commands %v", got)
+	}
+	w.now += 5
+	w.events(rid, ev(aid, 0, 2, stoppedErr))
+	st := w.state(aid)
+	if st.Phase != keys.PhaseSleeping || st.SleepTs == nil || st.Error != nil || st.RunnerID != nil || w.remaining(rid) != 2 {
+		t.Fatalf("after the sleep stop: %+v (remaining %d); want sleeping, no error, slot freed", st, w.remaining(rid))
+	}
+	eff = w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
+	if got := commandsFor(eff, rid); !slices.Equal(got, []string{"start@1/0"}) {
+		t.Fatalf("wake commands %v, want start@1/0", got)
+	}
+	if st := w.state(aid); st.Phase != keys.PhaseStarting || st.SleepTs != nil || st.Generation != 1 {
+		t.Fatalf("after wake: %+v", st)
+	}
+	// An event of the old generation is ignored.
+	w.events(rid, ev(aid, 0, 9, stoppedErr))
+	if st := w.state(aid); st.Phase != keys.PhaseStarting {
+		t.Fatalf("a stale-generation event applied: %+v", st)
+	}
+}
+
+func TestCrashPolicies(t *testing.T) {
+	t.Run("restart", func(t *testing.T) {
+		w := newWorld(t)
+		rid := w.runner("r1", 4)
+		aid, _ := w.create(CrashRestart, nil)
+		w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, stoppedErr))
+		st := w.state(aid)
+		if st.Phase != keys.PhaseStarting || st.Generation != 1 || st.Error != nil {
+			t.Fatalf("first crash: %+v; want restarted at once (gen 1)", st)
+		}
+		w.events(rid, ev(aid, 1, 0, running), ev(aid, 1, 1, stoppedErr))
+		st = w.state(aid)
+		if st.Phase != keys.PhaseRescheduling || st.RescheduleTs == nil || *st.RescheduleTs != w.now+2000 || st.Error == nil {
+			t.Fatalf("second crash: %+v; want a 2 s backoff with the error kept", st)
+		}
+		w.now += 2000
+		eff := w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
+		if got := commandsFor(eff, rid); !slices.Equal(got, []string{"start@2/0"}) {
+			t.Fatalf("after the backoff: %v", got)
+		}
+	})
+	t.Run("sleep", func(t *testing.T) {
+		w := newWorld(t)
+		rid := w.runner("r1", 4)
+		aid, _ := w.create(CrashSleep, nil)
+		msg := "boom"
+		w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeError, Message: &msg}}))
+		if st := w.state(aid); st.Phase != keys.PhaseSleeping || string(st.Error) != `{"crashed":{"message":"boom"}}` {
+			t.Fatalf("crash: %+v %s", st, st.Error)
+		}
+	})
+	t.Run("destroy", func(t *testing.T) {
+		w := newWorld(t)
+		rid := w.runner("r1", 4)
+		aid, _ := w.create(CrashDestroy, strp("k"))
+		out := w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, stoppedErr))
+		if st := w.state(aid); st.Phase != keys.PhaseDestroyed || st.DestroyTs == nil || !slices.Equal(out.Effects.Destroyed, []id.ID{aid}) {
+			t.Fatalf("crash: %+v", st)
+		}
+		// The key is free again.
+		w.create(CrashDestroy, strp("k"))
+	})
+	t.Run("graceful exit destroys", func(t *testing.T) {
+		w := newWorld(t)
+		rid := w.runner("r1", 4)
+		aid, _ := w.create(CrashRestart, nil)
+		w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, wantStop))
+		w.events(rid, ev(aid, 0, 2, stoppedOK))
+		if st := w.state(aid); st.Phase != keys.PhaseDestroyed {
+			t.Fatalf("after a stop intent: %+v", st)
+		}
+	})
+}
+
+// With no capacity, a restart-policy actor waits in the queue and is placed, in creation
+// order, when a runner appears; a sleep-policy one sleeps with no_capacity.
+func TestPendingQueue(t *testing.T) {
+	w := newWorld(t)
+	first, _ := w.create(CrashRestart, nil)
+	w.now++
+	second, _ := w.create(CrashRestart, nil)
+	sleeper, _ := w.create(CrashSleep, nil)
+	if st := w.state(sleeper); st.Phase != keys.PhaseSleeping || string(st.Error) != `"no_capacity"` {
+		t.Fatalf("sleep policy without capacity: %+v", st)
+	}
+	for _, aid := range []id.ID{first, second} {
+		if st := w.state(aid); st.Phase != keys.PhasePending || st.PendingTs == nil {
+			t.Fatalf("restart policy without capacity: %+v", st)
+		}
+	}
+	rid := w.runner("r1", 1)
+	out := opstest.Write(t, w.db, func(tx udb.Transaction) (PlacePendingOutput, error) {
+		return PlacePending(ctx, tx, PlacePendingInput{Pool: Pool{Namespace: w.ns, Selector: "pool"}, Limit: 16, NowMs: w.now, Config: w.cfg})
+	})
+	if len(out.Effects.Commands) != 1 || out.Effects.Commands[0].Command.Checkpoint.ActorID != first.String() || out.More {
+		t.Fatalf("queue moved %+v; want the first actor placed, the second waiting", out)
+	}
+	if st := w.state(second); st.Phase != keys.PhasePending {
+		t.Fatalf("second: %+v", st)
+	}
+	// A new actor queues behind the waiting one, even with capacity (fairness).
+	w.runner("r2", 1)
+	third, _ := w.create(CrashRestart, nil)
+	if st := w.state(third); st.Phase != keys.PhasePending {
+		t.Fatalf("third jumped the queue: %+v", st)
+	}
+	_ = rid
+}
+
+// API destroy of a running actor stops it first and destroys it once stopped; a live key
+// is taken; GetOrCreate returns the holder.
+func TestDestroyAndKeys(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 4)
+	aid, _ := w.create(CrashSleep, strp("k"))
+	if _, err := opstest.Transact(w.db, func(tx udb.Transaction) (CreateOutput, error) {
+		return Create(ctx, tx, CreateInput{Namespace: w.ns, ActorID: id.New(1), Name: "counter", Key: strp("k"), Selector: "pool",
+			CrashPolicy: CrashSleep, NowMs: w.now, Config: w.cfg})
+	}); !rerr.Is(err, "actor", "duplicate_key") {
+		t.Fatalf("second create with the key: %v", err)
+	}
+	goc := opstest.Write(t, w.db, func(tx udb.Transaction) (GetOrCreateOutput, error) {
+		return GetOrCreate(ctx, tx, CreateInput{Namespace: w.ns, ActorID: id.New(1), Name: "counter", Key: strp("k"), Selector: "pool",
+			CrashPolicy: CrashSleep, NowMs: w.now, Config: w.cfg})
+	})
+	if goc.Created || goc.Actor.ActorID != aid {
+		t.Fatalf("GetOrCreate = %+v, want the existing actor", goc)
+	}
+	w.events(rid, ev(aid, 0, 0, running))
+	d := opstest.Write(t, w.db, func(tx udb.Transaction) (DestroyOutput, error) {
+		return Destroy(ctx, tx, Input{ActorID: aid, NowMs: w.now, Config: w.cfg})
+	})
+	if d.Done || !slices.Equal(commandsFor(d.Effects, rid), []string{"stop@0/1"}) {
+		t.Fatalf("destroy of a running actor: %+v", d)
+	}
+	w.events(rid, ev(aid, 0, 1, stoppedErr)) // runner 2.2.1 reports ERROR for an API destroy
+	if st := w.state(aid); st.Phase != keys.PhaseDestroyed {
+		t.Fatalf("after the stop: %+v", st)
+	}
+	d = opstest.Write(t, w.db, func(tx udb.Transaction) (DestroyOutput, error) {
+		return Destroy(ctx, tx, Input{ActorID: aid, NowMs: w.now, Config: w.cfg})
+	})
+	if !d.Done || len(d.Effects.Commands) != 0 {
+		t.Fatalf("second destroy: %+v", d)
+	}
+}
+
+// A drain sends every actor away; once stopped each is placed on another runner, and the
+// drained runner stops when its last actor has left. Lost actors follow their policy.
+func TestDrainAndLoss(t *testing.T) {
+	w := newWorld(t)
+	r1 := w.runner("r1", 4)
+	a, _ := w.create(CrashSleep, nil)
+	w.events(r1, ev(a, 0, 0, running))
+	r2 := w.runner("r2", 4)
+	eff := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
+		if _, err := oprunner.Drain(ctx, tx, oprunner.DrainInput{RunnerID: r1, NowMs: w.now}); err != nil {
+			return Effects{}, err
+		}
+		return GoingAway(ctx, tx, r1, []id.ID{a}, w.now, w.cfg)
+	})
+	if got := commandsFor(eff, r1); !slices.Equal(got, []string{"stop@0/1"}) {
+		t.Fatalf("going away: %v", got)
+	}
+	out := w.events(r1, ev(a, 0, 1, stoppedOK)) // a draining runner 2.2.1 reports OK
+	if got := commandsFor(out.Effects, r2); !slices.Equal(got, []string{"start@1/0"}) || !slices.Equal(out.Effects.StoppedRunners, []id.ID{r1}) {
+		t.Fatalf("after the stop: %+v; want a start on r2 and r1 stopped", out.Effects)
+	}
+	// r2 is lost: the sleep-policy actor sleeps with runner_connection_lost.
+	lost := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
+		exp, err := oprunner.Expire(ctx, tx, oprunner.ExpireInput{RunnerID: r2, NowMs: w.now})
+		if err != nil {
+			return Effects{}, err
+		}
+		return Lost(ctx, tx, r2, exp.Lost, LostRunnerConnection, w.now, w.cfg)
+	})
+	_ = lost
+	if st := w.state(a); st.Phase != keys.PhaseSleeping || string(st.Error) != `{"runner_connection_lost":{"runner_id":"`+r2.String()+`"}}` {
+		t.Fatalf("after the loss: %+v %s", st, st.Error)
+	}
+}
+
+// Commands are stored until acknowledged; a reconnect replays the start of an actor not
+// yet running, never the start of a running one.
+func TestCommandsReplayAndAck(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 4)
+	starting, _ := w.create(CrashSleep, nil)
+	running1, _ := w.create(CrashSleep, nil)
+	w.events(rid, ev(running1, 0, 0, running))
+	replay := func() []proto.CommandWrapper {
+		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]proto.CommandWrapper, error) { return Replay(ctx, r, rid) })
+	}
+	got := replay()
+	if len(got) != 1 || got[0].Checkpoint.ActorID != starting.String() {
+		t.Fatalf("replay %+v; want only the starting actor's start", got)
+	}
+	if s, ok := got[0].Inner.(proto.CommandStartActor); !ok || string(s.Config.Input) != "in" {
+		t.Fatalf("replayed %+v", got[0].Inner)
+	}
+	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
+		return nil, AckCommands(ctx, tx, AckCommandsInput{RunnerID: rid, Checkpoints: []proto.ActorCheckpoint{got[0].Checkpoint}})
+	})
+	if got := replay(); len(got) != 0 {
+		t.Fatalf("replay after ack %+v", got)
+	}
+}
+
+// A start that takes longer than the start threshold is lost (runner_no_response); an
+// alarm wakes a sleeping actor.
+func TestTimers(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 4)
+	aid, _ := w.create(CrashSleep, nil)
+	due := func() []id.ID {
+		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]id.ID, error) { return DueTimers(ctx, r, w.now+1, 10) })
+	}
+	if got := due(); len(got) != 0 {
+		t.Fatalf("due before the threshold: %v", got)
+	}
+	w.now += w.cfg.ActorStartThreshold
+	if got := due(); !slices.Equal(got, []id.ID{aid}) {
+		t.Fatalf("due = %v", got)
+	}
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
+	st := w.state(aid)
+	if st.Phase != keys.PhaseSleeping || string(st.Error) != `{"runner_no_response":{"runner_id":"`+rid.String()+`"}}` {
+		t.Fatalf("after the start timeout: %+v %s", st, st.Error)
+	}
+	// Wake (the runner reconnects, so it is eligible again), run, set an alarm, sleep:
+	// the alarm wakes it.
+	w.runner("r1", 4)
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
+	alarm := w.now + 500
+	w.events(rid, ev(aid, 1, 0, running), ev(aid, 1, 1, proto.EventActorSetAlarm{AlarmTs: &alarm}), ev(aid, 1, 2, wantSleep))
+	w.events(rid, ev(aid, 1, 3, stoppedErr))
+	if st := w.state(aid); st.Phase != keys.PhaseSleeping || st.AlarmTs == nil {
+		t.Fatalf("asleep with an alarm: %+v", st)
+	}
+	w.now = alarm
+	w.runner("r1", 4)
+	if got := due(); !slices.Equal(got, []id.ID{aid}) {
+		t.Fatalf("alarm not due: %v", got)
+	}
+	eff := w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
+	if got := commandsFor(eff, rid); !slices.Equal(got, []string{"start@2/0"}) {
+		t.Fatalf("alarm wake: %v", got)
+	}
+}
+
+// Two get-or-creates of one key racing create exactly one actor; two creates racing for a
+// runner's last slot place exactly one there.
+func TestConcurrentCreates(t *testing.T) {
+	w := newWorld(t)
+	w.runner("r1", 1)
+	in := func() CreateInput {
+		return CreateInput{Namespace: w.ns, ActorID: id.New(1), Name: "counter", Key: strp("k"), Selector: "pool",
+			CrashPolicy: CrashRestart, NowMs: w.now, Config: w.cfg}
+	}
+	a, b := opstest.Begin(t, w.db), opstest.Begin(t, w.db)
+	outA, errA := GetOrCreate(ctx, a.Tx(), in())
+	outB, errB := GetOrCreate(ctx, b.Tx(), in())
+	if errA != nil || errB != nil || !outA.Created || !outB.Created {
+		t.Fatalf("both see no holder at first: %v %v", errA, errB)
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Retry(b.Commit(), func(tx udb.Transaction) error {
+		var err error
+		outB, err = GetOrCreate(ctx, tx, in())
+		return err
+	})
+	if err != nil || outB.Created || outB.Actor.ActorID != outA.Actor.ActorID {
+		t.Fatalf("the second get-or-create, retried: %+v, %v; want the first's actor", outB, err)
+	}
+	// The single slot went to the first actor; a second one waits.
+	other, _ := w.create(CrashRestart, nil)
+	if st := w.state(other); st.Phase != keys.PhasePending {
+		t.Fatalf("second actor with no slot left: %+v", st)
+	}
+}

@@ -1,0 +1,328 @@
+package actor
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// machine is one transaction's view of the lifecycle: every transition goes through it.
+type machine struct {
+	ctx context.Context
+	tx  udb.Transaction
+	cfg Config
+	now int64
+	eff *Effects
+}
+
+func newMachine(ctx context.Context, tx udb.Transaction, cfg Config, now int64) *machine {
+	return &machine{ctx: ctx, tx: tx, cfg: cfg, now: now, eff: &Effects{}}
+}
+
+// actor is an actor's record as loaded, and as the transition leaves it.
+type actor struct {
+	id  id.ID
+	old keys.ActorState // as stored, for the index changes
+	st  keys.ActorState
+}
+
+// load reads actor aid's state serializably; found is false when it does not exist.
+func (m *machine) load(aid id.ID) (*actor, bool, error) {
+	st, found, err := keys.Get(m.ctx, m.tx, keys.ActorStateKey{ActorID: aid})
+	if err != nil || !found {
+		return nil, false, corrupt.Mark("actor", err)
+	}
+	return &actor{id: aid, old: st, st: st}, true, nil
+}
+
+// mustLoad is load with actor.not_found for a missing actor.
+func (m *machine) mustLoad(aid id.ID) (*actor, error) {
+	a, found, err := m.load(aid)
+	if err == nil && !found {
+		err = rerr.ActorNotFound(aid.String())
+	}
+	return a, err
+}
+
+// save writes a's state and moves its timer entry.
+func (m *machine) save(a *actor) {
+	keys.Set(m.tx, keys.ActorStateKey{ActorID: a.id}, a.st)
+	oldT, newT := a.old.TimerTs(), a.st.TimerTs()
+	if oldT != nil && (newT == nil || *oldT != *newT) {
+		keys.Clear(m.tx, keys.ActorTimerKey{DueTs: *oldT, ActorID: a.id})
+	}
+	if newT != nil && (oldT == nil || *oldT != *newT) {
+		keys.Set(m.tx, keys.ActorTimerKey{DueTs: *newT, ActorID: a.id}, keys.Empty{})
+	}
+	a.old = a.st
+}
+
+func (m *machine) ts() *int64 { t := m.now; return &t }
+
+// MARK: placement
+
+// place puts a on a runner of its pool, or, with none free, queues it (force, or a
+// restart/destroy policy) or puts it to sleep with error no_capacity (sleep policy, as
+// Rivet). fromQueue skips the fairness rule that a new actor queues behind waiting ones.
+func (m *machine) place(a *actor, force, fromQueue bool) error {
+	st := &a.st
+	if !fromQueue {
+		waiting, err := m.queueLen(st.Namespace, st.Selector, 1)
+		if err != nil {
+			return err
+		}
+		if waiting > 0 {
+			return m.noCapacity(a, force)
+		}
+	}
+	cands, err := oprunner.ListCandidates(m.ctx, m.tx, st.Namespace, st.Selector, m.now-m.cfg.RunnerEligibleThreshold, 16)
+	if err != nil {
+		return err
+	}
+	// Most free slots first (index order); among equals, the freshest ping.
+	best := -1
+	for i, c := range cands {
+		if best < 0 || c.RemainingMillislots > cands[best].RemainingMillislots ||
+			(c.RemainingMillislots == cands[best].RemainingMillislots && c.LastPingTs > cands[best].LastPingTs) {
+			best = i
+		}
+	}
+	// Try the best, then the others: one may have changed since the snapshot.
+	order := make([]int, 0, len(cands))
+	if best >= 0 {
+		order = append(order, best)
+	}
+	for i := range cands {
+		if i != best {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		gen := st.NextGeneration
+		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
+			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: gen, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold,
+		})
+		if err != nil {
+			return err
+		}
+		if ok {
+			return m.start(a, cands[i].RunnerID)
+		}
+	}
+	return m.noCapacity(a, force)
+}
+
+// noCapacity handles an actor no runner can take now: a sleep-policy actor sleeps with
+// error no_capacity (unless forced: a wake), any other waits in the queue.
+func (m *machine) noCapacity(a *actor, force bool) error {
+	if !force && a.st.CrashPolicy == CrashSleep {
+		m.leaveQueue(a)
+		return m.sleep(a, errorJSON("no_capacity"))
+	}
+	return m.enqueue(a)
+}
+
+// start records a's placement on runner rid and sends the start command (index 0).
+func (m *machine) start(a *actor, rid id.ID) error {
+	st := &a.st
+	m.leaveQueue(a)
+	st.Phase = keys.PhaseStarting
+	st.Generation = st.NextGeneration
+	st.NextGeneration++
+	st.RunnerID = &rid
+	st.NextCommandIdx = 0
+	st.LastEventIdx = -1
+	st.StopReason = ""
+	st.WillWake = false
+	st.SleepTs, st.RescheduleTs, st.PendingUntil = nil, nil, nil
+	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold)
+	st.Error = nil
+	input, _, err := keys.GetChunked(m.ctx, m.tx, keys.ActorInputKey{ActorID: a.id})
+	if err != nil {
+		return corrupt.Mark("actor", err)
+	}
+	m.send(a, proto.CommandStartActor{
+		Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input},
+		HibernatingRequests: []proto.HibernatingRequest{},
+	})
+	return nil
+}
+
+// enqueue puts a in its pool's pending queue (in creation order), if not there yet.
+func (m *machine) enqueue(a *actor) error {
+	st := &a.st
+	if st.PendingTs == nil {
+		st.PendingTs = ptr(m.now)
+		keys.Set(m.tx, keys.PendingActorKey{Namespace: st.Namespace, Selector: st.Selector, Ts: st.CreateTs, ActorID: a.id}, st.NextGeneration)
+	}
+	st.Phase = keys.PhasePending
+	st.RunnerID = nil
+	st.Deadline, st.RescheduleTs = nil, nil
+	return nil
+}
+
+// leaveQueue takes a out of its pending queue.
+func (m *machine) leaveQueue(a *actor) {
+	st := &a.st
+	if st.PendingTs != nil {
+		keys.Clear(m.tx, keys.PendingActorKey{Namespace: st.Namespace, Selector: st.Selector, Ts: st.CreateTs, ActorID: a.id})
+		st.PendingTs, st.PendingUntil = nil, nil
+	}
+}
+
+// queueLen counts up to limit actors waiting in pool (ns, selector), serializably: a
+// concurrent enqueue conflicts.
+func (m *machine) queueLen(ns id.ID, selector string, limit int) (int, error) {
+	begin, end := keys.PendingActorKeyRange(ns, selector)
+	kvs, err := m.tx.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Limit: limit}).All(m.ctx)
+	return len(kvs), err
+}
+
+// MARK: commands
+
+// send stores a command for a's runner and queues it for sending.
+func (m *machine) send(a *actor, c proto.Command) {
+	st := &a.st
+	cp := proto.ActorCheckpoint{ActorID: a.id.String(), Generation: st.Generation, Index: st.NextCommandIdx}
+	st.NextCommandIdx++
+	keys.Set(m.tx, keys.RunnerCommandKey{RunnerID: *st.RunnerID, ActorID: a.id, Generation: cp.Generation, Index: cp.Index}, encodeStored(c))
+	m.eff.Commands = append(m.eff.Commands, RunnerCommand{RunnerID: *st.RunnerID, Command: proto.CommandWrapper{Checkpoint: cp, Inner: c}})
+}
+
+// Stored commands: one byte, 0 start (then the big-endian create_ts the start carried: the
+// rest of its config is the actor's, rebuilt at replay) or 1 stop.
+func encodeStored(c proto.Command) []byte {
+	if s, ok := c.(proto.CommandStartActor); ok {
+		return binary.BigEndian.AppendUint64([]byte{0}, uint64(s.Config.CreateTs))
+	}
+	return []byte{1}
+}
+
+// sendStop tells a's runner to stop it, for reason.
+func (m *machine) sendStop(a *actor, reason keys.StopReason) {
+	st := &a.st
+	if st.Phase == keys.PhaseRunning {
+		m.eff.Stopped = append(m.eff.Stopped, a.id)
+	}
+	st.Phase = keys.PhaseStopping
+	st.StopReason = reason
+	st.ConnectableTs = nil
+	st.Deadline = ptr(m.now + m.cfg.ActorStopThreshold)
+	m.send(a, proto.CommandStopActor{})
+}
+
+// MARK: endings
+
+// deallocate takes a off its runner, freeing the slot; the runner, if draining and now
+// idle, stops.
+func (m *machine) deallocate(a *actor) error {
+	st := &a.st
+	if st.RunnerID == nil {
+		return nil
+	}
+	rid := *st.RunnerID
+	if st.Phase == keys.PhaseRunning {
+		m.eff.Stopped = append(m.eff.Stopped, a.id)
+	}
+	if err := oprunner.ReleaseSlot(m.ctx, m.tx, rid, a.id); err != nil {
+		return err
+	}
+	st.RunnerID = nil
+	st.ConnectableTs = nil
+	st.Deadline = nil
+	m.eff.addPool(Pool{Namespace: st.Namespace, Selector: st.Selector})
+	fin, err := oprunner.FinishDrain(m.ctx, m.tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: m.now})
+	if err != nil && !rerr.Is(err, "runner", "not_found") {
+		return err
+	}
+	if fin.Stopped {
+		m.eff.StoppedRunners = append(m.eff.StoppedRunners, rid)
+	}
+	return nil
+}
+
+// sleep leaves a sleeping (not placed), with errJSON as its error if not nil.
+func (m *machine) sleep(a *actor, errJSON json.RawMessage) error {
+	st := &a.st
+	if err := m.deallocate(a); err != nil {
+		return err
+	}
+	m.leaveQueue(a)
+	st.Phase = keys.PhaseSleeping
+	st.StopReason, st.WillWake = "", false
+	st.SleepTs = ptr(m.now)
+	st.RescheduleTs = nil
+	if errJSON != nil {
+		st.Error = errJSON
+	}
+	return nil
+}
+
+// destroy destroys a for good.
+func (m *machine) destroy(a *actor) error {
+	st := &a.st
+	if err := m.deallocate(a); err != nil {
+		return err
+	}
+	m.leaveQueue(a)
+	st.Phase = keys.PhaseDestroyed
+	st.DestroyTs = ptr(m.now)
+	st.StopReason, st.WillWake = "", false
+	st.RescheduleTs, st.AlarmTs, st.Deadline = nil, nil, nil
+	keys.Clear(m.tx, keys.ActiveActorKey{Namespace: st.Namespace, Name: st.Name, CreateTs: st.CreateTs, ActorID: a.id})
+	if st.Key != nil {
+		keys.Set(m.tx, keys.ActorByKeyKey{Namespace: st.Namespace, Name: st.Name, Key: *st.Key, CreateTs: st.CreateTs, ActorID: a.id},
+			keys.ActorByKeyValue{WorkflowID: a.id, IsDestroyed: true})
+	}
+	keys.Set(m.tx, keys.ActorDestroyTsKey{ActorID: a.id}, m.now)
+	m.eff.Destroyed = append(m.eff.Destroyed, a.id)
+	return nil
+}
+
+// reschedule places a again: at once, or after the crash backoff when crashed is true and
+// it crashed before recently.
+func (m *machine) reschedule(a *actor, crashed bool) error {
+	st := &a.st
+	if err := m.deallocate(a); err != nil {
+		return err
+	}
+	st.StopReason, st.WillWake = "", false
+	if crashed {
+		if m.now-st.LastRetryTs > m.cfg.RetryResetDuration {
+			st.RetryCount = 0
+		}
+		st.RetryCount++
+		st.LastRetryTs = m.now
+		if st.RetryCount > 1 {
+			st.Phase = keys.PhaseRescheduling
+			st.RescheduleTs = ptr(m.now + m.cfg.backoff(st.RetryCount-1))
+			return nil
+		}
+	}
+	return m.place(a, true, false)
+}
+
+func ptr(v int64) *int64 { return &v }
+
+// errorJSON is an Actor error without fields, e.g. "no_capacity".
+func errorJSON(code string) json.RawMessage {
+	b, _ := json.Marshal(code)
+	return b
+}
+
+// errorWith is an Actor error {code: fields}.
+func errorWith(code string, fields map[string]any) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{code: fields})
+	return b
+}
+
+var errBadCommand = fmt.Errorf("%w: stored runner command", keys.ErrBadValue)

@@ -1,0 +1,217 @@
+package actor
+
+import (
+	"context"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Input names one actor for a transition.
+type Input struct {
+	ActorID id.ID
+	NowMs   int64
+	Config  Config
+}
+
+// transition runs f on the actor in.ActorID and saves it.
+func transition(ctx context.Context, tx udb.Transaction, in Input, f func(m *machine, a *actor) error) (Effects, error) {
+	m := newMachine(ctx, tx, in.Config, in.NowMs)
+	a, err := m.mustLoad(in.ActorID)
+	if err != nil {
+		return Effects{}, err
+	}
+	if err := f(m, a); err != nil {
+		return Effects{}, err
+	}
+	m.save(a)
+	return *m.eff, nil
+}
+
+// Sleep puts the actor to sleep (POST /actors/{id}/sleep): a running actor is told to
+// stop and then sleeps; a waiting one (pending, rescheduling) sleeps at once. Sleeping,
+// stopping or destroyed actors are left as they are.
+func Sleep(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
+	return transition(ctx, tx, in, func(m *machine, a *actor) error {
+		switch a.st.Phase {
+		case keys.PhaseRunning, keys.PhaseStarting:
+			m.sendStop(a, keys.StopSleep)
+		case keys.PhasePending, keys.PhaseRescheduling:
+			return m.sleep(a, nil)
+		}
+		return nil
+	})
+}
+
+// Wake starts a sleeping actor (a gateway request, an alarm, the API). With no capacity
+// it waits in the pending queue (a sleep-policy actor for at most WakePendingTimeout). A
+// sleep under way is followed by a start; other phases are left as they are.
+func Wake(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
+	return transition(ctx, tx, in, func(m *machine, a *actor) error {
+		return m.wake(a)
+	})
+}
+
+func (m *machine) wake(a *actor) error {
+	switch a.st.Phase {
+	case keys.PhaseSleeping:
+		if err := m.place(a, true, false); err != nil {
+			return err
+		}
+		if a.st.Phase == keys.PhasePending && a.st.CrashPolicy == CrashSleep {
+			a.st.PendingUntil = ptr(m.now + m.cfg.WakePendingTimeout)
+		}
+	case keys.PhaseStopping:
+		if a.st.StopReason == keys.StopSleep {
+			a.st.WillWake = true
+		}
+	case keys.PhaseRescheduling:
+		return m.place(a, true, false)
+	}
+	return nil
+}
+
+// Reschedule moves the actor (POST /actors/{id}/reschedule): a running one is stopped and
+// placed again, preferably elsewhere; a sleeping or rescheduling one is placed now.
+func Reschedule(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
+	return transition(ctx, tx, in, func(m *machine, a *actor) error {
+		switch a.st.Phase {
+		case keys.PhaseRunning, keys.PhaseStarting:
+			m.sendStop(a, keys.StopGoingAway)
+		case keys.PhaseStopping:
+			if a.st.StopReason == keys.StopSleep {
+				a.st.StopReason = keys.StopGoingAway
+			}
+		case keys.PhaseSleeping, keys.PhaseRescheduling:
+			a.st.RetryCount = 0
+			return m.place(a, true, false)
+		}
+		return nil
+	})
+}
+
+// Destroy destroys the actor (DELETE /actors/{id}): a placed one is told to stop and is
+// destroyed once stopped; any other at once. Destroying a destroyed actor changes nothing.
+// Done reports whether the actor is destroyed when the transaction commits.
+func Destroy(ctx context.Context, tx udb.Transaction, in Input) (out DestroyOutput, err error) {
+	out.Effects, err = transition(ctx, tx, in, func(m *machine, a *actor) error {
+		switch a.st.Phase {
+		case keys.PhaseDestroyed:
+		case keys.PhaseRunning, keys.PhaseStarting:
+			m.sendStop(a, keys.StopDestroy)
+		case keys.PhaseStopping:
+			a.st.StopReason = keys.StopDestroy
+		default:
+			if err := m.destroy(a); err != nil {
+				return err
+			}
+		}
+		out.Done = a.st.Phase == keys.PhaseDestroyed
+		return nil
+	})
+	return out, err
+}
+
+// DestroyOutput reports a destroy.
+type DestroyOutput struct {
+	Effects Effects
+	Done    bool
+}
+
+// GoingAway tells every actor on a draining runner to stop; each is placed elsewhere once
+// stopped (or lost when the drain times out).
+func GoingAway(ctx context.Context, tx udb.Transaction, rid id.ID, actors []id.ID, now int64, cfg Config) (Effects, error) {
+	m := newMachine(ctx, tx, cfg, now)
+	for _, aid := range actors {
+		a, found, err := m.load(aid)
+		if err != nil {
+			return Effects{}, err
+		}
+		if !found || a.st.RunnerID == nil || *a.st.RunnerID != rid {
+			continue
+		}
+		switch a.st.Phase {
+		case keys.PhaseRunning, keys.PhaseStarting:
+			m.sendStop(a, keys.StopGoingAway)
+		case keys.PhaseStopping:
+			if a.st.StopReason == keys.StopSleep {
+				continue // sleeping anyway
+			}
+			a.st.StopReason = keys.StopGoingAway
+		}
+		m.save(a)
+	}
+	return *m.eff, nil
+}
+
+// Lost reasons, the Actor error they record.
+const (
+	LostRunnerConnection = "runner_connection_lost"
+	LostDrainingTimeout  = "runner_draining_timeout"
+	LostNoResponse       = "runner_no_response"
+)
+
+// Lost handles actors whose runner stopped while they were on it (it expired, or its drain
+// timed out): each is taken off the runner at once, with the error reason, and goes on by
+// its stop reason or crash policy.
+func Lost(ctx context.Context, tx udb.Transaction, rid id.ID, actors []id.ID, reason string, now int64, cfg Config) (Effects, error) {
+	m := newMachine(ctx, tx, cfg, now)
+	for _, aid := range actors {
+		a, found, err := m.load(aid)
+		if err != nil {
+			return Effects{}, err
+		}
+		if !found || a.st.RunnerID == nil || *a.st.RunnerID != rid {
+			continue
+		}
+		if err := m.lost(a, reason); err != nil {
+			return Effects{}, err
+		}
+		m.save(a)
+	}
+	return *m.eff, nil
+}
+
+func (m *machine) lost(a *actor, reason string) error {
+	errJSON := errorWith(reason, map[string]any{"runner_id": a.st.RunnerID.String()})
+	switch a.st.StopReason {
+	case keys.StopSleep:
+		return m.sleep(a, nil)
+	case keys.StopIntent, keys.StopDestroy:
+		return m.destroy(a)
+	case keys.StopGoingAway:
+		a.st.Error = errJSON
+		return m.reschedule(a, false)
+	}
+	return m.crashed(a, errJSON)
+}
+
+// Timer acts on an actor whose timer is due: a start or stop that took too long is lost
+// (runner_no_response), a crash backoff ends, a wake's wait for capacity ends, an alarm
+// wakes a sleeping actor. A timer that is not due (it moved) does nothing.
+func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
+	eff, err := transition(ctx, tx, in, func(m *machine, a *actor) error {
+		due := a.st.TimerTs()
+		if due == nil || *due > m.now {
+			return nil
+		}
+		switch a.st.Phase {
+		case keys.PhaseStarting, keys.PhaseStopping:
+			return m.lost(a, LostNoResponse)
+		case keys.PhaseRescheduling:
+			return m.place(a, true, false)
+		case keys.PhasePending:
+			return m.sleep(a, nil)
+		case keys.PhaseSleeping:
+			a.st.AlarmTs = nil
+			return m.wake(a)
+		}
+		return nil
+	})
+	if rerr.Is(err, "actor", "not_found") {
+		return Effects{}, nil
+	}
+	return eff, err
+}

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Candidate is a runner that can take an actor, as the allocation index shows it.
+type Candidate struct {
+	RunnerID            id.ID
+	Version             uint32
+	RemainingMillislots uint32
+	LastPingTs          int64
+	ProtocolVersion     uint16
+}
+
+// ListCandidates returns up to limit runners of pool (namespace, name) that can take an
+// actor: of the highest version in the pool, with a free slot, pinged at or after
+// pingedSinceMs (the eligibility threshold), in allocation-index order (most free slots
+// first). A snapshot read: TakeSlot checks the chosen runner again, serializably.
+func ListCandidates(ctx context.Context, r udb.ReadTransaction, ns id.ID, name string, pingedSinceMs int64, limit int) ([]Candidate, error) {
+	begin, end := keys.RunnerAllocIdxKeyRange(ns, name)
+	it := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeIterator})
+	var out []Candidate
+	var highest uint32
+	for first := true; len(out) < limit && it.Next(ctx); first = false {
+		kv := it.KeyValue()
+		k, err := keys.UnpackRunnerAllocIdxKey(kv.Key)
+		if err != nil {
+			return nil, corrupt.Mark("runner", err)
+		}
+		if first {
+			highest = k.Version
+		}
+		if k.Version < highest || k.RemainingMillislots == 0 {
+			break // older versions and full runners come after
+		}
+		if k.LastPingTs < pingedSinceMs {
+			continue
+		}
+		v, err := keys.RunnerAllocIdxKey{}.Decode(kv.Value)
+		if err != nil {
+			return nil, corrupt.Mark("runner", err)
+		}
+		out = append(out, Candidate{RunnerID: k.RunnerID, Version: k.Version, RemainingMillislots: k.RemainingMillislots,
+			LastPingTs: k.LastPingTs, ProtocolVersion: v.ProtocolVersion})
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TakeSlotInput places an actor on a runner.
+type TakeSlotInput struct {
+	RunnerID   id.ID
+	ActorID    id.ID
+	Generation uint32
+	// PingedSinceMs is the eligibility threshold: a runner pinged before it is refused.
+	PingedSinceMs int64
+}
+
+// TakeSlot takes one free slot of the runner for the actor: remaining slots go down by one,
+// the allocation-index entry moves, and the runner's actor entry (RunnerActorKey) is
+// written. It reports false, writing nothing, when the runner cannot take it (not in the
+// index — draining, stopped, disconnected —, no free slot, or stale ping). Serializable
+// reads of the runner with a read conflict on its index entry, so two placements racing
+// for the last slot, or a placement racing a drain or ping, conflict.
+func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, error) {
+	s, found, err := readState(ctx, tx, in.RunnerID)
+	if err != nil || !found || !s.indexed() || s.remaining == 0 || s.lastPingTs < in.PingedSinceMs {
+		return false, err
+	}
+	if err := s.unindex(tx); err != nil {
+		return false, err
+	}
+	s.remaining--
+	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, s.remaining)
+	s.index(tx)
+	keys.Set(tx, keys.RunnerActorKey{RunnerID: s.id, ActorID: in.ActorID}, in.Generation)
+	return true, nil
+}
+
+// ReleaseSlot takes the actor off the runner: its RunnerActorKey entry and stored commands
+// are cleared and, if it held a slot there, the slot is freed (the index entry moves). A
+// runner that stopped meanwhile (its actors were cleared) or is unknown is left as it is.
+func ReleaseSlot(ctx context.Context, tx udb.Transaction, rid, aid id.ID) error {
+	tx.ClearRange(keys.RunnerActorCommandRange(rid, aid))
+	k := keys.RunnerActorKey{RunnerID: rid, ActorID: aid}
+	_, held, err := keys.Get(ctx, tx, k)
+	if err != nil || !held {
+		return corrupt.Mark("runner", err)
+	}
+	keys.Clear(tx, k)
+	s, found, err := readState(ctx, tx, rid)
+	if err != nil || !found || s.stopped {
+		return err
+	}
+	if err := s.unindex(tx); err != nil {
+		return err
+	}
+	s.remaining = min(s.remaining+1, s.total)
+	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, s.remaining)
+	if s.indexed() {
+		s.index(tx)
+	}
+	return nil
+}
