@@ -8,6 +8,7 @@
 //   RUNNER_VERSION   app version, default 1
 //   RUNNER_SLOTS     total slots, default 10
 //   RUNNER_METADATA  runner metadata as JSON, default {}
+//   RUNNER_TOKEN     token, sent as the subprotocol rivet_token.<token>; default none
 //
 // Every event is one JSON object per line on stdout, with "ev" naming it:
 //   key           {runnerKey}: the runner_key this Runner connects with (random per instance)
@@ -74,6 +75,7 @@ const logger = {
 const runner = new Runner({
 	logger,
 	endpoint,
+	token: process.env.RUNNER_TOKEN || undefined,
 	namespace: process.env.BERTH_NAMESPACE ?? "default",
 	runnerName: process.env.RUNNER_NAME ?? "conformance",
 	version: Number(process.env.RUNNER_VERSION ?? 1),

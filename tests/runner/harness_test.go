@@ -76,8 +76,9 @@ func berthBinary(t *testing.T) string {
 	return binPath
 }
 
-// timings are the engine's pegboard settings a test sets; zero fields keep the defaults.
-type timings struct {
+// settings are what a test sets in the engine's configuration; zero fields keep the defaults.
+type settings struct {
+	AdminToken      string // auth.admin_token
 	LostThresholdMs uint32 // pegboard.runner_lost_threshold
 	PingIntervalMs  uint32 // pegboard.runner_update_ping_interval_ms
 	PingTimeoutMs   uint32 // pegboard.runner_ping_timeout_ms
@@ -91,37 +92,38 @@ type engine struct {
 	url    string // http://127.0.0.1:PORT, the guard port: public API and /runners/connect
 	config string // the config file
 	log    string // the processes' output, appended by each start
+	token  string // the admin token, sent as a bearer token with each API call
 	client *http.Client
 
 	cmd    *exec.Cmd     // the current process
 	exited chan struct{} // closed once the current process has been waited for
 }
 
-// startEngine starts berth with tm and an in-memory store and waits until /health answers.
-func startEngine(t *testing.T, tm timings) *engine {
+// startEngine starts berth with st and an in-memory store and waits until /health answers.
+func startEngine(t *testing.T, st settings) *engine {
 	t.Helper()
-	e := newEngine(t, tm, "mem://")
+	e := newEngine(t, st, "mem://")
 	e.start()
 	return e
 }
 
-// newEngine writes the configuration of an engine with tm and the store dbURL on free
+// newEngine writes the configuration of an engine with st and the store dbURL on free
 // loopback ports; start runs it. The test's cleanup prints the log if the test failed.
-func newEngine(t *testing.T, tm timings, dbURL string) *engine {
+func newEngine(t *testing.T, st settings, dbURL string) *engine {
 	t.Helper()
 	ports := freePorts(t, 2)
 	dir := t.TempDir()
-	e := &engine{t: t, bin: berthBinary(t), url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+	e := &engine{t: t, bin: berthBinary(t), token: st.AdminToken, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
 	pegboard := map[string]any{}
-	if tm.LostThresholdMs != 0 {
-		pegboard["runner_lost_threshold"] = tm.LostThresholdMs
+	if st.LostThresholdMs != 0 {
+		pegboard["runner_lost_threshold"] = st.LostThresholdMs
 	}
-	if tm.PingIntervalMs != 0 {
-		pegboard["runner_update_ping_interval_ms"] = tm.PingIntervalMs
+	if st.PingIntervalMs != 0 {
+		pegboard["runner_update_ping_interval_ms"] = st.PingIntervalMs
 	}
-	if tm.PingTimeoutMs != 0 {
-		pegboard["runner_ping_timeout_ms"] = tm.PingTimeoutMs
+	if st.PingTimeoutMs != 0 {
+		pegboard["runner_ping_timeout_ms"] = st.PingTimeoutMs
 	}
 	cfg := map[string]any{
 		"topology": map[string]any{"datacenter_label": 1, "datacenters": map[string]any{
@@ -133,6 +135,9 @@ func newEngine(t *testing.T, tm timings, dbURL string) *engine {
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
 		"database": map[string]any{"url": dbURL},
 		"pegboard": pegboard,
+	}
+	if st.AdminToken != "" {
+		cfg["auth"] = map[string]any{"admin_token": st.AdminToken}
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -267,11 +272,23 @@ func (r runnerJSON) String() string {
 	return string(b)
 }
 
+// do sends req with the admin token, if any.
+func (e *engine) do(req *http.Request) (*http.Response, error) {
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	return e.client.Do(req)
+}
+
 // getJSON calls GET path on the public API (checked against openapi.yaml) and decodes its 200
 // answer into out.
 func (e *engine) getJSON(t *testing.T, path string, out any) {
 	t.Helper()
-	resp, err := e.client.Get(e.url + path)
+	req, err := http.NewRequest(http.MethodGet, e.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
@@ -292,7 +309,11 @@ func (e *engine) getJSON(t *testing.T, path string, out any) {
 // decodes its 200 answer into out.
 func (e *engine) postJSON(t *testing.T, path string, out any) {
 	t.Helper()
-	resp, err := e.client.Post(e.url+path, "application/json", nil)
+	req, err := http.NewRequest(http.MethodPost, e.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}

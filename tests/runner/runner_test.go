@@ -65,7 +65,7 @@ func TestRegisters(t *testing.T) {
 	needNode(t)
 	t.Parallel()
 	const lostThreshold = 4000
-	e := startEngine(t, timings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
+	e := startEngine(t, settings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
 	nsID := e.defaultNamespaceID(t)
 
 	before := time.Now().UnixMilli()
@@ -148,7 +148,7 @@ func TestRegisters(t *testing.T) {
 func TestHandshakeRefused(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := startEngine(t, timings{})
+	e := startEngine(t, settings{})
 	const ok = "protocol_version=7&namespace=default&runner_key="
 	init := `{"init":{"name":"raw","version":1,"totalSlots":1}}`
 	cases := []struct {
@@ -217,7 +217,7 @@ func TestHandshakeRefused(t *testing.T) {
 func TestEviction(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := startEngine(t, timings{PingIntervalMs: 500})
+	e := startEngine(t, settings{PingIntervalMs: 500})
 	r := startRunner(t, e, "conformance")
 
 	raw := startRaw(t, e, "same key", "protocol_version=7&namespace=default&runner_key="+url.QueryEscape(r.key))
@@ -250,6 +250,11 @@ func TestEviction(t *testing.T) {
 	if n := raw.count("close"); n != 0 {
 		t.Errorf("the new socket was closed: %s", raw.transcript())
 	}
+	for _, ev := range raw.seen() {
+		if ev.Tag == "ToClientCommands" {
+			t.Errorf("the new socket got ToClientCommands with no commands stored (Rivet sends none): %s", ev.line)
+		}
+	}
 	if n := r.count("connected"); n != 1 {
 		t.Errorf("the evicted npm runner connected %d times, want once (no reconnect after ws.eviction)", n)
 	}
@@ -264,7 +269,7 @@ func TestGracefulStop(t *testing.T) {
 	needNode(t)
 	t.Parallel()
 	const lostThreshold = 10000 // long, so that "at once" cannot be mistaken for the threshold
-	e := startEngine(t, timings{LostThresholdMs: lostThreshold})
+	e := startEngine(t, settings{LostThresholdMs: lostThreshold})
 	bystander := startRunner(t, e, "bystander")
 
 	// checkStopped waits for runner id to be stopped and checks how it got there.
@@ -351,7 +356,7 @@ func TestKilledRunnerIsLost(t *testing.T) {
 	t.Parallel()
 	// The ping interval must be well under the threshold, or a live runner is lost too.
 	const lostThreshold = 2000
-	e := startEngine(t, timings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
+	e := startEngine(t, settings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
 	r := startRunner(t, e, "doomed")
 	ping := r.awaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
@@ -383,7 +388,7 @@ func TestKilledRunnerIsLost(t *testing.T) {
 func TestBadFrameIsolated(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := startEngine(t, timings{PingIntervalMs: 500})
+	e := startEngine(t, settings{PingIntervalMs: 500})
 	good := startRunner(t, e, "good")
 	good.awaitEv("ping", soon)
 
@@ -422,7 +427,7 @@ func deref(p *int64) any {
 func TestEngineRestart(t *testing.T) {
 	needNode(t)
 	t.Parallel()
-	e := newEngine(t, timings{PingIntervalMs: 500}, "file://"+t.TempDir()+"/db")
+	e := newEngine(t, settings{PingIntervalMs: 500}, "file://"+t.TempDir()+"/db")
 	e.start()
 	r := startRunner(t, e, "survivor")
 	first, found := e.runner(t, r.id)
@@ -466,7 +471,7 @@ func TestFrozenRunnerTimesOut(t *testing.T) {
 	needNode(t)
 	t.Parallel()
 	const pingTimeout = 1500
-	e := startEngine(t, timings{PingIntervalMs: 500, PingTimeoutMs: pingTimeout, LostThresholdMs: 30000})
+	e := startEngine(t, settings{PingIntervalMs: 500, PingTimeoutMs: pingTimeout, LostThresholdMs: 30000})
 	r := startRunner(t, e, "frozen")
 	ping := r.awaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
@@ -498,5 +503,41 @@ func TestFrozenRunnerTimesOut(t *testing.T) {
 	got, _ := e.runner(t, r.id)
 	if got.DrainTs != nil || got.StopTs != nil {
 		t.Errorf("after reconnecting: %v, want the runner live", got)
+	}
+}
+
+// TestAuth: with an admin token configured, the npm runner given the token (subprotocol
+// rivet_token.<t>) registers; a socket without it is refused before the upgrade with 400
+// guard.missing_header, and one with a wrong token with 403 api.forbidden.
+func TestAuth(t *testing.T) {
+	needNode(t)
+	t.Parallel()
+	const token = "s3cret-token"
+	e := startEngine(t, settings{AdminToken: token})
+	r := startRunner(t, e, "authorized", "RUNNER_TOKEN="+token)
+	if _, found := e.runner(t, r.id); !found {
+		t.Errorf("runner %s with the token is not listed", r.id)
+	}
+	q := e.connectURL("protocol_version=7&namespace=default&runner_key=intruder")
+	for _, c := range []struct {
+		name   string
+		protos []string
+		status int
+		code   string
+	}{
+		{"no token", []string{"rivet"}, 400, "guard.missing_header"},
+		{"wrong token", []string{"rivet", "rivet_token.wrong"}, 403, "api.forbidden"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startNode(t, "raw socket "+c.name, "raw-socket.mjs", nil, append([]string{q}, c.protos...)...)
+			ev := p.awaitEv("http", soon)
+			var body struct{ Group, Code string }
+			if err := json.Unmarshal([]byte(ev.Body), &body); ev.Status != c.status || err != nil || body.Group+"."+body.Code != c.code {
+				t.Errorf("refused with %d %s, want %d with error %s", ev.Status, ev.Body, c.status, c.code)
+			}
+		})
+	}
+	if l := e.runners(t, "include_stopped=true"); len(l) != 1 {
+		t.Errorf("%d runners listed, want only the authorized one: %v", len(l), l)
 	}
 }
