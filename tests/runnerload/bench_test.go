@@ -213,7 +213,7 @@ func summarize(tb testing.TB, cfg benchConfig, start, end snapshot) result {
 	pings := end.pings - start.pings
 	r.pingsPerSec = float64(pings) / secs
 	want := float64(cfg.Runners) / pingPeriod.Seconds()
-	r.line = fmt.Sprintf("runners=%d window=%.1fs%s: ping txn p50=%.3fms p99=%.3fms (%.0f txns, %.0f/s; mean %.3fms) | "+
+	r.line = fmt.Sprintf("runners=%d window=%.1fs store=file://…/db%s: ping txn p50=%.3fms p99=%.3fms (%.0f txns, %.0f/s; mean %.3fms) | "+
 		"engine cpu=%.1f%% of a core (%.0fµs per ping txn), rss=%.1fMiB, hwm=%.1fMiB, threads=%d | "+
 		"generator: %.0f pings/s (expected %.0f), %d dropped in window (%d total), %d pong writes failed, cpu=%.1f%% | load %s → %s",
 		cfg.Runners, secs, cfg.DBQuery, r.p50*1000, r.p99*1000, txns, txns/secs, meanMs(start.metrics, end.metrics, pingTxnMetric),
