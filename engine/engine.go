@@ -15,6 +15,7 @@ import (
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -110,8 +111,10 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	pb := cfg.Pegboard
 	var peer *apipeer.Server
 	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
+	actorCfg := ActorConfig(pb)
 	e.runners = runnerws.New(runnerws.Options{
 		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m,
+		ActorConfig: &actorCfg, Datacenter: topo.LocalDatacenter().Name,
 		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
 			return peer.ResolveNamespace(ctx, name)
 		},
@@ -147,6 +150,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopLoops = stopLoops
 	e.loops.Go(func() { lifecycle.Run(loopCtx) })
+	e.loops.Go(func() { lifecycle.Actors().Run(loopCtx) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {
@@ -214,6 +218,18 @@ func Run(ctx context.Context, opts Options) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 	defer cancel()
 	return errors.Join(cause, e.Shutdown(sctx))
+}
+
+// ActorConfig is the actor lifecycle's part of the pegboard config.
+func ActorConfig(pb config.Pegboard) actor.Config {
+	c := actor.DefaultConfig()
+	c.RunnerEligibleThreshold = int64(pb.RunnerEligibleThreshold)
+	c.ActorStartThreshold = int64(pb.ActorStartThreshold)
+	c.ActorStopThreshold = int64(pb.ActorStopThreshold)
+	c.BaseRetryTimeout = int64(pb.BaseRetryTimeout)
+	c.RetryResetDuration = int64(pb.RetryResetDuration)
+	c.RescheduleBackoffMaxExponent = int(pb.RescheduleBackoffMaxExponent)
+	return c
 }
 
 // Topology converts the configured topology into the APIs' view of it, ordered by label.

@@ -129,6 +129,15 @@ type Pegboard struct {
 	// ActorStopThreshold is how long an actor may take to stop; runners are told it in
 	// ToClientInit. Default 1800000.
 	ActorStopThreshold uint32 `json:"actor_stop_threshold"`
+	// ActorStartThreshold is how long a placed actor may take to report running before it
+	// is lost. Default 30000.
+	ActorStartThreshold uint32 `json:"actor_start_threshold"`
+	// BaseRetryTimeout, RetryResetDuration and RescheduleBackoffMaxExponent shape the
+	// backoff of an actor that keeps crashing: base·2^min(n, max) (plus up to 500 ms), the
+	// count reset after RetryResetDuration without a crash. Defaults 2000, 600000, 8.
+	BaseRetryTimeout             uint32 `json:"base_retry_timeout"`
+	RetryResetDuration           uint32 `json:"retry_reset_duration"`
+	RescheduleBackoffMaxExponent uint8  `json:"reschedule_backoff_max_exponent"`
 }
 
 // Ms turns a millisecond setting into a duration.
@@ -152,6 +161,10 @@ const (
 	DefaultRunnerUpdatePingIntervalMs = 3000    // ms
 	DefaultRunnerPingTimeoutMs        = 15000   // ms
 	DefaultActorStopThreshold         = 1800000 // ms
+	DefaultActorStartThreshold        = 30000   // ms
+	DefaultBaseRetryTimeout           = 2000    // ms
+	DefaultRetryResetDuration         = 600000  // ms
+	DefaultRescheduleBackoffMaxExp    = 8
 )
 
 // Default returns the configuration used when nothing is configured: one datacenter, no auth,
@@ -175,11 +188,15 @@ func Default() *Config {
 		Database:  Database{URL: DefaultDatabaseURL},
 		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
 		Pegboard: Pegboard{
-			RunnerLostThreshold:        DefaultRunnerLostThreshold,
-			RunnerEligibleThreshold:    DefaultRunnerEligibleThreshold,
-			RunnerUpdatePingIntervalMs: DefaultRunnerUpdatePingIntervalMs,
-			RunnerPingTimeoutMs:        DefaultRunnerPingTimeoutMs,
-			ActorStopThreshold:         DefaultActorStopThreshold,
+			RunnerLostThreshold:          DefaultRunnerLostThreshold,
+			RunnerEligibleThreshold:      DefaultRunnerEligibleThreshold,
+			RunnerUpdatePingIntervalMs:   DefaultRunnerUpdatePingIntervalMs,
+			RunnerPingTimeoutMs:          DefaultRunnerPingTimeoutMs,
+			ActorStopThreshold:           DefaultActorStopThreshold,
+			ActorStartThreshold:          DefaultActorStartThreshold,
+			BaseRetryTimeout:             DefaultBaseRetryTimeout,
+			RetryResetDuration:           DefaultRetryResetDuration,
+			RescheduleBackoffMaxExponent: DefaultRescheduleBackoffMaxExp,
 		},
 	}
 	c.fill()

@@ -120,10 +120,16 @@ func (c *Config) validate() []*FieldError {
 		{"runner_update_ping_interval_ms", pb.RunnerUpdatePingIntervalMs},
 		{"runner_ping_timeout_ms", pb.RunnerPingTimeoutMs},
 		{"actor_stop_threshold", pb.ActorStopThreshold},
+		{"actor_start_threshold", pb.ActorStartThreshold},
+		{"base_retry_timeout", pb.BaseRetryTimeout},
+		{"retry_reset_duration", pb.RetryResetDuration},
 	} {
 		if f.ms == 0 {
 			bad("pegboard."+f.name, "must be greater than 0")
 		}
+	}
+	if pb.RescheduleBackoffMaxExponent > 30 {
+		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
 	}
 	if pb.RunnerUpdatePingIntervalMs != 0 && pb.RunnerPingTimeoutMs != 0 && pb.RunnerPingTimeoutMs <= pb.RunnerUpdatePingIntervalMs {
 		bad("pegboard.runner_ping_timeout_ms", "%d must be longer than pegboard.runner_update_ping_interval_ms (%d)", pb.RunnerPingTimeoutMs, pb.RunnerUpdatePingIntervalMs)

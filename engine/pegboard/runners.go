@@ -7,18 +7,22 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/ops/actor"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Sockets closes runner sockets held by this node.
+// Sockets reaches the runner sockets held by this node. Neither call blocks on the peer.
 type Sockets interface {
-	// CloseRunner closes the socket of runner rid with err, if this node
-	// holds it; it must not block on the peer.
+	// CloseRunner closes the socket of runner rid with err, if this node holds it.
 	CloseRunner(rid id.ID, err error)
+	// SendCommands sends commands to runner rid, if this node holds its socket; a runner
+	// that gets them late (it reconnects elsewhere) gets them from the stored commands.
+	SendCommands(rid id.ID, cmds []proto.CommandWrapper)
 }
 
 // Options configures Runners.
@@ -27,6 +31,9 @@ type Options struct {
 	Sockets Sockets
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+	// Actors is the actor lifecycle: a drain sends the runner's actors away, a stop loses
+	// those left. Nil means one of its own, with the default config.
+	Actors *Actors
 	// LostThreshold: a runner not pinged for this long is lost; a draining
 	// runner stops after this long even if actors remain.
 	LostThreshold time.Duration
@@ -57,28 +64,42 @@ func NewRunners(o Options) *Runners {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = min(max(o.LostThreshold/15, 50*time.Millisecond), time.Second)
 	}
+	if o.Actors == nil {
+		o.Actors = NewActors(ActorsOptions{DB: o.DB, Sockets: o.Sockets, Log: o.Log, Metrics: o.Metrics, Config: actor.DefaultConfig()})
+	}
 	return &Runners{o: o, started: time.Now(), kick: make(chan struct{}, 1)}
 }
 
-// Drain drains runner rid and stops it at once if no actor is on it; the
-// runner's socket is then closed with 1000 ws.eviction. connID, when not
-// zero, fences the drain to that socket (the runner's own
-// ToServerStopping). Draining a runner that is already draining or stopped
-// changes nothing. Unknown runners are runner.not_found.
+// Actors is the actor lifecycle the runners' actors go through.
+func (p *Runners) Actors() *Actors { return p.o.Actors }
+
+// Drain drains runner rid: every actor on it is told to stop (and is placed elsewhere
+// once stopped), and the runner stops as soon as none is left — at once if it has none;
+// its socket is then closed with 1000 ws.eviction. connID, when not zero, fences the
+// drain to that socket (the runner's own ToServerStopping). Draining a runner that is
+// already draining or stopped changes nothing. Unknown runners are runner.not_found.
 func (p *Runners) Drain(ctx context.Context, rid, connID id.ID) error {
 	now := time.Now().UnixMilli()
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	cfg := p.o.Actors.Config()
+	t, err := Transact(ctx, p.o.Actors, func(tx udb.Transaction) (transition, actor.Effects, error) {
 		d, err := oprunner.Drain(ctx, tx, oprunner.DrainInput{RunnerID: rid, ConnID: connID, NowMs: now})
+		if err != nil || !d.Drained {
+			return transition{}, actor.Effects{}, err
+		}
+		on, err := oprunner.ActorsOn(ctx, tx, rid)
 		if err != nil {
-			return nil, err
+			return transition{}, actor.Effects{}, err
+		}
+		eff, err := actor.GoingAway(ctx, tx, rid, on, now, cfg)
+		if err != nil {
+			return transition{}, actor.Effects{}, err
 		}
 		f, err := oprunner.FinishDrain(ctx, tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: now})
-		return transition{drained: d.Drained, finish: f}, err
+		return transition{drained: d.Drained, finish: f}, eff, err
 	})
 	if err != nil {
 		return err
 	}
-	t := res.(transition)
 	if t.drained {
 		p.o.Metrics.RunnerTransitions.WithLabelValues("drained").Inc()
 		p.o.Log.Info("runner draining", "runner_id", rid.String(), "by_runner", !connID.IsZero())
@@ -185,31 +206,43 @@ func (p *Runners) list(ctx context.Context, f func(udb.ReadTransaction) ([]id.ID
 	return res.([]id.ID), nil
 }
 
-// expire declares rid lost if it still has not pinged since before; false
-// if the store failed.
+// expire declares rid lost if it still has not pinged since before; its actors are lost
+// with it. False if the store failed.
 func (p *Runners) expire(ctx context.Context, rid id.ID, before int64) bool {
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return oprunner.Expire(ctx, tx, oprunner.ExpireInput{RunnerID: rid, NowMs: time.Now().UnixMilli(), PingBeforeMs: before})
+	now, cfg := time.Now().UnixMilli(), p.o.Actors.Config()
+	out, err := Transact(ctx, p.o.Actors, func(tx udb.Transaction) (oprunner.ExpireOutput, actor.Effects, error) {
+		out, err := oprunner.Expire(ctx, tx, oprunner.ExpireInput{RunnerID: rid, NowMs: now, PingBeforeMs: before})
+		if err != nil || !out.Expired {
+			return out, actor.Effects{}, err
+		}
+		eff, err := actor.Lost(ctx, tx, rid, out.Lost, actor.LostRunnerConnection, now, cfg)
+		return out, eff, err
 	})
 	if err != nil {
 		return p.warn(ctx, "expire", rid, err)
 	}
-	if out := res.(oprunner.ExpireOutput); out.Expired {
+	if out.Expired {
 		p.stopped(rid, "expired", out.Lost)
 	}
 	return true
 }
 
-// forceStop stops rid, which drained for longer than the lost threshold;
-// false if the store failed.
+// forceStop stops rid, which drained for longer than the lost threshold; the actors still
+// on it are lost. False if the store failed.
 func (p *Runners) forceStop(ctx context.Context, rid id.ID) bool {
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return oprunner.FinishDrain(ctx, tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: time.Now().UnixMilli(), Force: true})
+	now, cfg := time.Now().UnixMilli(), p.o.Actors.Config()
+	out, err := Transact(ctx, p.o.Actors, func(tx udb.Transaction) (oprunner.FinishDrainOutput, actor.Effects, error) {
+		out, err := oprunner.FinishDrain(ctx, tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: now, Force: true})
+		if err != nil || !out.Stopped {
+			return out, actor.Effects{}, err
+		}
+		eff, err := actor.Lost(ctx, tx, rid, out.Lost, actor.LostDrainingTimeout, now, cfg)
+		return out, eff, err
 	})
 	if err != nil {
 		return p.warn(ctx, "stop after drain timeout", rid, err)
 	}
-	if out := res.(oprunner.FinishDrainOutput); out.Stopped {
+	if out.Stopped {
 		p.stopped(rid, "drain_timed_out", out.Lost)
 	}
 	return true

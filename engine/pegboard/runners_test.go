@@ -12,6 +12,7 @@ import (
 
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
@@ -33,6 +34,8 @@ func (c *closed) CloseRunner(rid id.ID, err error) {
 	e, _ := rerr.As(err)
 	c.seen[rid] = e.Group + "." + e.Code
 }
+
+func (c *closed) SendCommands(id.ID, []proto.CommandWrapper) {}
 
 func (c *closed) count() int {
 	c.mu.Lock()

@@ -44,6 +44,7 @@ import (
 
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -72,9 +73,13 @@ type Options struct {
 	AdminToken string
 	Log        *slog.Logger
 	// Runners drains a runner that sends ToServerStopping and follows up
-	// registrations (pool config, version-upgrade drains); nil means a
-	// lifecycle of the Server's own, without a loop.
-	Runners *pegboard.Runners
+	// registrations (pool config, version-upgrade drains); its Actors take the
+	// runner's events. Nil means a lifecycle of the Server's own (with ActorConfig,
+	// or the default one), whose loops the owner runs.
+	Runners     *pegboard.Runners
+	ActorConfig *actor.Config
+	// Datacenter is the local datacenter's name, for the actors' API objects.
+	Datacenter string
 	// Metrics records ping transactions and live sockets; nil means a
 	// registry of the Server's own.
 	Metrics *metrics.Metrics
@@ -140,8 +145,15 @@ func New(o Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}}
 	if s.o.Runners == nil {
+		cfg := actor.DefaultConfig()
+		if o.ActorConfig != nil {
+			cfg = *o.ActorConfig
+		}
+		actors := pegboard.NewActors(pegboard.ActorsOptions{
+			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics, Config: cfg, Label: o.Label, Datacenter: o.Datacenter,
+		})
 		s.o.Runners = pegboard.NewRunners(pegboard.Options{
-			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics,
+			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics, Actors: actors,
 			LostThreshold: time.Duration(o.RunnerLostThreshold) * time.Millisecond,
 		})
 	}
@@ -290,6 +302,12 @@ type conn struct {
 
 	pongMu   sync.Mutex
 	lastPong time.Time
+
+	pool actor.Pool // the runner's pool, for its pending queue
+
+	cmdMu    sync.Mutex // serialises command writes
+	initSent bool       // ToClientInit is out: commands may go
+	held     []proto.CommandWrapper
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.
@@ -338,6 +356,7 @@ func (c *conn) run(r *http.Request) {
 		return
 	}
 	go c.pingLoop()
+	c.afterInit(c.pool)
 	c.readLoop()
 }
 
@@ -501,6 +520,7 @@ func (c *conn) register(init proto.ToServerInit) error {
 	c.pongMu.Lock()
 	c.lastPong = time.Now()
 	c.pongMu.Unlock()
+	c.pool = actor.Pool{Namespace: c.nsID, Selector: init.Name}
 	// Not c.s.ctx: a write whose context ends closes the connection without a close frame.
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.InitTimeout)
 	defer cancel()
@@ -580,8 +600,12 @@ func (c *conn) readLoop() {
 			c.pong(m)
 		case proto.ToServerStopping:
 			c.stopping()
+		case proto.ToServerEvents:
+			c.events(m)
+		case proto.ToServerAckCommands:
+			c.ackCommands(m)
 		default:
-			// Events, acks, stopping, KV and tunnel messages come with later slices.
+			// Tunnel messages come with the gateway.
 		}
 	}
 }
@@ -594,12 +618,15 @@ func (c *conn) pong(m proto.ToServerPong) {
 	rtt := max(now.UnixMilli()-m.Ts, 0)
 	rtt = min(rtt, int64(^uint32(0)))
 	in := oprunner.UpdatePingInput{RunnerID: c.runnerID, ConnID: c.connID, RttMs: uint32(rtt), NowMs: now.UnixMilli()}
-	_, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
 		return oprunner.UpdatePing(c.s.ctx, tx, in)
 	})
 	metrics.Since(c.s.o.Metrics.RunnerPingTxn, now)
 	switch {
 	case err == nil:
+		if out := res.(oprunner.UpdatePingOutput); out.Indexed && c.eligibleAgain(out.PrevPingTs, now) {
+			c.s.o.Runners.Actors().MovePool(c.pool)
+		}
 	case rerr.Is(err, "runner", "stale_connection"):
 		// A newer socket took the runner over; its eviction of this one is under way.
 		c.closeWith(rerr.WS("eviction"), true)

@@ -117,3 +117,9 @@ func actorsOn(ctx context.Context, tx udb.ReadTransaction, rid id.ID, limit int)
 	}
 	return out, nil
 }
+
+// ActorsOn returns the actors placed on runner rid, serializably: a placement or a
+// departure racing with the caller's transaction conflicts.
+func ActorsOn(ctx context.Context, tx udb.ReadTransaction, rid id.ID) ([]id.ID, error) {
+	return actorsOn(ctx, tx, rid, 0)
+}

@@ -1,0 +1,350 @@
+package pegboard
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// ActorsOptions configures Actors.
+type ActorsOptions struct {
+	DB      udb.Database
+	Sockets Sockets
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	Config  actor.Config
+	// Label is the datacenter label new actor ids carry; Datacenter its name.
+	Label      uint16
+	Datacenter string
+	// ScanInterval is how often due timers are looked for; zero means 100 ms.
+	ScanInterval time.Duration
+}
+
+// Actors drives the actor lifecycle: it runs ops/actor transitions and carries out their
+// effects (commands to runner sockets, queue moves, closing stopped runners, waking
+// waiters), and runs the timers.
+type Actors struct {
+	o ActorsOptions
+
+	kick chan struct{}
+
+	mu       sync.Mutex
+	pools    []actor.Pool             // queues to move
+	watchers map[id.ID]chan struct{} // closed at the actor's next change
+}
+
+// NewActors returns the actor lifecycle; Run starts its loop.
+func NewActors(o ActorsOptions) *Actors {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = 100 * time.Millisecond
+	}
+	return &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}}
+}
+
+// Config is the lifecycle timings.
+func (p *Actors) Config() actor.Config { return p.o.Config }
+
+// now is the lifecycle clock, in milliseconds.
+func now() int64 { return time.Now().UnixMilli() }
+
+// Transact runs f, a lifecycle transaction that returns effects, and carries them out
+// once it has committed.
+func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) (T, actor.Effects, error)) (T, error) {
+	var eff actor.Effects
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		out, e, err := f(tx)
+		eff = e
+		return out, err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	p.Apply(eff)
+	return res.(T), nil
+}
+
+// Apply carries out committed effects.
+func (p *Actors) Apply(eff actor.Effects) {
+	if len(eff.Commands) > 0 && p.o.Sockets != nil {
+		byRunner := map[id.ID][]proto.CommandWrapper{}
+		var order []id.ID
+		for _, c := range eff.Commands {
+			if _, seen := byRunner[c.RunnerID]; !seen {
+				order = append(order, c.RunnerID)
+			}
+			byRunner[c.RunnerID] = append(byRunner[c.RunnerID], c.Command)
+		}
+		for _, rid := range order {
+			p.o.Sockets.SendCommands(rid, byRunner[rid])
+		}
+	}
+	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
+		for _, aid := range group {
+			p.notify(aid)
+		}
+	}
+	if len(eff.Pools) > 0 {
+		p.mu.Lock()
+		for _, pool := range eff.Pools {
+			if !containsPool(p.pools, pool) {
+				p.pools = append(p.pools, pool)
+			}
+		}
+		p.mu.Unlock()
+		p.Kick()
+	}
+	for _, rid := range eff.StoppedRunners {
+		p.o.Metrics.RunnerTransitions.WithLabelValues("drained").Inc()
+		p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", "drained")
+		if p.o.Sockets != nil {
+			p.o.Sockets.CloseRunner(rid, rerr.WS("eviction"))
+		}
+	}
+}
+
+func containsPool(ps []actor.Pool, p actor.Pool) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Watch returns a channel closed at the actor's next lifecycle change seen by this node
+// (it became ready, stopped, or was destroyed). Callers re-read the actor after it closes.
+func (p *Actors) Watch(aid id.ID) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.watchers[aid]
+	if !ok {
+		ch = make(chan struct{})
+		p.watchers[aid] = ch
+	}
+	return ch
+}
+
+func (p *Actors) notify(aid id.ID) {
+	p.mu.Lock()
+	ch, ok := p.watchers[aid]
+	delete(p.watchers, aid)
+	p.mu.Unlock()
+	if ok {
+		close(ch)
+	}
+}
+
+// Kick makes the loop run now.
+func (p *Actors) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// MovePool asks the loop to place what waits in the pool's queue (a runner connected).
+func (p *Actors) MovePool(pool actor.Pool) { p.Apply(actor.Effects{Pools: []actor.Pool{pool}}) }
+
+// Run runs due timers and moves queues until ctx ends.
+func (p *Actors) Run(ctx context.Context) {
+	t := time.NewTicker(p.o.ScanInterval)
+	defer t.Stop()
+	for {
+		p.movePools(ctx)
+		for p.runTimers(ctx) && ctx.Err() == nil {
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+	}
+}
+
+const timerBatch = 256
+
+// runTimers handles one batch of due timers; it reports whether to look again at once.
+func (p *Actors) runTimers(ctx context.Context) bool {
+	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return actor.DueTimers(ctx, r, now()+1, timerBatch)
+	})
+	if err != nil {
+		p.warn(ctx, "actor timers", err)
+		return false
+	}
+	due := res.([]id.ID)
+	ok := true
+	for _, aid := range due {
+		in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
+		if _, err := Transact(ctx, p, func(tx udb.Transaction) (struct{}, actor.Effects, error) {
+			eff, err := actor.Timer(ctx, tx, in)
+			return struct{}{}, eff, err
+		}); err != nil {
+			p.warn(ctx, "actor timer "+aid.String(), err)
+			ok = false
+		}
+	}
+	return ok && len(due) == timerBatch
+}
+
+// movePools places what waits in the queues of the pools that had a slot freed.
+func (p *Actors) movePools(ctx context.Context) {
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		if len(p.pools) == 0 {
+			p.mu.Unlock()
+			return
+		}
+		pool := p.pools[0]
+		p.pools = p.pools[1:]
+		p.mu.Unlock()
+		for more := true; more && ctx.Err() == nil; {
+			in := actor.PlacePendingInput{Pool: pool, Limit: 32, NowMs: now(), Config: p.o.Config}
+			out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.PlacePendingOutput, actor.Effects, error) {
+				out, err := actor.PlacePending(ctx, tx, in)
+				return out, out.Effects, err
+			})
+			if err != nil {
+				p.warn(ctx, "pending queue", err)
+				break
+			}
+			more = out.More
+		}
+	}
+}
+
+func (p *Actors) warn(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil {
+		p.o.Log.Warn(what+" failed", "error", err)
+	}
+}
+
+// MARK: API
+
+// CreateInput is a new actor, as the API gives it.
+type CreateInput struct {
+	Namespace     id.ID
+	NamespaceName string
+	Name          string
+	Key           *string
+	Input         []byte
+	Selector      string
+	CrashPolicy   string
+}
+
+func (p *Actors) createInput(in CreateInput) actor.CreateInput {
+	return actor.CreateInput{
+		Namespace: in.Namespace, NamespaceName: in.NamespaceName, ActorID: id.New(p.o.Label), Name: in.Name, Key: in.Key,
+		Input: in.Input, Selector: in.Selector, CrashPolicy: in.CrashPolicy, NowMs: now(), Datacenter: p.o.Datacenter,
+		Config: p.o.Config,
+	}
+}
+
+// Create creates and places an actor.
+func (p *Actors) Create(ctx context.Context, in CreateInput) (actor.Actor, error) {
+	ci := p.createInput(in)
+	return Transact(ctx, p, func(tx udb.Transaction) (actor.Actor, actor.Effects, error) {
+		out, err := actor.Create(ctx, tx, ci)
+		return out.Actor, out.Effects, err
+	})
+}
+
+// GetOrCreate returns the live actor holding the key, or creates it.
+func (p *Actors) GetOrCreate(ctx context.Context, in CreateInput) (actor.Actor, bool, error) {
+	ci := p.createInput(in)
+	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.GetOrCreateOutput, actor.Effects, error) {
+		out, err := actor.GetOrCreate(ctx, tx, ci)
+		return out, out.Effects, err
+	})
+	return out.Actor, out.Created, err
+}
+
+// Destroy destroys an actor and, with wait, returns once it is destroyed (a placed actor
+// is stopped first) or ctx ends.
+func (p *Actors) Destroy(ctx context.Context, aid id.ID, wait bool) error {
+	for {
+		changed := p.Watch(aid)
+		in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
+		out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.DestroyOutput, actor.Effects, error) {
+			out, err := actor.Destroy(ctx, tx, in)
+			return out, out.Effects, err
+		})
+		if err != nil || out.Done || !wait {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-time.After(time.Second):
+			// The stop may have been seen by another node; look again.
+		}
+	}
+}
+
+// Sleep, Wake and Reschedule run the transitions of the same names.
+func (p *Actors) Sleep(ctx context.Context, aid id.ID) error {
+	return p.run(ctx, aid, actor.Sleep)
+}
+
+func (p *Actors) Wake(ctx context.Context, aid id.ID) error {
+	return p.run(ctx, aid, actor.Wake)
+}
+
+func (p *Actors) Reschedule(ctx context.Context, aid id.ID) error {
+	return p.run(ctx, aid, actor.Reschedule)
+}
+
+func (p *Actors) run(ctx context.Context, aid id.ID, f func(context.Context, udb.Transaction, actor.Input) (actor.Effects, error)) error {
+	in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
+	_, err := Transact(ctx, p, func(tx udb.Transaction) (struct{}, actor.Effects, error) {
+		eff, err := f(ctx, tx, in)
+		return struct{}{}, eff, err
+	})
+	return err
+}
+
+// MARK: runner sockets
+
+// Events applies a runner's events and returns the checkpoints to acknowledge.
+func (p *Actors) Events(ctx context.Context, rid id.ID, events []proto.EventWrapper) ([]proto.ActorCheckpoint, error) {
+	in := actor.EventsInput{RunnerID: rid, Events: events, NowMs: now(), Config: p.o.Config}
+	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.EventsOutput, actor.Effects, error) {
+		out, err := actor.ApplyEvents(ctx, tx, in)
+		return out, out.Effects, err
+	})
+	return out.Acks, err
+}
+
+// AckCommands clears the commands a runner acknowledged.
+func (p *Actors) AckCommands(ctx context.Context, rid id.ID, cps []proto.ActorCheckpoint) error {
+	_, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return nil, actor.AckCommands(ctx, tx, actor.AckCommandsInput{RunnerID: rid, Checkpoints: cps})
+	})
+	return err
+}
+
+// Replay returns the stored commands a runner that just connected must get again.
+func (p *Actors) Replay(ctx context.Context, rid id.ID) ([]proto.CommandWrapper, error) {
+	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return actor.Replay(ctx, r, rid) })
+	if err != nil {
+		return nil, err
+	}
+	return res.([]proto.CommandWrapper), nil
+}

@@ -1,0 +1,118 @@
+package runnerws
+
+import (
+	"context"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+)
+
+// The actor side of a runner socket: commands out (live, and replayed after init), events
+// and command acknowledgements in.
+
+// SendCommands sends commands to runner rid if this server holds its socket. Commands that
+// come before the socket's ToClientInit is out wait for it, so the runner always sees its
+// init first.
+func (s *Server) SendCommands(rid id.ID, cmds []proto.CommandWrapper) {
+	s.mu.Lock()
+	c := s.byRunner[rid]
+	s.mu.Unlock()
+	if c != nil {
+		c.sendCommands(cmds)
+	}
+}
+
+// sendCommands writes cmds, or keeps them until the init is out.
+func (c *conn) sendCommands(cmds []proto.CommandWrapper) {
+	c.cmdMu.Lock()
+	defer c.cmdMu.Unlock()
+	if !c.initSent {
+		c.held = append(c.held, cmds...)
+		return
+	}
+	c.writeCommands(cmds)
+}
+
+// writeCommands writes one ToClientCommands; c.cmdMu is held. A failed write fails the
+// socket: the runner reconnects and gets the stored commands again.
+func (c *conn) writeCommands(cmds []proto.CommandWrapper) {
+	if len(cmds) == 0 {
+		return
+	}
+	if err := c.write(proto.ToClientCommands(cmds)); err != nil {
+		c.fail(nil)
+	}
+}
+
+// write encodes m for the socket's protocol version and writes it.
+func (c *conn) write(m proto.ToClient) error {
+	b, err := proto.EncodeToClient(m, c.version)
+	if err != nil {
+		return rerr.Internal(err)
+	}
+	// Not c.s.ctx: a write whose context ends closes the connection without a close frame.
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingInterval)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
+// afterInit runs once ToClientInit is out: the stored commands the runner must get again
+// (starts not confirmed, stops under way) go first, then those held meanwhile, and the
+// pool's waiting actors may now be placed here.
+func (c *conn) afterInit(pool actor.Pool) {
+	replay, err := c.s.o.Runners.Actors().Replay(c.s.ctx, c.runnerID)
+	if err != nil && c.s.ctx.Err() == nil {
+		c.s.o.Log.Warn("runner socket: replay commands", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+	}
+	c.cmdMu.Lock()
+	c.initSent = true
+	held := c.held
+	c.held = nil
+	sent := map[proto.ActorCheckpoint]bool{}
+	for _, cmd := range replay {
+		sent[cmd.Checkpoint] = true
+	}
+	for _, cmd := range held {
+		if !sent[cmd.Checkpoint] {
+			replay = append(replay, cmd)
+		}
+	}
+	c.writeCommands(replay)
+	c.cmdMu.Unlock()
+	c.s.o.Runners.Actors().MovePool(pool)
+}
+
+// events applies the runner's events and acknowledges them in one batch.
+func (c *conn) events(evs proto.ToServerEvents) {
+	acks, err := c.s.o.Runners.Actors().Events(c.s.ctx, c.runnerID, evs)
+	if err != nil {
+		if c.s.ctx.Err() == nil {
+			c.s.o.Log.Warn("runner socket: events", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+		}
+		return // not acknowledged: the runner sends them again after a reconnect
+	}
+	if len(acks) == 0 {
+		return
+	}
+	if err := c.write(proto.ToClientAckEvents{LastEventCheckpoints: acks}); err != nil {
+		c.fail(nil)
+	}
+}
+
+// ackCommands clears the commands the runner acknowledged.
+func (c *conn) ackCommands(m proto.ToServerAckCommands) {
+	if err := c.s.o.Runners.Actors().AckCommands(c.s.ctx, c.runnerID, m.LastCommandCheckpoints); err != nil && c.s.ctx.Err() == nil {
+		c.s.o.Log.Warn("runner socket: ack commands", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+	}
+}
+
+// eligibleAgain reports whether a ping after prevPingTs makes the runner eligible again
+// (its previous ping was older than the eligibility threshold), so its pool's queue may move.
+func (c *conn) eligibleAgain(prevPingTs int64, now time.Time) bool {
+	return now.UnixMilli()-prevPingTs > c.s.o.Runners.Actors().Config().RunnerEligibleThreshold
+}
