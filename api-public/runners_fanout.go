@@ -96,9 +96,13 @@ type rawRunner struct {
 	id       id.ID
 }
 
-func (r *rawRunner) UnmarshalJSON(b []byte) error {
-	r.raw = append([]byte(nil), b...)
-	if v, ok := members(b, "runner_id", "create_ts"); ok {
+func (r *rawRunner) UnmarshalJSON(b []byte) error { return r.parse(bytes.Clone(b)) }
+
+// parse reads the runner b, which it keeps.
+func (r *rawRunner) parse(b []byte) error {
+	r.raw = b
+	var v [2][]byte
+	if membersTo(v[:], b, "runner_id", "create_ts") {
 		var err error
 		if r.id, err = idOf(v[0]); err == nil {
 			if r.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
@@ -136,9 +140,13 @@ type rawEnvoy struct {
 	label    uint16
 }
 
-func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
-	e.raw = append([]byte(nil), b...)
-	if v, ok := members(b, "envoy_key", "create_ts"); ok {
+func (e *rawEnvoy) UnmarshalJSON(b []byte) error { return e.parse(bytes.Clone(b)) }
+
+// parse reads the envoy b, which it keeps.
+func (e *rawEnvoy) parse(b []byte) error {
+	e.raw = b
+	var v [2][]byte
+	if membersTo(v[:], b, "envoy_key", "create_ts") {
 		key := v[0]
 		if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' && bytes.IndexByte(key, '\\') < 0 {
 			var err error
@@ -167,23 +175,32 @@ func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
 // repeated name the last is taken, as encoding/json does.
 func members(obj []byte, names ...string) (vals [][]byte, ok bool) {
 	vals = make([][]byte, len(names))
+	if !membersTo(vals, obj, names...) {
+		return nil, false
+	}
+	return vals, true
+}
+
+// membersTo is members writing the values into vals, which has one element per name.
+func membersTo(vals [][]byte, obj []byte, names ...string) (ok bool) {
+	clear(vals)
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
+		return false
 	}
 	i++
 	for {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
-			return vals, true // '}' or the end
+			return true // '}' or the end
 		}
 		end := skipValue(obj, i)
 		if end-1 <= i {
-			return nil, false
+			return false
 		}
 		name := obj[i+1 : end-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
-			return nil, false
+			return false
 		}
 		i = skipSpace(obj, end)
 		i = skipSpace(obj, i+1) // the ':'
@@ -255,8 +272,9 @@ type peerPage struct {
 // UnmarshalJSON reads {"runners"|"envoys": [...], "pagination": {...}} with the quick scans,
 // which is safe: encoding/json has checked that b is valid JSON before it calls this.
 func (p *peerPage) UnmarshalJSON(b []byte) error {
-	v, ok := members(b, "runners", "envoys", "pagination")
-	if !ok {
+	b = bytes.Clone(b) // the items are kept: one copy for all of them
+	var v [3][]byte
+	if !membersTo(v[:], b, "runners", "envoys", "pagination") {
 		var slow struct {
 			Runners    []rawRunner        `json:"runners"`
 			Envoys     []rawEnvoy         `json:"envoys"`
@@ -268,7 +286,7 @@ func (p *peerPage) UnmarshalJSON(b []byte) error {
 	}
 	if err := eachElement(v[0], func(el []byte) error {
 		var r rawRunner
-		err := r.UnmarshalJSON(el)
+		err := r.parse(el[:len(el):len(el)])
 		p.Runners = append(p.Runners, r)
 		return err
 	}); err != nil {
@@ -276,7 +294,7 @@ func (p *peerPage) UnmarshalJSON(b []byte) error {
 	}
 	if err := eachElement(v[1], func(el []byte) error {
 		var e rawEnvoy
-		err := e.UnmarshalJSON(el)
+		err := e.parse(el[:len(el):len(el)])
 		p.Envoys = append(p.Envoys, e)
 		return err
 	}); err != nil {

@@ -106,6 +106,19 @@ func TestPeerPage(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"runners":[{"runner_id":"bad","create_ts":1}],"pagination":{"cursor":null}}`), &p); err == nil {
 		t.Error("a bad runner id accepted")
 	}
+
+	// The items are the page's own: the caller may reuse its buffer.
+	body := []byte(`{"runners":[` + r + `,` + r + `],"pagination":{"cursor":null}}`)
+	p = peerPage{}
+	if err := p.UnmarshalJSON(body); err != nil {
+		t.Fatal(err)
+	}
+	clear(body)
+	for _, it := range p.Runners {
+		if string(it.raw) != r {
+			t.Errorf("item %q after the input was overwritten; want %q", it.raw, r)
+		}
+	}
 }
 
 // A Server's in-process api-peer is made once, and forgotten when the Server is collected.
