@@ -604,6 +604,8 @@ func (c *conn) readLoop() {
 			c.events(m)
 		case proto.ToServerAckCommands:
 			c.ackCommands(m)
+		case proto.ToServerKvRequest:
+			c.kvRequest(m)
 		default:
 			// Tunnel messages come with the gateway.
 		}
