@@ -37,7 +37,7 @@ type Actors struct {
 	kick chan struct{}
 
 	mu       sync.Mutex
-	pools    []actor.Pool             // queues to move
+	pools    []actor.Pool            // queues to move
 	watchers map[id.ID]chan struct{} // closed at the actor's next change
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/ops/internal/opstest"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -325,5 +326,34 @@ func TestConcurrentCreates(t *testing.T) {
 	other, _ := w.create(CrashRestart, nil)
 	if st := w.state(other); st.Phase != keys.PhasePending {
 		t.Fatalf("second actor with no slot left: %+v", st)
+	}
+}
+
+// Destroying an actor drops its KV.
+func TestDestroyDropsKV(t *testing.T) {
+	w := newWorld(t)
+	w.runner("r1", 4)
+	aid, _ := w.create(CrashSleep, nil)
+	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
+		return nil, actorkv.Put(ctx, tx, actorkv.PutInput{ActorID: aid, Keys: [][]byte{[]byte("k")}, Values: [][]byte{[]byte("v")}, NowMs: w.now})
+	})
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Sleep(ctx, tx, in) }, aid)
+	d := opstest.Write(t, w.db, func(tx udb.Transaction) (DestroyOutput, error) {
+		return Destroy(ctx, tx, Input{ActorID: aid, NowMs: w.now, Config: w.cfg})
+	})
+	if d.Done {
+		t.Fatal("a stopping actor destroyed before it stopped")
+	}
+	// Sleep sent a stop; the destroy takes it over. Once stopped, it is destroyed and its KV gone.
+	st := w.state(aid)
+	w.events(*st.RunnerID, ev(aid, 0, 0, stoppedErr))
+	if st := w.state(aid); st.Phase != keys.PhaseDestroyed {
+		t.Fatalf("phase %s", st.Phase)
+	}
+	left := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
+		return actorkv.Get(ctx, r, actorkv.GetInput{ActorID: aid, Keys: [][]byte{[]byte("k")}})
+	})
+	if len(left) != 0 {
+		t.Fatalf("KV after destroy: %+v", left)
 	}
 }

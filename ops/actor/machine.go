@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -267,7 +268,7 @@ func (m *machine) sleep(a *actor, errJSON json.RawMessage) error {
 	return nil
 }
 
-// destroy destroys a for good.
+// destroy destroys a for good: its key is free again and its KV is gone.
 func (m *machine) destroy(a *actor) error {
 	st := &a.st
 	if err := m.deallocate(a); err != nil {
@@ -284,6 +285,7 @@ func (m *machine) destroy(a *actor) error {
 			keys.ActorByKeyValue{WorkflowID: a.id, IsDestroyed: true})
 	}
 	keys.Set(m.tx, keys.ActorDestroyTsKey{ActorID: a.id}, m.now)
+	actorkv.DropAll(m.tx, a.id)
 	m.eff.Destroyed = append(m.eff.Destroyed, a.id)
 	return nil
 }
