@@ -24,6 +24,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/runners", s.listRunners)
 	e.GET("/runners/names", s.listRunnerNames)
 	e.POST("/runners/:runner_id/drain", s.drainRunner)
+	e.GET("/actors/:actor_id/kv/keys/:key", s.getActorKV)
 	e.GET("/envoys", s.listEnvoys)
 	e.GET("/runner-configs", s.listRunnerConfigs)
 	e.PUT("/runner-configs/:runner_name", s.upsertRunnerConfig)

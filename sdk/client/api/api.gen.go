@@ -1485,9 +1485,14 @@ type ClientInterface interface {
 
 	// ActorsKvGet Read one key of an actor's KV store.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. The key is the raw key bytes
+	// in standard base64, percent-encoded in the path (`/` is `%2F`); the URL-safe alphabet
+	// is accepted too, and padding is optional.
 	//
-	// A missing key is 404 `actor.kv_key_not_found`.
+	// A malformed actor id or key is 400 `api.bad_request` naming the field; a key longer
+	// than 2,046 bytes is 400 `validation.invalid_input`. An unknown actor, or one of
+	// another namespace, is 404 `actor.not_found`; a key without a value is 404
+	// `actor.kv_key_not_found`.
 	//
 	// Corresponds with GET /actors/{actor_id}/kv/keys/{key} (the `ActorsKvGet` operationId).
 	ActorsKvGet(ctx context.Context, actorId ActorIdPath, key string, params *ActorsKvGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1861,9 +1866,14 @@ func (c *Client) ActorsDelete(ctx context.Context, actorId ActorIdPath, params *
 
 // ActorsKvGet Read one key of an actor's KV store.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. The key is the raw key bytes
+// in standard base64, percent-encoded in the path (`/` is `%2F`); the URL-safe alphabet
+// is accepted too, and padding is optional.
 //
-// A missing key is 404 `actor.kv_key_not_found`.
+// A malformed actor id or key is 400 `api.bad_request` naming the field; a key longer
+// than 2,046 bytes is 400 `validation.invalid_input`. An unknown actor, or one of
+// another namespace, is 404 `actor.not_found`; a key without a value is 404
+// `actor.kv_key_not_found`.
 //
 // Corresponds with GET /actors/{actor_id}/kv/keys/{key} (the `ActorsKvGet` operationId).
 func (c *Client) ActorsKvGet(ctx context.Context, actorId ActorIdPath, key string, params *ActorsKvGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4022,9 +4032,14 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsKvGetWithResponse Read one key of an actor's KV store.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. The key is the raw key bytes
+	// in standard base64, percent-encoded in the path (`/` is `%2F`); the URL-safe alphabet
+	// is accepted too, and padding is optional.
 	//
-	// A missing key is 404 `actor.kv_key_not_found`.
+	// A malformed actor id or key is 400 `api.bad_request` naming the field; a key longer
+	// than 2,046 bytes is 400 `validation.invalid_input`. An unknown actor, or one of
+	// another namespace, is 404 `actor.not_found`; a key without a value is 404
+	// `actor.kv_key_not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6638,9 +6653,14 @@ func (c *ClientWithResponses) ActorsDeleteWithResponse(ctx context.Context, acto
 
 // ActorsKvGetWithResponse Read one key of an actor's KV store.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. The key is the raw key bytes
+// in standard base64, percent-encoded in the path (`/` is `%2F`); the URL-safe alphabet
+// is accepted too, and padding is optional.
 //
-// A missing key is 404 `actor.kv_key_not_found`.
+// A malformed actor id or key is 400 `api.bad_request` naming the field; a key longer
+// than 2,046 bytes is 400 `validation.invalid_input`. An unknown actor, or one of
+// another namespace, is 404 `actor.not_found`; a key without a value is 404
+// `actor.kv_key_not_found`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "1509de58cd3f82bf5b776b11f741c73fc6e6345f6bcd76f19bbe1c2bbd78229c"
+const SpecSHA256 = "f78736791ad3a5b785cf719f6b800373b04c4b50b88d7840d1b1a8072a2051d0"
