@@ -15,6 +15,7 @@ import (
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -128,6 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	peer = apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 		DrainRunner: func(ctx context.Context, rid id.ID) error { return lifecycle.Drain(ctx, rid, id.ID{}) },
+		Actors:      lifecycle.Actors(),
 	})
 	peerAPI = peer.Handler()
 	publicAPI := apipublic.New(apipublic.Deps{
@@ -135,6 +137,11 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
 	publicAPI = e.runners.Wrap(publicAPI)
+	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
+	gateway := guard.New(guard.Options{
+		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
+	})
+	publicAPI = gateway.Wrap(publicAPI)
 
 	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
 		return nil, err
@@ -218,6 +225,17 @@ func Run(ctx context.Context, opts Options) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 	defer cancel()
 	return errors.Join(cause, e.Shutdown(sctx))
+}
+
+// tunnels adapts the runner sockets to the gateway's Tunnels.
+type tunnels struct{ s *runnerws.Server }
+
+func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
+	tun, err := t.s.OpenTunnel(rid)
+	if err != nil {
+		return nil, err
+	}
+	return tun, nil
 }
 
 // ActorConfig is the actor lifecycle's part of the pegboard config.

@@ -189,6 +189,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "zero timeout", yaml: "api_public: {datacenter_timeout_ms: 0}\n", want: []string{"api_public.datacenter_timeout_ms: must be greater than 0"}},
 		{name: "metrics on the guard port", env: []string{"BERTH__metrics__port=6420"},
 			want: []string{"metrics.port: 6420 is also guard.port"}},
+		{name: "lost threshold under the ping interval", env: []string{"BERTH__pegboard__runner_lost_threshold=2000"},
+			want: []string{"pegboard.runner_lost_threshold: 2000 must be longer than pegboard.runner_update_ping_interval_ms (3000) plus 128 ms of jitter"}},
 		{name: "zero lost threshold", env: []string{"BERTH__pegboard__runner_lost_threshold=0"},
 			want: []string{"pegboard.runner_lost_threshold: must be greater than 0"}},
 		{name: "ping timeout not above interval", yaml: "pegboard: {runner_update_ping_interval_ms: 5000, runner_ping_timeout_ms: 5000}\n",

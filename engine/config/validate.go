@@ -128,6 +128,18 @@ func (c *Config) validate() []*FieldError {
 			bad("pegboard."+f.name, "must be greater than 0")
 		}
 	}
+	// A live runner is pinged every interval plus up to 127 ms of jitter: thresholds at or
+	// under that would expire (or deem ineligible) runners that answer every ping.
+	if iv := pb.RunnerUpdatePingIntervalMs; iv != 0 {
+		for _, f := range []struct {
+			name string
+			ms   uint32
+		}{{"runner_lost_threshold", pb.RunnerLostThreshold}, {"runner_eligible_threshold", pb.RunnerEligibleThreshold}} {
+			if f.ms != 0 && uint64(f.ms) <= uint64(iv)+128 {
+				bad("pegboard."+f.name, "%d must be longer than pegboard.runner_update_ping_interval_ms (%d) plus 128 ms of jitter", f.ms, iv)
+			}
+		}
+	}
 	if pb.RescheduleBackoffMaxExponent > 30 {
 		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
 	}

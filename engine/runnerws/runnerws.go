@@ -28,6 +28,7 @@ package runnerws
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,10 @@ type Server struct {
 	conns    map[id.ID]*conn // live, initialised sockets by connection id
 	byRunner map[id.ID]*conn // the same sockets by runner id (the newest one)
 	closed   bool
-	wg       sync.WaitGroup
+
+	gateway proto.GatewayID             // this process's gateway id, random
+	tunnels map[proto.RequestID]*Tunnel // open gateway requests
+	wg      sync.WaitGroup
 }
 
 // New returns a Server; Close ends its sockets.
@@ -143,7 +147,8 @@ func New(o Options) *Server {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}}
+	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
+	_, _ = crand.Read(s.gateway[:])
 	if s.o.Runners == nil {
 		cfg := actor.DefaultConfig()
 		if o.ActorConfig != nil {
@@ -308,6 +313,8 @@ type conn struct {
 	cmdMu    sync.Mutex // serialises command writes
 	initSent bool       // ToClientInit is out: commands may go
 	held     []proto.CommandWrapper
+
+	tunnels sync.WaitGroup // watchers of this socket's tunnels
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.
@@ -333,6 +340,7 @@ func (c *conn) run(r *http.Request) {
 		// Make sure the socket is closed and the reader is released.
 		c.fail(nil)
 		<-c.done
+		c.tunnels.Wait()
 	}()
 	if err := c.checkQuery(r); err != nil {
 		c.fail(err)

@@ -1,0 +1,197 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+)
+
+// MaxWebSocketMessage bounds a client's WebSocket message (32 MiB).
+const MaxWebSocketMessage = 32 << 20
+
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && headerHasToken(r.Header, "Connection", "upgrade")
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// accept upgrades the client, answering subprotocol rivet only when it was offered.
+func accept(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"rivet"}, OriginPatterns: []string{"*"}})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(MaxWebSocketMessage)
+	return c, nil
+}
+
+// closeWithError upgrades the client and closes it with the error, as Rivet's guard does
+// for a WebSocket it cannot route: 1011 (1000 for ws.eviction) and "group.code#ray".
+func closeWithError(w http.ResponseWriter, r *http.Request, ray string, e *rerr.Error) {
+	c, err := accept(w, r)
+	if err != nil {
+		return
+	}
+	_ = c.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
+}
+
+// serveWebSocket tunnels a client WebSocket to the actor.
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray string, t Target) {
+	client, err := accept(w, r)
+	if err != nil {
+		return // Accept answered the request
+	}
+	defer client.CloseNow()
+	ctx := r.Context()
+	open := proto.ToClientWebSocketOpen{ActorID: t.ActorID.String(), Path: t.Path, Headers: wsHeaders(r)}
+	var tun Tunnel
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+				return
+			}
+		}
+		tun, err = g.openWebSocket(ctx, t, open)
+		if err == nil {
+			break
+		}
+		if !retryable(err) || attempt == MaxAttempts {
+			e, ok := rerr.As(err)
+			if !ok {
+				e = rerr.Internal(err)
+			}
+			_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
+			return
+		}
+	}
+	defer tun.Close()
+	relay(ctx, client, tun)
+}
+
+// openWebSocket resolves the actor and opens the socket on its runner.
+func (g *Gateway) openWebSocket(ctx context.Context, t Target, open proto.ToClientWebSocketOpen) (Tunnel, error) {
+	rt, err := g.resolve(ctx, t.ActorID)
+	if err != nil {
+		return nil, err
+	}
+	tun, err := g.o.Tunnels.OpenTunnel(rt.runnerID)
+	if err != nil {
+		return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+	}
+	if err := tun.Send(open); err != nil {
+		tun.Close()
+		return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, g.o.WebSocketOpenTimeout,
+		rerr.New("guard", "websocket_open_timeout", "phase", "waiting_for_websocket_open"))
+	defer cancel()
+	for {
+		m, err := tun.Recv(wctx)
+		if err != nil {
+			tun.Close()
+			if wctx.Err() != nil {
+				return nil, context.Cause(wctx)
+			}
+			return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		}
+		switch m.(type) {
+		case proto.ToServerWebSocketOpen:
+			return tun, nil
+		case proto.ToServerWebSocketClose:
+			// Refused before open: the runner does not host the actor (it moved), retry.
+			tun.Close()
+			return nil, rerr.New("guard", "websocket_service_unavailable")
+		}
+	}
+}
+
+// wsHeaders are the headers the actor sees for a WebSocket: forwardHeaders plus the
+// client's subprotocols (rivetkit passes its encoding and connection params there).
+func wsHeaders(r *http.Request) []proto.Header {
+	hs := forwardHeaders(r)
+	if p := r.Header.Values("Sec-WebSocket-Protocol"); len(p) > 0 {
+		hs = append(hs, proto.Header{Name: "sec-websocket-protocol", Value: strings.Join(p, ", ")})
+	}
+	return hs
+}
+
+// relay copies messages both ways until either side closes.
+func relay(ctx context.Context, client *websocket.Conn, tun Tunnel) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fromClient := make(chan struct{})
+	go func() {
+		defer close(fromClient)
+		defer cancel()
+		for {
+			typ, data, err := client.Read(ctx)
+			if err != nil {
+				code, reason := closeOf(err)
+				_ = tun.Send(proto.ToClientWebSocketClose{Code: code, Reason: reason})
+				return
+			}
+			if tun.Send(proto.ToClientWebSocketMessage{Data: data, Binary: typ == websocket.MessageBinary}) != nil {
+				return
+			}
+		}
+	}()
+	for {
+		m, err := tun.Recv(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = client.Close(websocket.StatusInternalError, "guard.websocket_service_unavailable")
+			}
+			break
+		}
+		switch m := m.(type) {
+		case proto.ToServerWebSocketMessage:
+			typ := websocket.MessageText
+			if m.Binary {
+				typ = websocket.MessageBinary
+			}
+			if client.Write(ctx, typ, m.Data) != nil {
+				cancel()
+			}
+		case proto.ToServerWebSocketClose:
+			code := websocket.StatusNormalClosure
+			if m.Code != nil {
+				code = websocket.StatusCode(*m.Code)
+			}
+			reason := ""
+			if m.Reason != nil {
+				reason = *m.Reason
+			}
+			_ = client.Close(code, reason)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	<-fromClient
+}
+
+// closeOf is the code and reason of a client's close, if it sent one.
+func closeOf(err error) (*uint16, *string) {
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil, nil
+	}
+	code := uint16(ce.Code)
+	return &code, &ce.Reason
+}
