@@ -28,6 +28,9 @@ type Deps struct {
 	Log *slog.Logger
 	// DrainRunner drains a runner of this datacenter (engine/pegboard.Runners.Drain).
 	DrainRunner func(ctx context.Context, runnerID id.ID) error
+	// Actors is this datacenter's actor lifecycle (engine/pegboard.Actors), which the actor
+	// writes go through; nil answers them with core.internal_error.
+	Actors ActorsService
 }
 
 // Server is the api-peer. Its handlers are methods, one resource per file, registered in

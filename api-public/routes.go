@@ -29,4 +29,11 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/runner-configs", s.listRunnerConfigs)
 	e.PUT("/runner-configs/:runner_name", s.upsertRunnerConfig)
 	e.DELETE("/runner-configs/:runner_name", s.deleteRunnerConfig)
+	e.GET("/actors", s.listActors)
+	e.POST("/actors", s.createActor)
+	e.PUT("/actors", s.getOrCreateActor)
+	e.GET("/actors/names", s.listActorNames)
+	e.DELETE("/actors/:actor_id", s.destroyActor)
+	e.POST("/actors/:actor_id/sleep", s.sleepActor)
+	e.POST("/actors/:actor_id/reschedule", s.rescheduleActor)
 }

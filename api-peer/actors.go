@@ -1,0 +1,379 @@
+package apipeer
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// ActorsService is the actor lifecycle of this datacenter the handlers write through
+// (engine/pegboard.Actors). A create runs its transaction here (ops/actor.Create) and hands
+// the committed effects to Apply; the other writes are the service's own transitions.
+type ActorsService interface {
+	// Config is the lifecycle timings a create places the actor with.
+	Config() actor.Config
+	// Apply carries out a committed transaction's effects (commands to runners, queues).
+	Apply(eff actor.Effects)
+	// Destroy destroys an actor and, with wait, returns once it is destroyed or ctx ends.
+	Destroy(ctx context.Context, aid id.ID, wait bool) error
+	Sleep(ctx context.Context, aid id.ID) error
+	Reschedule(ctx context.Context, aid id.ID) error
+}
+
+// DestroyWait bounds how long DELETE /actors/{actor_id} waits for the destroy to finish
+// (a placed actor must be stopped by its runner first). It is under api-public's default
+// per-datacenter timeout (5 s), so that a slow stop still answers 200 through api-public;
+// a caller whose own deadline is sooner is answered before it.
+const DestroyWait = 4 * time.Second
+
+// ActorsListQuery is the query of GET /actors, in api-peer and api-public alike.
+type ActorsListQuery struct {
+	Namespace        string  `query:"namespace,required"`
+	Name             *string `query:"name"`
+	Key              *string `query:"key"`
+	ActorIDs         []id.ID `query:"actor_id,csv=actor_ids"`
+	IncludeDestroyed bool    `query:"include_destroyed"`
+	Limit            int     `query:"limit,default=100,min=1,max=10000"`
+	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
+	// Rivet engine's cursor). Empty means the first page.
+	Cursor *string `query:"cursor"`
+}
+
+// ListInput is the listing q selects (its Namespace left for the caller), checked as
+// ops/actor.List checks it.
+func (q ActorsListQuery) ListInput() (actor.ListInput, error) {
+	in := actor.ListInput{Key: q.Key, ActorIDs: q.ActorIDs, IncludeDestroyed: q.IncludeDestroyed, Limit: q.Limit}
+	if q.Name != nil {
+		if *q.Name == "" {
+			return in, rerr.BadRequest("name", "must not be empty")
+		}
+		in.Name = *q.Name
+	}
+	if q.Cursor != nil {
+		in.Cursor = *q.Cursor
+	}
+	return in, actor.CheckList(in)
+}
+
+// ActorsListResponse is the body of GET /actors.
+type ActorsListResponse struct {
+	Actors     []actor.Actor      `json:"actors"`
+	Pagination apihttp.Pagination `json:"pagination"`
+}
+
+// ActorsNamesQuery is the query of GET /actors/names.
+type ActorsNamesQuery struct {
+	Namespace string `query:"namespace,required"`
+	Limit     int    `query:"limit,default=100,min=1,max=10000"`
+	// Cursor is the previous page's last name.
+	Cursor *string `query:"cursor"`
+}
+
+// ActorName is one entry of GET /actors/names.
+type ActorName struct {
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// ActorsNamesResponse is the body of GET /actors/names: names by name (encoding/json writes
+// them in byte order).
+type ActorsNamesResponse struct {
+	Names      map[string]ActorName `json:"names"`
+	Pagination apihttp.Pagination   `json:"pagination"`
+}
+
+// ActorsQuery is the query of the calls on one actor and of the creates.
+type ActorsQuery struct {
+	Namespace string `query:"namespace,required"`
+}
+
+// ActorsCreateRequest is the body of POST /actors and PUT /actors (where key is required).
+// Datacenter is api-public's choice of datacenter; api-peer creates in its own and does not
+// look at it.
+type ActorsCreateRequest struct {
+	Datacenter         *string `json:"datacenter,omitempty"`
+	Name               string  `json:"name"`
+	Key                *string `json:"key,omitempty"`
+	Input              *string `json:"input,omitempty"` // base64, standard alphabet, padded
+	RunnerNameSelector string  `json:"runner_name_selector"`
+	CrashPolicy        string  `json:"crash_policy"`
+}
+
+// DecodeInput returns the input's bytes (nil when absent); input that is not base64 is
+// api.bad_request naming the field, where the Rivet engine drops it silently.
+func (r ActorsCreateRequest) DecodeInput() ([]byte, error) {
+	if r.Input == nil {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(*r.Input)
+	if err != nil {
+		return nil, rerr.BadRequest("input", "not base64 (standard alphabet, padded): "+err.Error())
+	}
+	return b, nil
+}
+
+// ActorsCreateResponse is the body of POST /actors.
+type ActorsCreateResponse struct {
+	Actor actor.Actor `json:"actor"`
+}
+
+// ActorsGetOrCreateResponse is the body of PUT /actors.
+type ActorsGetOrCreateResponse struct {
+	Actor   actor.Actor `json:"actor"`
+	Created bool        `json:"created"`
+}
+
+// PathActorID parses the actor_id path parameter; a malformed one is api.bad_request naming
+// it (the Rivet engine answers 500).
+func PathActorID(c echo.Context) (id.ID, error) {
+	aid, err := id.Parse(c.Param("actor_id"))
+	if err != nil {
+		return id.ID{}, rerr.BadRequest("actor_id", err.Error())
+	}
+	return aid, nil
+}
+
+var errNoActors = errors.New("api-peer: no actor lifecycle to write with")
+
+// listActors serves GET /actors from this datacenter's store (ops/actor.List).
+func (s *Server) listActors(c echo.Context) error {
+	var q ActorsListQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	in, err := q.ListInput()
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	if err != nil {
+		return err
+	}
+	in.Namespace, in.Datacenter = ns.NamespaceID, s.deps.Topology.LocalDatacenter().Name
+	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
+		return actor.List(ctx, r, in)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ActorsListResponse{Actors: nonNil(out.Actors), Pagination: apihttp.Pagination{Cursor: out.Cursor}})
+}
+
+// listActorNames serves GET /actors/names from this datacenter's store, in byte order.
+func (s *Server) listActorNames(c echo.Context) error {
+	var q ActorsNamesQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	if err != nil {
+		return err
+	}
+	in := actor.ListNamesInput{Namespace: ns.NamespaceID, Limit: q.Limit}
+	if q.Cursor != nil {
+		in.AfterName = *q.Cursor
+	}
+	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.ListNamesOutput, error) {
+		return actor.ListNames(ctx, r, in)
+	})
+	if err != nil {
+		return err
+	}
+	resp := ActorsNamesResponse{Names: make(map[string]ActorName, len(out.Names)), Pagination: apihttp.Pagination{Cursor: out.Cursor}}
+	for _, n := range out.Names {
+		resp.Names[n.Name] = ActorName{Metadata: n.Metadata}
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// createInput binds a create's query and body into the ops input, the actor id drawn here
+// (once, so that every retry of the transaction creates the same actor).
+func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
+	var q ActorsQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return actor.CreateInput{}, err
+	}
+	var body ActorsCreateRequest
+	if err := apihttp.BindJSON(c, &body); err != nil {
+		return actor.CreateInput{}, err
+	}
+	input, err := body.DecodeInput()
+	if err != nil {
+		return actor.CreateInput{}, err
+	}
+	if s.deps.Actors == nil {
+		return actor.CreateInput{}, rerr.Internal(errNoActors)
+	}
+	in := actor.CreateInput{
+		NamespaceName: q.Namespace, ActorID: id.New(s.deps.Topology.Local), Name: body.Name, Key: body.Key, Input: input,
+		Selector: body.RunnerNameSelector, CrashPolicy: body.CrashPolicy, NowMs: time.Now().UnixMilli(),
+		Datacenter: s.deps.Topology.LocalDatacenter().Name, Config: s.deps.Actors.Config(),
+	}
+	// The body is checked before the namespace is looked up: a bad request is a bad request
+	// in every namespace.
+	if err := actor.CheckCreate(in); err != nil {
+		return actor.CreateInput{}, err
+	}
+	ns, err := s.resolveNamespace(c.Request().Context(), "namespace", q.Namespace)
+	if err != nil {
+		return actor.CreateInput{}, err
+	}
+	in.Namespace = ns.NamespaceID
+	return in, nil
+}
+
+// transact runs the lifecycle transaction f and, once it has committed, hands its effects to
+// the actor lifecycle.
+func transact[T any](ctx context.Context, s *Server, f func(tx udb.Transaction) (T, actor.Effects, error)) (T, error) {
+	var out T
+	var eff actor.Effects
+	_, err := s.deps.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		var err error
+		out, eff, err = f(tx)
+		return nil, err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	s.deps.Actors.Apply(eff)
+	return out, nil
+}
+
+// createActor serves POST /actors: a new actor of this datacenter, placed on a runner of its
+// pool, queued, or (crash policy sleep, no capacity) asleep. A key held by a live actor of
+// the name is 409 actor.duplicate_key naming it.
+func (s *Server) createActor(c echo.Context) error {
+	in, err := s.createInput(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	a, err := transact(ctx, s, func(tx udb.Transaction) (actor.Actor, actor.Effects, error) {
+		out, err := actor.Create(ctx, tx, in)
+		return out.Actor, out.Effects, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ActorsCreateResponse{Actor: a})
+}
+
+// getOrCreateActor serves PUT /actors: the live actor holding the key in this datacenter, or
+// a new one. Concurrent calls with one key create exactly one actor (ops/actor.GetOrCreate).
+func (s *Server) getOrCreateActor(c echo.Context) error {
+	in, err := s.createInput(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	out, err := transact(ctx, s, func(tx udb.Transaction) (actor.GetOrCreateOutput, actor.Effects, error) {
+		out, err := actor.GetOrCreate(ctx, tx, in)
+		return out, out.Effects, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ActorsGetOrCreateResponse{Actor: out.Actor, Created: out.Created})
+}
+
+// actorOf binds the calls on one actor: its id, the namespace, and the actor's state, which
+// must be in that namespace (else actor.not_found, as for an unknown id).
+func (s *Server) actorOf(c echo.Context) (actor.Actor, error) {
+	aid, err := PathActorID(c)
+	if err != nil {
+		return actor.Actor{}, err
+	}
+	var q ActorsQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return actor.Actor{}, err
+	}
+	ctx := c.Request().Context()
+	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	if err != nil {
+		return actor.Actor{}, err
+	}
+	a, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.Actor, error) {
+		return actor.GetOne(ctx, r, aid, s.deps.Topology.LocalDatacenter().Name)
+	})
+	if err == nil && a.NamespaceID != ns.NamespaceID {
+		return actor.Actor{}, rerr.ActorNotFound(aid.String())
+	}
+	if err == nil && s.deps.Actors == nil {
+		return actor.Actor{}, rerr.Internal(errNoActors)
+	}
+	return a, err
+}
+
+// destroyActor serves DELETE /actors/{actor_id}: the destroy is recorded (a placed actor is
+// told to stop, any other is destroyed at once), then the call waits for it to finish, at
+// most DestroyWait or until shortly before the request's deadline. It answers {} either way:
+// once recorded, a destroy cannot be undone and finishes without the caller (a runner that
+// never reports the stop loses the actor after pegboard.actor_stop_threshold). Idempotent: a
+// destroyed actor answers {} at once.
+func (s *Server) destroyActor(c echo.Context) error {
+	a, err := s.actorOf(c)
+	if err != nil {
+		return err
+	}
+	if a.DestroyTs == nil {
+		ctx := c.Request().Context()
+		if err := s.deps.Actors.Destroy(ctx, a.ActorID, false); err != nil {
+			return err
+		}
+		wait := DestroyWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl)-destroyMargin)
+		}
+		if wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			err := s.deps.Actors.Destroy(wctx, a.ActorID, true)
+			cancel()
+			if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+				return err
+			}
+		}
+	}
+	return c.JSON(http.StatusOK, struct{}{})
+}
+
+// destroyMargin is the time left, before a request's deadline, to write the answer.
+const destroyMargin = 250 * time.Millisecond
+
+// sleepActor serves POST /actors/{actor_id}/sleep: a running actor is told to stop and then
+// sleeps; a waiting one sleeps at once; others are left as they are.
+func (s *Server) sleepActor(c echo.Context) error {
+	return s.actorCall(c, func(ctx context.Context, aid id.ID) error { return s.deps.Actors.Sleep(ctx, aid) })
+}
+
+// rescheduleActor serves POST /actors/{actor_id}/reschedule: a running actor is stopped and
+// placed again; a sleeping or backing-off one is placed now.
+func (s *Server) rescheduleActor(c echo.Context) error {
+	return s.actorCall(c, func(ctx context.Context, aid id.ID) error { return s.deps.Actors.Reschedule(ctx, aid) })
+}
+
+func (s *Server) actorCall(c echo.Context, f func(ctx context.Context, aid id.ID) error) error {
+	a, err := s.actorOf(c)
+	if err != nil {
+		return err
+	}
+	if err := apihttp.BindJSON(c, &struct{}{}); err != nil {
+		return err
+	}
+	if err := f(c.Request().Context(), a.ActorID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, struct{}{})
+}
