@@ -1404,22 +1404,43 @@ type ClientInterface interface {
 
 	// ActorsList List actors of a namespace.
 	//
-	// Served once the actors work lands.
-	//
-	// Three modes: with `actor_id`s (at most 32; `name` and `key` not allowed), the actors
-	// with those ids; with `name` and `key` (and not `include_destroyed`), the one actor
-	// holding that key, if any; otherwise `name` is required and every actor of that name is
-	// listed, newest first.
+	// Three modes, each newest first (create_ts descending, then actor id descending), with
+	// an exactly-once cursor:
+	// - with `actor_id`s (at most 32, else 400 `validation.too_many_actor_ids`; `name` and
+	//   `key` not allowed): the actors with those ids that belong to the namespace, in any
+	//   state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
+	//   datacenter is asked only for the ids it created (an id carries its label); ids of
+	//   labels in no datacenter match nothing.
+	// - with `name` and `key`: the live actor holding the key (at most one per datacenter),
+	//   or with `include_destroyed` every actor that was created with that key.
+	// - with `name` alone: the actors of that name not destroyed, or with
+	//   `include_destroyed` all of them.
+	// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
+	// without `name`). The name modes are fanned out to every datacenter and merged.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good. A bare decimal create_ts cursor (the Rivet
+	// engine's) lists the actors created before that millisecond.
 	//
 	// Corresponds with GET /actors (the `ActorsList` operationId).
 	ActorsList(ctx context.Context, params *ActorsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ActorsCreateWithBody Create an actor.
 	//
-	// Served once the actors work lands.
+	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+	// not in the topology), or in this one when it is absent. That datacenter needs a
+	// runner config for the pool (created when its first runner connects), else 400
+	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+	// error `no_capacity`).
 	//
-	// Created in `datacenter` if it has a config for the pool, else in the closest
-	// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+	// A key is unique among the live actors of a name in a datacenter: a key held by one is
+	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1428,10 +1449,20 @@ type ClientInterface interface {
 
 	// ActorsCreate Create an actor.
 	//
-	// Served once the actors work lands.
+	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+	// not in the topology), or in this one when it is absent. That datacenter needs a
+	// runner config for the pool (created when its first runner connects), else 400
+	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+	// error `no_capacity`).
 	//
-	// Created in `datacenter` if it has a config for the pool, else in the closest
-	// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+	// A key is unique among the live actors of a name in a datacenter: a key held by one is
+	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1440,10 +1471,9 @@ type ClientInterface interface {
 
 	// ActorsGetOrCreateWithBody Get the actor holding a key, or create it.
 	//
-	// Served once the actors work lands.
-	//
-	// Like create, but `key` is required and an existing actor with that name and key is
-	// returned instead (`created: false`).
+	// Like create, but `key` is required and the live actor of that name holding the key in
+	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+	// one key create exactly one actor.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1452,10 +1482,9 @@ type ClientInterface interface {
 
 	// ActorsGetOrCreate Get the actor holding a key, or create it.
 	//
-	// Served once the actors work lands.
-	//
-	// Like create, but `key` is required and an existing actor with that name and key is
-	// returned instead (`created: false`).
+	// Like create, but `key` is required and the live actor of that name holding the key in
+	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+	// one key create exactly one actor.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1464,21 +1493,29 @@ type ClientInterface interface {
 
 	// ActorsListNames List the actor names of a namespace.
 	//
-	// Served once the actors work lands.
-	//
-	// Fanned out to every datacenter, merged, in ascending order. The cursor is the last
-	// name of the page.
+	// Every name an actor was created with or a runner announced
+	// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
+	// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
+	// datacenters, the metadata of the one with the lowest label), in ascending byte order.
+	// The cursor is the last name of the page, null on the last page.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it).
 	//
 	// Corresponds with GET /actors/names (the `ActorsListNames` operationId).
 	ActorsListNames(ctx context.Context, params *ActorsListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ActorsDelete Destroy an actor.
 	//
-	// Served once the actors work lands.
-	//
-	// Routed to the actor's datacenter; answers once the actor is destroyed. Deleting an
-	// actor that is already destroyed succeeds. An actor of another namespace is
-	// `actor.not_found`.
+	// Routed to the datacenter named by the actor id's label. The destroy is recorded
+	// first (a placed actor is told to stop and is destroyed once its runner reports it
+	// stopped; any other is destroyed at once), then the call waits for it to finish, for
+	// at most 4 s. It answers `{}` either way: a recorded destroy cannot be undone and
+	// finishes on its own (watch `destroy_ts`); a runner that never reports the stop loses
+	// the actor after `pegboard.actor_stop_threshold`. Deleting an actor that is already
+	// destroyed answers `{}` at once. A malformed id is 400 `api.bad_request` naming
+	// `actor_id` (the Rivet engine answers 500); an unknown actor, one of another
+	// namespace, or an id whose label is in no datacenter (Rivet: 400
+	// `datacenter.not_found`) is 404 `actor.not_found`.
 	//
 	// Corresponds with DELETE /actors/{actor_id} (the `ActorsDelete` operationId).
 	ActorsDelete(ctx context.Context, actorId ActorIdPath, params *ActorsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1499,7 +1536,10 @@ type ClientInterface interface {
 
 	// ActorsRescheduleWithBody Allocate an actor again now, skipping its backoff.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+	// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+	// actors only.) Errors as for delete.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1508,7 +1548,10 @@ type ClientInterface interface {
 
 	// ActorsReschedule Allocate an actor again now, skipping its backoff.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+	// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+	// actors only.) Errors as for delete.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1517,7 +1560,10 @@ type ClientInterface interface {
 
 	// ActorsSleepWithBody Put an actor to sleep.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+	// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+	// for envoy actors only.) Errors as for delete.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1526,7 +1572,10 @@ type ClientInterface interface {
 
 	// ActorsSleep Put an actor to sleep.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+	// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+	// for envoy actors only.) Errors as for delete.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1715,12 +1764,24 @@ type ClientInterface interface {
 
 // ActorsList List actors of a namespace.
 //
-// Served once the actors work lands.
+// Three modes, each newest first (create_ts descending, then actor id descending), with
+// an exactly-once cursor:
+//   - with `actor_id`s (at most 32, else 400 `validation.too_many_actor_ids`; `name` and
+//     `key` not allowed): the actors with those ids that belong to the namespace, in any
+//     state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
+//     datacenter is asked only for the ids it created (an id carries its label); ids of
+//     labels in no datacenter match nothing.
+//   - with `name` and `key`: the live actor holding the key (at most one per datacenter),
+//     or with `include_destroyed` every actor that was created with that key.
+//   - with `name` alone: the actors of that name not destroyed, or with
+//     `include_destroyed` all of them.
 //
-// Three modes: with `actor_id`s (at most 32; `name` and `key` not allowed), the actors
-// with those ids; with `name` and `key` (and not `include_destroyed`), the one actor
-// holding that key, if any; otherwise `name` is required and every actor of that name is
-// listed, newest first.
+// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
+// without `name`). The name modes are fanned out to every datacenter and merged.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good. A bare decimal create_ts cursor (the Rivet
+// engine's) lists the actors created before that millisecond.
 //
 // Corresponds with GET /actors (the `ActorsList` operationId).
 func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1737,10 +1798,20 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 
 // ActorsCreateWithBody Create an actor.
 //
-// Served once the actors work lands.
+// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+// not in the topology), or in this one when it is absent. That datacenter needs a
+// runner config for the pool (created when its first runner connects), else 400
+// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+// error `no_capacity`).
 //
-// Created in `datacenter` if it has a config for the pool, else in the closest
-// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+// A key is unique among the live actors of a name in a datacenter: a key held by one is
+// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+// no counterpart yet): two datacenters can each have a live actor with one key.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1759,10 +1830,20 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 
 // ActorsCreate Create an actor.
 //
-// Served once the actors work lands.
+// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+// not in the topology), or in this one when it is absent. That datacenter needs a
+// runner config for the pool (created when its first runner connects), else 400
+// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+// error `no_capacity`).
 //
-// Created in `datacenter` if it has a config for the pool, else in the closest
-// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+// A key is unique among the live actors of a name in a datacenter: a key held by one is
+// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+// no counterpart yet): two datacenters can each have a live actor with one key.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1781,10 +1862,9 @@ func (c *Client) ActorsCreate(ctx context.Context, params *ActorsCreateParams, b
 
 // ActorsGetOrCreateWithBody Get the actor holding a key, or create it.
 //
-// Served once the actors work lands.
-//
-// Like create, but `key` is required and an existing actor with that name and key is
-// returned instead (`created: false`).
+// Like create, but `key` is required and the live actor of that name holding the key in
+// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+// one key create exactly one actor.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1803,10 +1883,9 @@ func (c *Client) ActorsGetOrCreateWithBody(ctx context.Context, params *ActorsGe
 
 // ActorsGetOrCreate Get the actor holding a key, or create it.
 //
-// Served once the actors work lands.
-//
-// Like create, but `key` is required and an existing actor with that name and key is
-// returned instead (`created: false`).
+// Like create, but `key` is required and the live actor of that name holding the key in
+// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+// one key create exactly one actor.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1825,10 +1904,13 @@ func (c *Client) ActorsGetOrCreate(ctx context.Context, params *ActorsGetOrCreat
 
 // ActorsListNames List the actor names of a namespace.
 //
-// Served once the actors work lands.
-//
-// Fanned out to every datacenter, merged, in ascending order. The cursor is the last
-// name of the page.
+// Every name an actor was created with or a runner announced
+// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
+// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
+// datacenters, the metadata of the one with the lowest label), in ascending byte order.
+// The cursor is the last name of the page, null on the last page.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it).
 //
 // Corresponds with GET /actors/names (the `ActorsListNames` operationId).
 func (c *Client) ActorsListNames(ctx context.Context, params *ActorsListNamesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1845,11 +1927,16 @@ func (c *Client) ActorsListNames(ctx context.Context, params *ActorsListNamesPar
 
 // ActorsDelete Destroy an actor.
 //
-// Served once the actors work lands.
-//
-// Routed to the actor's datacenter; answers once the actor is destroyed. Deleting an
-// actor that is already destroyed succeeds. An actor of another namespace is
-// `actor.not_found`.
+// Routed to the datacenter named by the actor id's label. The destroy is recorded
+// first (a placed actor is told to stop and is destroyed once its runner reports it
+// stopped; any other is destroyed at once), then the call waits for it to finish, for
+// at most 4 s. It answers `{}` either way: a recorded destroy cannot be undone and
+// finishes on its own (watch `destroy_ts`); a runner that never reports the stop loses
+// the actor after `pegboard.actor_stop_threshold`. Deleting an actor that is already
+// destroyed answers `{}` at once. A malformed id is 400 `api.bad_request` naming
+// `actor_id` (the Rivet engine answers 500); an unknown actor, one of another
+// namespace, or an id whose label is in no datacenter (Rivet: 400
+// `datacenter.not_found`) is 404 `actor.not_found`.
 //
 // Corresponds with DELETE /actors/{actor_id} (the `ActorsDelete` operationId).
 func (c *Client) ActorsDelete(ctx context.Context, actorId ActorIdPath, params *ActorsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1890,7 +1977,10 @@ func (c *Client) ActorsKvGet(ctx context.Context, actorId ActorIdPath, key strin
 
 // ActorsRescheduleWithBody Allocate an actor again now, skipping its backoff.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+// actors only.) Errors as for delete.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1909,7 +1999,10 @@ func (c *Client) ActorsRescheduleWithBody(ctx context.Context, actorId ActorIdPa
 
 // ActorsReschedule Allocate an actor again now, skipping its backoff.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+// actors only.) Errors as for delete.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1928,7 +2021,10 @@ func (c *Client) ActorsReschedule(ctx context.Context, actorId ActorIdPath, para
 
 // ActorsSleepWithBody Put an actor to sleep.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+// for envoy actors only.) Errors as for delete.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1947,7 +2043,10 @@ func (c *Client) ActorsSleepWithBody(ctx context.Context, actorId ActorIdPath, p
 
 // ActorsSleep Put an actor to sleep.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+// for envoy actors only.) Errors as for delete.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3945,12 +4044,23 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsListWithResponse List actors of a namespace.
 	//
-	// Served once the actors work lands.
-	//
-	// Three modes: with `actor_id`s (at most 32; `name` and `key` not allowed), the actors
-	// with those ids; with `name` and `key` (and not `include_destroyed`), the one actor
-	// holding that key, if any; otherwise `name` is required and every actor of that name is
-	// listed, newest first.
+	// Three modes, each newest first (create_ts descending, then actor id descending), with
+	// an exactly-once cursor:
+	// - with `actor_id`s (at most 32, else 400 `validation.too_many_actor_ids`; `name` and
+	//   `key` not allowed): the actors with those ids that belong to the namespace, in any
+	//   state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
+	//   datacenter is asked only for the ids it created (an id carries its label); ids of
+	//   labels in no datacenter match nothing.
+	// - with `name` and `key`: the live actor holding the key (at most one per datacenter),
+	//   or with `include_destroyed` every actor that was created with that key.
+	// - with `name` alone: the actors of that name not destroyed, or with
+	//   `include_destroyed` all of them.
+	// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
+	// without `name`). The name modes are fanned out to every datacenter and merged.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+	// cursor that skips its items for good. A bare decimal create_ts cursor (the Rivet
+	// engine's) lists the actors created before that millisecond.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3959,10 +4069,20 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsCreateWithBodyWithResponse Create an actor.
 	//
-	// Served once the actors work lands.
+	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+	// not in the topology), or in this one when it is absent. That datacenter needs a
+	// runner config for the pool (created when its first runner connects), else 400
+	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+	// error `no_capacity`).
 	//
-	// Created in `datacenter` if it has a config for the pool, else in the closest
-	// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+	// A key is unique among the live actors of a name in a datacenter: a key held by one is
+	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3971,10 +4091,20 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsCreateWithResponse Create an actor.
 	//
-	// Served once the actors work lands.
+	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+	// not in the topology), or in this one when it is absent. That datacenter needs a
+	// runner config for the pool (created when its first runner connects), else 400
+	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+	// error `no_capacity`).
 	//
-	// Created in `datacenter` if it has a config for the pool, else in the closest
-	// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+	// A key is unique among the live actors of a name in a datacenter: a key held by one is
+	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3983,10 +4113,9 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsGetOrCreateWithBodyWithResponse Get the actor holding a key, or create it.
 	//
-	// Served once the actors work lands.
-	//
-	// Like create, but `key` is required and an existing actor with that name and key is
-	// returned instead (`created: false`).
+	// Like create, but `key` is required and the live actor of that name holding the key in
+	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+	// one key create exactly one actor.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3995,10 +4124,9 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsGetOrCreateWithResponse Get the actor holding a key, or create it.
 	//
-	// Served once the actors work lands.
-	//
-	// Like create, but `key` is required and an existing actor with that name and key is
-	// returned instead (`created: false`).
+	// Like create, but `key` is required and the live actor of that name holding the key in
+	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+	// one key create exactly one actor.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4007,10 +4135,13 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsListNamesWithResponse List the actor names of a namespace.
 	//
-	// Served once the actors work lands.
-	//
-	// Fanned out to every datacenter, merged, in ascending order. The cursor is the last
-	// name of the page.
+	// Every name an actor was created with or a runner announced
+	// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
+	// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
+	// datacenters, the metadata of the one with the lowest label), in ascending byte order.
+	// The cursor is the last name of the page, null on the last page.
+	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+	// 502 `datacenter.unreachable` naming it).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4019,11 +4150,16 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsDeleteWithResponse Destroy an actor.
 	//
-	// Served once the actors work lands.
-	//
-	// Routed to the actor's datacenter; answers once the actor is destroyed. Deleting an
-	// actor that is already destroyed succeeds. An actor of another namespace is
-	// `actor.not_found`.
+	// Routed to the datacenter named by the actor id's label. The destroy is recorded
+	// first (a placed actor is told to stop and is destroyed once its runner reports it
+	// stopped; any other is destroyed at once), then the call waits for it to finish, for
+	// at most 4 s. It answers `{}` either way: a recorded destroy cannot be undone and
+	// finishes on its own (watch `destroy_ts`); a runner that never reports the stop loses
+	// the actor after `pegboard.actor_stop_threshold`. Deleting an actor that is already
+	// destroyed answers `{}` at once. A malformed id is 400 `api.bad_request` naming
+	// `actor_id` (the Rivet engine answers 500); an unknown actor, one of another
+	// namespace, or an id whose label is in no datacenter (Rivet: 400
+	// `datacenter.not_found`) is 404 `actor.not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4048,7 +4184,10 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsRescheduleWithBodyWithResponse Allocate an actor again now, skipping its backoff.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+	// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+	// actors only.) Errors as for delete.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4057,7 +4196,10 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsRescheduleWithResponse Allocate an actor again now, skipping its backoff.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+	// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+	// actors only.) Errors as for delete.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4066,7 +4208,10 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsSleepWithBodyWithResponse Put an actor to sleep.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+	// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+	// for envoy actors only.) Errors as for delete.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4075,7 +4220,10 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsSleepWithResponse Put an actor to sleep.
 	//
-	// Served once the actors work lands.
+	// Routed to the datacenter named by the actor id's label. A running or starting actor
+	// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+	// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+	// for envoy actors only.) Errors as for delete.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6524,12 +6672,24 @@ func (r RunnersDrainHTTPResponse) ContentType() string {
 
 // ActorsListWithResponse List actors of a namespace.
 //
-// Served once the actors work lands.
+// Three modes, each newest first (create_ts descending, then actor id descending), with
+// an exactly-once cursor:
+//   - with `actor_id`s (at most 32, else 400 `validation.too_many_actor_ids`; `name` and
+//     `key` not allowed): the actors with those ids that belong to the namespace, in any
+//     state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
+//     datacenter is asked only for the ids it created (an id carries its label); ids of
+//     labels in no datacenter match nothing.
+//   - with `name` and `key`: the live actor holding the key (at most one per datacenter),
+//     or with `include_destroyed` every actor that was created with that key.
+//   - with `name` alone: the actors of that name not destroyed, or with
+//     `include_destroyed` all of them.
 //
-// Three modes: with `actor_id`s (at most 32; `name` and `key` not allowed), the actors
-// with those ids; with `name` and `key` (and not `include_destroyed`), the one actor
-// holding that key, if any; otherwise `name` is required and every actor of that name is
-// listed, newest first.
+// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
+// without `name`). The name modes are fanned out to every datacenter and merged.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it): a page without it would hand out a
+// cursor that skips its items for good. A bare decimal create_ts cursor (the Rivet
+// engine's) lists the actors created before that millisecond.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6544,10 +6704,20 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 
 // ActorsCreateWithBodyWithResponse Create an actor.
 //
-// Served once the actors work lands.
+// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+// not in the topology), or in this one when it is absent. That datacenter needs a
+// runner config for the pool (created when its first runner connects), else 400
+// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+// error `no_capacity`).
 //
-// Created in `datacenter` if it has a config for the pool, else in the closest
-// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+// A key is unique among the live actors of a name in a datacenter: a key held by one is
+// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+// no counterpart yet): two datacenters can each have a live actor with one key.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6562,10 +6732,20 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 
 // ActorsCreateWithResponse Create an actor.
 //
-// Served once the actors work lands.
+// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
+// not in the topology), or in this one when it is absent. That datacenter needs a
+// runner config for the pool (created when its first runner connects), else 400
+// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
+// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
+// error `no_capacity`).
 //
-// Created in `datacenter` if it has a config for the pool, else in the closest
-// datacenter that has one (else 400 `actor.no_runner_config_configured`).
+// A key is unique among the live actors of a name in a datacenter: a key held by one is
+// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
+// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
+// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
+// no counterpart yet): two datacenters can each have a live actor with one key.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6580,10 +6760,9 @@ func (c *ClientWithResponses) ActorsCreateWithResponse(ctx context.Context, para
 
 // ActorsGetOrCreateWithBodyWithResponse Get the actor holding a key, or create it.
 //
-// Served once the actors work lands.
-//
-// Like create, but `key` is required and an existing actor with that name and key is
-// returned instead (`created: false`).
+// Like create, but `key` is required and the live actor of that name holding the key in
+// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+// one key create exactly one actor.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6598,10 +6777,9 @@ func (c *ClientWithResponses) ActorsGetOrCreateWithBodyWithResponse(ctx context.
 
 // ActorsGetOrCreateWithResponse Get the actor holding a key, or create it.
 //
-// Served once the actors work lands.
-//
-// Like create, but `key` is required and an existing actor with that name and key is
-// returned instead (`created: false`).
+// Like create, but `key` is required and the live actor of that name holding the key in
+// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
+// one key create exactly one actor.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6616,10 +6794,13 @@ func (c *ClientWithResponses) ActorsGetOrCreateWithResponse(ctx context.Context,
 
 // ActorsListNamesWithResponse List the actor names of a namespace.
 //
-// Served once the actors work lands.
-//
-// Fanned out to every datacenter, merged, in ascending order. The cursor is the last
-// name of the page.
+// Every name an actor was created with or a runner announced
+// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
+// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
+// datacenters, the metadata of the one with the lowest label), in ascending byte order.
+// The cursor is the last name of the page, null on the last page.
+// A datacenter that fails makes the whole list fail (a 4xx it answered, else
+// 502 `datacenter.unreachable` naming it).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6634,11 +6815,16 @@ func (c *ClientWithResponses) ActorsListNamesWithResponse(ctx context.Context, p
 
 // ActorsDeleteWithResponse Destroy an actor.
 //
-// Served once the actors work lands.
-//
-// Routed to the actor's datacenter; answers once the actor is destroyed. Deleting an
-// actor that is already destroyed succeeds. An actor of another namespace is
-// `actor.not_found`.
+// Routed to the datacenter named by the actor id's label. The destroy is recorded
+// first (a placed actor is told to stop and is destroyed once its runner reports it
+// stopped; any other is destroyed at once), then the call waits for it to finish, for
+// at most 4 s. It answers `{}` either way: a recorded destroy cannot be undone and
+// finishes on its own (watch `destroy_ts`); a runner that never reports the stop loses
+// the actor after `pegboard.actor_stop_threshold`. Deleting an actor that is already
+// destroyed answers `{}` at once. A malformed id is 400 `api.bad_request` naming
+// `actor_id` (the Rivet engine answers 500); an unknown actor, one of another
+// namespace, or an id whose label is in no datacenter (Rivet: 400
+// `datacenter.not_found`) is 404 `actor.not_found`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6675,7 +6861,10 @@ func (c *ClientWithResponses) ActorsKvGetWithResponse(ctx context.Context, actor
 
 // ActorsRescheduleWithBodyWithResponse Allocate an actor again now, skipping its backoff.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+// actors only.) Errors as for delete.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6690,7 +6879,10 @@ func (c *ClientWithResponses) ActorsRescheduleWithBodyWithResponse(ctx context.C
 
 // ActorsRescheduleWithResponse Allocate an actor again now, skipping its backoff.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is stopped and placed again; a sleeping or backing-off one is placed now, its crash
+// backoff reset; others are left as they are. (The Rivet engine acts on this for envoy
+// actors only.) Errors as for delete.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6705,7 +6897,10 @@ func (c *ClientWithResponses) ActorsRescheduleWithResponse(ctx context.Context, 
 
 // ActorsSleepWithBodyWithResponse Put an actor to sleep.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+// for envoy actors only.) Errors as for delete.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6720,7 +6915,10 @@ func (c *ClientWithResponses) ActorsSleepWithBodyWithResponse(ctx context.Contex
 
 // ActorsSleepWithResponse Put an actor to sleep.
 //
-// Served once the actors work lands.
+// Routed to the datacenter named by the actor id's label. A running or starting actor
+// is told to stop and then sleeps; a pending or backing-off one sleeps at once; a
+// sleeping, stopping or destroyed one is left as it is. (The Rivet engine acts on this
+// for envoy actors only.) Errors as for delete.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "f78736791ad3a5b785cf719f6b800373b04c4b50b88d7840d1b1a8072a2051d0"
+const SpecSHA256 = "9e37f7de741a8f483cf4cbdbce135e917d4fff4533b3abb54ee9c7d629aa81b2"
