@@ -256,7 +256,9 @@ func TestActorsGetOrCreateOneKey(t *testing.T) {
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { answers[i] = c.do(t, "PUT", "/actors?namespace=default", actorBody("c", "room", "lobby", "sleep")) })
+		wg.Go(func() {
+			answers[i] = c.do(t, "PUT", "/actors?namespace=default", actorBody("c", "room", "lobby", "sleep"))
+		})
 	}
 	wg.Wait()
 	created := 0
