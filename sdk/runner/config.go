@@ -30,6 +30,9 @@ const (
 	// DefaultPingTimeout is how long a socket may stay silent: the engine pings every 3 s and
 	// drops a runner after 15 s without a pong (berth's; the reference client has none).
 	DefaultPingTimeout = 30 * time.Second
+	// DefaultKVTimeout is how long a KV request may wait for its answer, counted from the
+	// call, queued or sent (the reference client's 30 s).
+	DefaultKVTimeout = 30 * time.Second
 )
 
 // Limits the engine enforces at registration, checked here so that a bad value fails New
@@ -85,6 +88,13 @@ type Config struct {
 	// Hooks are called as the connection and the runner change; all optional.
 	Hooks Hooks
 
+	// Actors makes the runner host actors: the engine's start command for an actor named n
+	// calls Actors[n]() for a new instance (see Actor). Their names are added to
+	// PrepopulateActorNames. With Actors set, the runner owns Hooks.OnCommands,
+	// Hooks.OnForceStopActors and Hooks.ActiveActors, which must be nil. An actor whose
+	// name is not here fails to start (Stopped with code ERROR, so its crash policy applies).
+	Actors map[string]func() Actor
+
 	// Timings. Zero means the default; tests shorten them.
 	BackoffInitial       time.Duration // first reconnect wait, 1 s
 	BackoffMax           time.Duration // cap on the reconnect wait before jitter, 30 s
@@ -93,6 +103,7 @@ type Config struct {
 	ShutdownTimeout      time.Duration // graceful shutdown's wait for actors, 120 s
 	ShutdownPollInterval time.Duration // how often that wait checks ActiveActors, 100 ms
 	CommandAckInterval   time.Duration // how often received commands are acknowledged, 5 min
+	KVTimeout            time.Duration // how long a KV request waits for its answer, 30 s
 }
 
 // Hooks are the runner's callbacks. They run one at a time, in the order of the events, on a
@@ -211,6 +222,41 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 			bad("Metadata", c.Metadata, err)
 		}
 	}
+	if len(c.Actors) > 0 {
+		names := make(map[string]json.RawMessage, len(c.PrepopulateActorNames)+len(c.Actors))
+		for name, md := range c.PrepopulateActorNames {
+			names[name] = md
+		}
+		for _, name := range sortedKeys(c.Actors) {
+			field := "Actors[" + strconv.Quote(name) + "]"
+			switch {
+			case name == "" || !utf8.ValidString(name):
+				bad(field, name, "actor name must be non-empty UTF-8")
+				continue
+			case len(name) > MaxActorNameLen:
+				bad(field, name, "actor name longer than "+strconv.Itoa(MaxActorNameLen)+" bytes")
+				continue
+			case c.Actors[name] == nil:
+				bad(field, "(nil)", "no factory")
+			}
+			if _, ok := names[name]; !ok {
+				names[name] = nil
+			}
+		}
+		c.PrepopulateActorNames = names
+		for _, h := range []struct {
+			field string
+			set   bool
+		}{
+			{"Hooks.OnCommands", c.Hooks.OnCommands != nil},
+			{"Hooks.OnForceStopActors", c.Hooks.OnForceStopActors != nil},
+			{"Hooks.ActiveActors", c.Hooks.ActiveActors != nil},
+		} {
+			if h.set {
+				bad(h.field, "(set)", "must be nil when Actors is set: the runner hosts the actors")
+			}
+		}
+	}
 	if n := len(c.PrepopulateActorNames); n > MaxActorNames {
 		bad("PrepopulateActorNames", "("+strconv.Itoa(n)+" names)", "more than "+strconv.Itoa(MaxActorNames)+" names")
 	}
@@ -257,6 +303,7 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"ShutdownPollInterval", &c.ShutdownPollInterval, DefaultShutdownPollInterval},
 		{"CommandAckInterval", &c.CommandAckInterval, DefaultCommandAckInterval},
+		{"KVTimeout", &c.KVTimeout, DefaultKVTimeout},
 	} {
 		switch {
 		case *d.v < 0:

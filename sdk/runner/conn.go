@@ -178,10 +178,13 @@ func (c *conn) readLoop() error {
 			r.commands(m)
 		case proto.ToClientAckEvents:
 			r.ackEvents(m)
+		case proto.ToClientKvResponse:
+			r.kvResponse(m)
+		case proto.ToClientTunnelMessage:
+			r.tunnelMessage(m)
 		case proto.ToClientInit:
 			r.log.Warn("runner: ignoring a second ToClientInit on the same socket", "runner_id", m.RunnerID)
 		default:
-			// KV responses and tunnel messages belong to actor hosting (a later package).
 			r.log.Debug("runner: ignoring a message", "type", fmt.Sprintf("%T", m))
 		}
 	}

@@ -70,7 +70,8 @@ type Runner struct {
 	initFrame []byte
 	log       *slog.Logger
 	hc        *http.Client
-	ownHC     bool // hc is the runner's own: its idle connections are closed at the end
+	ownHC     bool  // hc is the runner's own: its idle connections are closed at the end
+	host      *host // hosts the actors of Config.Actors; nil without
 
 	// life ends when the runner stops: it aborts dials, handshakes and backoff waits. An
 	// initialised socket is never tied to it; it closes with a close frame.
@@ -93,9 +94,16 @@ type Runner struct {
 		reason   error // why the runner stops; nil for Shutdown
 		lastErr  error // the last socket's error
 
-		runnerID      string
-		lostThreshold int64 // ms, from the last ToClientInit
-		conn          *conn // the initialised socket, nil when none
+		runnerID           string
+		lostThreshold      int64 // ms, from the last ToClientInit
+		actorStopThreshold int64 // ms, from the last ToClientInit (v6+; 0 unknown)
+		conn               *conn // the initialised socket, nil when none
+		draining           bool  // a graceful Shutdown sent ToServerStopping
+
+		// kv holds the KV requests without answer; tunnelOut the tunnel messages given
+		// while disconnected. Both are sent after each ToClientInit, after the events.
+		kv        kvState
+		tunnelOut []proto.ToServerTunnelMessage
 
 		// unacked holds every event given to SendEvents, in order, until a
 		// ToClientAckEvents covers it; all are sent again after each ToClientInit.
@@ -167,6 +175,10 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.life, r.endLife = context.WithCancel(context.Background())
 	r.mu.cmdAcks = map[string]proto.ActorCheckpoint{}
+	if len(c.Actors) > 0 {
+		r.host = newHost(r, c.Actors)
+		r.cfg.Hooks = r.host.hooks(r.cfg.Hooks)
+	}
 	return r, nil
 }
 
@@ -299,6 +311,7 @@ func (r *Runner) Shutdown(ctx context.Context, immediate bool) error {
 		r.mu.state = StateStopping
 		r.stopLostLocked()
 		if drain {
+			r.mu.draining = true
 			c.send(proto.ToServerStopping{})
 		}
 	}
@@ -494,6 +507,8 @@ func (r *Runner) finish(hooksDone <-chan struct{}) {
 	r.mu.state = StateStopped
 	r.mu.conn = nil
 	r.stopLostLocked()
+	r.failKVLocked(ErrStopped)
+	r.mu.tunnelOut = nil
 	reason := r.mu.reason
 	if h := r.cfg.Hooks.OnShutdown; h != nil {
 		r.hooks.push(func() { h(reason) })
@@ -502,6 +517,9 @@ func (r *Runner) finish(hooksDone <-chan struct{}) {
 	r.mu.Unlock()
 	r.endLife()
 	<-hooksDone
+	if r.host != nil {
+		r.host.close()
+	}
 	if r.ownHC {
 		r.hc.CloseIdleConnections()
 	}
@@ -532,20 +550,41 @@ func (r *Runner) goLive(c *conn, init proto.ToClientInit) bool {
 	r.stopLostLocked()
 	r.mu.conn = c
 	r.mu.state = StateConnected
+	r.mu.actorStopThreshold = init.Metadata.ActorStopThreshold
+	// As the reference client: KV requests, then events, then tunnel messages.
+	kv := r.resendKVLocked(c)
 	for b := range slices.Chunk(r.mu.unacked, resendBatch) {
 		c.send(proto.ToServerEvents(slices.Clone(b)))
 	}
+	for _, m := range r.mu.tunnelOut {
+		c.send(m)
+	}
+	r.mu.tunnelOut = nil
 	if h := r.cfg.Hooks.OnConnected; h != nil {
 		id := init.RunnerID
 		r.hooks.push(func() { h(id) })
 	}
-	r.log.Info("runner: connected", "runner_id", init.RunnerID, "resent_events", len(r.mu.unacked),
+	r.log.Info("runner: connected", "runner_id", init.RunnerID, "resent_events", len(r.mu.unacked), "resent_kv", kv,
 		"runner_lost_threshold_ms", init.Metadata.RunnerLostThreshold)
 	if !r.mu.ready {
 		r.mu.ready = true
 		close(r.ready)
 	}
 	return true
+}
+
+// draining reports whether a graceful Shutdown is draining the runner.
+func (r *Runner) draining() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.draining
+}
+
+// actorStopThreshold is the engine's actor stop threshold in ms, 0 when unknown.
+func (r *Runner) actorStopThreshold() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.actorStopThreshold
 }
 
 // goOffline forgets c as the runner's socket.
