@@ -1,18 +1,22 @@
 package apipeer
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/api-public/openapitest"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -400,5 +404,45 @@ func TestActorsList(t *testing.T) {
 		if len(got) != tt.want || tt.want == 1 && got[0].ActorID != tt.wantHolder {
 			t.Errorf("key %s destroyed %v: %+v", tt.key, tt.destroyed, got)
 		}
+	}
+}
+
+// TestActorsDestroyAnswersBeforeTheDeadline: a placed actor whose runner never reports the
+// stop is recorded as destroying, and the delete answers {} before the request's deadline
+// instead of failing; the stop threshold then finishes it.
+func TestActorsDestroyAnswersBeforeTheDeadline(t *testing.T) {
+	p := newActorsPeer(t)
+	if _, err := p.db.Transact(bg, func(tx udb.Transaction) (any, error) {
+		return runner.Register(bg, tx, runner.RegisterInput{Namespace: p.defNsID, Name: "pool", Key: "k", Version: 1, TotalSlots: 1,
+			ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: time.Now().UnixMilli()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := p.create(t, "counter", "", "restart")
+	if a.PendingAllocationTs != nil {
+		t.Fatalf("not placed: %+v", a)
+	}
+	ctx, cancel := context.WithTimeout(bg, time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "DELETE", "/actors/"+a.ActorID.String()+"?namespace=default", nil)
+	w := httptest.NewRecorder()
+	p.h.ServeHTTP(w, req)
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != "{}" || ctx.Err() != nil {
+		t.Fatalf("DELETE: %d %s (context: %v)", w.Code, w.Body, ctx.Err())
+	}
+	st, _ := read(bg, p.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
+		st, _, err := actor.State(bg, r, a.ActorID)
+		return st, err
+	})
+	if st.Phase != keys.PhaseStopping || st.StopReason != keys.StopDestroy {
+		t.Fatalf("after DELETE: phase %s, stop reason %s", st.Phase, st.StopReason)
+	}
+	// The next DELETE records nothing new and answers the same way.
+	ctx2, cancel2 := context.WithTimeout(bg, 500*time.Millisecond)
+	defer cancel2()
+	w = httptest.NewRecorder()
+	p.h.ServeHTTP(w, httptest.NewRequestWithContext(ctx2, "DELETE", "/actors/"+a.ActorID.String()+"?namespace=default", nil))
+	if w.Code != 200 {
+		t.Fatalf("second DELETE: %d %s", w.Code, w.Body)
 	}
 }
