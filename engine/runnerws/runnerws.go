@@ -614,8 +614,8 @@ func (c *conn) readLoop() {
 			c.ackCommands(m)
 		case proto.ToServerKvRequest:
 			c.kvRequest(m)
-		default:
-			// Tunnel messages come with the gateway.
+		case proto.ToServerTunnelMessage:
+			c.tunnelMessage(m)
 		}
 	}
 }

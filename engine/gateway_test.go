@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// echoRunner is a runner that starts every actor, answers HTTP with a JSON echo of the
+// request and echoes WebSocket messages, and goes to sleep on request.
+type echoRunner struct {
+	t  *testing.T
+	c  *websocket.Conn
+	mu sync.Mutex
+	// next event index by actor generation
+	idx    map[proto.ActorCheckpoint]int64
+	starts chan proto.ActorCheckpoint
+}
+
+func newEchoRunner(t *testing.T, ctx context.Context, e *Engine) *echoRunner {
+	c, _ := connectRunner(t, ctx, e.PublicAddr(), "echo-"+id.New(1).String(), "tok")
+	r := &echoRunner{t: t, c: c, idx: map[proto.ActorCheckpoint]int64{}, starts: make(chan proto.ActorCheckpoint, 16)}
+	go r.serve(ctx)
+	return r
+}
+
+func (r *echoRunner) send(ctx context.Context, m proto.ToServer) {
+	b, err := proto.EncodeToServer(m, 7)
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	_ = r.c.Write(ctx, websocket.MessageBinary, b)
+}
+
+// event sends the next event of the actor generation cp.
+func (r *echoRunner) event(ctx context.Context, cp proto.ActorCheckpoint, ev proto.Event) {
+	r.mu.Lock()
+	key := proto.ActorCheckpoint{ActorID: cp.ActorID, Generation: cp.Generation}
+	cp.Index = r.idx[key]
+	r.idx[key]++
+	r.mu.Unlock()
+	r.send(ctx, proto.ToServerEvents{{Checkpoint: cp, Inner: ev}})
+}
+
+func (r *echoRunner) serve(ctx context.Context) {
+	for {
+		_, b, err := r.c.Read(ctx)
+		if err != nil {
+			return
+		}
+		m, err := proto.DecodeToClient(b, 7)
+		if err != nil {
+			r.t.Error(err)
+			return
+		}
+		switch m := m.(type) {
+		case proto.ToClientPing:
+			r.send(ctx, proto.ToServerPong{Ts: m.Ts})
+		case proto.ToClientCommands:
+			for _, c := range m {
+				switch c.Inner.(type) {
+				case proto.CommandStartActor:
+					r.event(ctx, c.Checkpoint, proto.EventActorStateUpdate{State: proto.ActorStateRunning{}})
+					r.starts <- c.Checkpoint
+				case proto.CommandStopActor:
+					r.event(ctx, c.Checkpoint, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeError}})
+				}
+			}
+		case proto.ToClientTunnelMessage:
+			r.tunnel(ctx, m)
+		}
+	}
+}
+
+func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) {
+	reply := func(idx uint16, kind proto.ToServerTunnelMessageKind) {
+		id := m.MessageID
+		id.MessageIndex = idx
+		r.send(ctx, proto.ToServerTunnelMessage{MessageID: id, MessageKind: kind})
+	}
+	switch k := m.MessageKind.(type) {
+	case proto.ToClientRequestStart:
+		hs := map[string]string{}
+		for _, h := range k.Headers {
+			hs[h.Name] = h.Value
+		}
+		body, _ := json.Marshal(map[string]any{"method": k.Method, "path": k.Path, "body": string(k.Body), "headers": hs})
+		reply(0, proto.ToServerResponseStart{Status: 200, Headers: []proto.Header{{Name: "x-echo", Value: "1"}}, Body: body})
+	case proto.ToClientWebSocketOpen:
+		reply(0, proto.ToServerWebSocketOpen{})
+	case proto.ToClientWebSocketMessage:
+		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketMessage{Data: k.Data, Binary: k.Binary})
+	case proto.ToClientWebSocketClose:
+		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketClose{Code: k.Code, Reason: k.Reason})
+	}
+}
+
+func defaultNS(t *testing.T, e *Engine) id.ID {
+	res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+		return namespace.ResolveByName(context.Background(), r, namespace.ResolveByNameInput{Name: "default"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(namespace.Namespace).NamespaceID
+}
+
+// The gateway reaches an actor over HTTP and WebSocket through its runner, and wakes it
+// when it sleeps.
+func TestGateway(t *testing.T) {
+	e := startEngine(t, testConfig("tok"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := newEchoRunner(t, ctx, e)
+	actors := e.runners.Runners().Actors()
+	a, err := actors.Create(ctx, pegboard.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
+		Selector: "pool", CrashPolicy: actor.CrashSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.starts
+	base := "http://" + e.PublicAddr().String() + "/gateway/" + a.ActorID.String()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	post := func(path string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader("ping-body"))
+		req.Header.Add("X-Multi", "a")
+		req.Header.Add("X-Multi", "b")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		var out map[string]any
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%s: %d %s", path, res.StatusCode, b)
+		}
+		return res, out
+	}
+	res, out := post("/hello/world?x=1&y=a+b")
+	if res.StatusCode != 200 || res.Header.Get("X-Echo") != "1" || res.Header.Get("X-Rivet-Ray-Id") == "" ||
+		out["method"] != "POST" || out["path"] != "/hello/world?x=1&y=a+b" || out["body"] != "ping-body" {
+		t.Fatalf("echo: %d %v %v", res.StatusCode, res.Header, out)
+	}
+	if hs := out["headers"].(map[string]any); hs["x-multi"] != "a, b" || hs["x-forwarded-for"] == nil {
+		t.Fatalf("forwarded headers %v", hs)
+	}
+
+	// Asleep, the next request wakes it (a new generation) and is served.
+	if err := actors.Sleep(ctx, a.ActorID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st, _, _ := stateOf(e, a.ActorID)
+		if st.Phase == keys.PhaseSleeping {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("actor did not sleep: %s", st.Phase)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res, out := post("/again"); res.StatusCode != 200 || out["path"] != "/again" {
+		t.Fatalf("after sleep: %d %v", res.StatusCode, out)
+	}
+	if cp := <-r.starts; cp.Generation != 1 {
+		t.Fatalf("woken with generation %d", cp.Generation)
+	}
+
+	// WebSocket echo, text and binary; subprotocol rivet only when offered.
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", &websocket.DialOptions{Subprotocols: []string{"rivet"}})
+	if err != nil {
+		var b []byte
+		if resp != nil && resp.Body != nil {
+			b, _ = io.ReadAll(resp.Body)
+		}
+		t.Fatalf("%v: %s", err, b)
+	}
+	if resp.Header.Get("Sec-WebSocket-Protocol") != "rivet" {
+		t.Fatalf("subprotocol %q", resp.Header.Get("Sec-WebSocket-Protocol"))
+	}
+	for _, m := range []struct {
+		typ  websocket.MessageType
+		data []byte
+	}{{websocket.MessageText, []byte("hi-text")}, {websocket.MessageBinary, []byte{1, 2, 3}}} {
+		if err := ws.Write(ctx, m.typ, m.data); err != nil {
+			t.Fatal(err)
+		}
+		typ, data, err := ws.Read(ctx)
+		if err != nil || typ != m.typ || !bytes.Equal(data, m.data) {
+			t.Fatalf("echo of %q: %v %q %v", m.data, typ, data, err)
+		}
+	}
+	_ = ws.Close(websocket.StatusNormalClosure, "bye")
+	plain, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Sec-WebSocket-Protocol") != "" {
+		t.Fatal("subprotocol answered though none was offered")
+	}
+	_ = plain.Close(websocket.StatusNormalClosure, "")
+
+	// Bad input.
+	for _, tc := range []struct {
+		path   string
+		status int
+		errKey string
+	}{
+		{"/gateway/not-an-id/x", 400, "api.bad_request"},
+		{"/gateway/" + id.New(1).String() + "/x", 404, "actor.not_found"},
+	} {
+		res, err := client.Get("http://" + e.PublicAddr().String() + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.status || res.Header.Get("X-Rivet-Error") != tc.errKey {
+			t.Errorf("%s: %d %q, want %d %s", tc.path, res.StatusCode, res.Header.Get("X-Rivet-Error"), tc.status, tc.errKey)
+		}
+	}
+}
+
+func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
+	var st keys.ActorState
+	var found bool
+	_, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+		var err error
+		st, found, err = actor.State(context.Background(), r, aid)
+		return nil, err
+	})
+	return st, found, err
+}
