@@ -14,14 +14,32 @@ import (
 // keys from it up to the next boundary were last written at that version.
 // Versions at or below the horizon have been forgotten and read as 0; the
 // caller rejects read versions below the horizon as too old.
+//
+// Forgetting only saves memory: a boundary whose version is at or below the
+// horizon can never be newer than an accepted read version, whether it reads
+// as 0 or not. So forget visits only the boundaries set by the writes that
+// left the window, which touched records per write version, and costs in
+// proportion to the writes, not to the whole tree (it runs on the committer,
+// once per commit group).
 type resolver struct {
 	bounds  *btree.BTreeG[bound]
 	horizon int64
+
+	// touched holds, oldest first from head, the keys at which each write
+	// version set a boundary, while that version is above the horizon.
+	touched []touchedKeys
+	head    int
 }
 
 type bound struct {
 	key     []byte
 	version int64
+}
+
+// touchedKeys are the keys at which the writes of one version set boundaries.
+type touchedKeys struct {
+	version int64
+	keys    [][]byte
 }
 
 func newResolver() *resolver {
@@ -72,6 +90,7 @@ func (r *resolver) conflicts(readVersion int64, ranges []txn.KeyRange) bool {
 // write records that ranges were written at version, which must be newer
 // than every version recorded before.
 func (r *resolver) write(version int64, ranges []txn.KeyRange) {
+	var touched *touchedKeys
 	for _, rg := range ranges {
 		if bytes.Compare(rg.Begin, rg.End) >= 0 {
 			continue
@@ -90,35 +109,84 @@ func (r *resolver) write(version int64, ranges []txn.KeyRange) {
 		}
 		r.bounds.Set(bound{key: rg.Begin, version: version})
 		r.bounds.Set(bound{key: rg.End, version: after})
+		if touched == nil {
+			touched = r.touchedAt(version)
+		}
+		touched.keys = append(touched.keys, rg.Begin, rg.End)
 	}
 }
 
+// touchedAt is the record of the keys written at version, the newest.
+func (r *resolver) touchedAt(version int64) *touchedKeys {
+	if n := len(r.touched); n > r.head && r.touched[n-1].version == version {
+		return &r.touched[n-1]
+	}
+	r.touched = append(r.touched, touchedKeys{version: version})
+	return &r.touched[len(r.touched)-1]
+}
+
 // forget drops history at or below horizon, merging the boundaries it no
-// longer needs.
+// longer needs. It visits the keys written at versions that left the
+// window: each boundary there that is now old reads 0, or goes when the
+// boundary before it is old too. A boundary set after horizon that kept an
+// old version (the end of a written range) is merged when its own write
+// leaves the window; until then it costs memory, never a false conflict.
 func (r *resolver) forget(horizon int64) {
 	if horizon <= r.horizon {
 		return
 	}
 	r.horizon = horizon
-	var drop []bound
-	var keepSet []bound
-	prevOld := false
-	r.bounds.Scan(func(b bound) bool {
-		old := b.version <= horizon
-		switch {
-		case old && prevOld:
-			drop = append(drop, b)
-		case old && b.version != 0:
-			keepSet = append(keepSet, bound{key: b.key, version: 0})
+	for r.head < len(r.touched) && r.touched[r.head].version <= horizon {
+		for _, k := range r.touched[r.head].keys {
+			r.expire(k, horizon)
 		}
-		prevOld = old
-		return true
-	})
-	for _, b := range drop {
-		r.bounds.Delete(b)
+		r.touched[r.head] = touchedKeys{}
+		r.head++
 	}
-	for _, b := range keepSet {
-		r.bounds.Set(b)
+	// Reuse the queue's space once its live part is at most half of it.
+	if r.head > 0 && r.head >= len(r.touched)/2 {
+		n := copy(r.touched, r.touched[r.head:])
+		clear(r.touched[n:])
+		r.touched, r.head = r.touched[:n], 0
+	}
+}
+
+// expire forgets the boundary at key if its version is at or below horizon:
+// it reads 0, or goes if the boundary before it is also old, and any old
+// boundaries right after it go, since the old one before them covers them.
+func (r *resolver) expire(key []byte, horizon int64) {
+	b, ok := r.bounds.Get(bound{key: key})
+	if !ok || b.version > horizon {
+		return // gone, or set again since
+	}
+	prevOld := false
+	r.bounds.Descend(b, func(p bound) bool {
+		if bytes.Equal(p.key, key) {
+			return true
+		}
+		prevOld = p.version <= horizon
+		return false
+	})
+	switch {
+	case prevOld:
+		r.bounds.Delete(b)
+	case b.version != 0:
+		r.bounds.Set(bound{key: b.key, version: 0})
+	}
+	for {
+		var next bound
+		found := false
+		r.bounds.Ascend(b, func(n bound) bool {
+			if bytes.Equal(n.key, key) {
+				return true
+			}
+			next, found = n, n.version <= horizon
+			return false
+		})
+		if !found {
+			return
+		}
+		r.bounds.Delete(next)
 	}
 }
 
