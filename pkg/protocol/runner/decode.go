@@ -108,7 +108,7 @@ func ReadToClient(r *bare.Reader, version int) ToClient {
 		init.Metadata.RunnerLostThreshold = r.I64()
 		if version >= Version6 {
 			init.Metadata.ActorStopThreshold = r.I64()
-			init.Metadata.ServerlessDrainGracePeriod = readOptI64(r)
+			init.Metadata.ServerlessDrainGracePeriod = bare.ReadOptional(r, (*bare.Reader).I64)
 		}
 		m = init
 	case 1:
@@ -137,46 +137,6 @@ func ReadToClient(r *bare.Reader, version int) ToClient {
 
 // Primitive helpers.
 
-func readOptStr(r *bare.Reader) *string {
-	if !r.Optional() {
-		return nil
-	}
-	s := r.Str()
-	return &s
-}
-
-func readOptI64(r *bare.Reader) *int64 {
-	if !r.Optional() {
-		return nil
-	}
-	v := r.I64()
-	return &v
-}
-
-func readOptU16(r *bare.Reader) *uint16 {
-	if !r.Optional() {
-		return nil
-	}
-	v := r.U16()
-	return &v
-}
-
-func readOptData(r *bare.Reader) []byte {
-	if !r.Optional() {
-		return nil
-	}
-	return r.Data()
-}
-
-func readDataList(r *bare.Reader) [][]byte {
-	n := r.ListLen()
-	l := make([][]byte, 0, n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		l = append(l, r.Data())
-	}
-	return l
-}
-
 func readHeaders(r *bare.Reader) []Header {
 	var h []Header
 	bare.ReadMap(r, func(r *bare.Reader) string {
@@ -190,35 +150,27 @@ func readHeaders(r *bare.Reader) []Header {
 	return h
 }
 
-func readFixed4(r *bare.Reader) (out [4]byte) {
-	copy(out[:], r.FixedData(4))
-	return out
-}
-
 func readCheckpoint(r *bare.Reader) ActorCheckpoint {
 	return ActorCheckpoint{ActorID: r.Str(), Generation: r.U32(), Index: r.I64()}
 }
 
-func readCheckpoints(r *bare.Reader) []ActorCheckpoint {
-	n := r.ListLen()
-	l := make([]ActorCheckpoint, 0, n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		l = append(l, readCheckpoint(r))
-	}
-	return l
+func readCheckpoints(r *bare.Reader) []ActorCheckpoint { return bare.ReadList(r, readCheckpoint) }
+
+func readMessageID(r *bare.Reader) (m MessageID) {
+	r.FixedDataInto(m.GatewayID[:])
+	r.FixedDataInto(m.RequestID[:])
+	m.MessageIndex = r.U16()
+	return m
 }
 
-func readMessageID(r *bare.Reader) MessageID {
-	return MessageID{GatewayID: readFixed4(r), RequestID: readFixed4(r), MessageIndex: r.U16()}
+func readHibernatingRequest(r *bare.Reader) (h HibernatingRequest) {
+	r.FixedDataInto(h.GatewayID[:])
+	r.FixedDataInto(h.RequestID[:])
+	return h
 }
 
 func readKvMetadata(r *bare.Reader) []KvMetadata {
-	n := r.ListLen()
-	l := make([]KvMetadata, 0, n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		l = append(l, KvMetadata{Version: r.Data(), UpdateTs: r.I64()})
-	}
-	return l
+	return bare.ReadList(r, func(r *bare.Reader) KvMetadata { return KvMetadata{Version: r.Data(), UpdateTs: r.I64()} })
 }
 
 // ToServer members.
@@ -234,7 +186,7 @@ func readToServerInit(r *bare.Reader) ToServerInit {
 		})
 		m.PrepopulateActorNames = names
 	}
-	m.Metadata = readOptStr(r)
+	m.Metadata = bare.ReadOptional(r, (*bare.Reader).Str)
 	return m
 }
 
@@ -261,11 +213,11 @@ func readEvent(r *bare.Reader) Event {
 			if code > StopCodeError {
 				r.FailAt(cstart, "unknown StopCode %d", code)
 			}
-			return EventActorStateUpdate{State: ActorStateStopped{Code: code, Message: readOptStr(r)}}
+			return EventActorStateUpdate{State: ActorStateStopped{Code: code, Message: bare.ReadOptional(r, (*bare.Reader).Str)}}
 		}
 		unknown(r, sstart, "ActorState", stag)
 	case 2:
-		return EventActorSetAlarm{AlarmTs: readOptI64(r)}
+		return EventActorSetAlarm{AlarmTs: bare.ReadOptional(r, (*bare.Reader).I64)}
 	default:
 		unknown(r, start, "Event", tag)
 	}
@@ -283,7 +235,7 @@ func readKvRequest(r *bare.Reader, version int) KvRequestData {
 	}
 	switch tag {
 	case 0:
-		return KvGetRequest{Keys: readDataList(r)}
+		return KvGetRequest{Keys: bare.ReadList(r, (*bare.Reader).Data)}
 	case 1:
 		m := KvListRequest{Query: readListQuery(r)}
 		if r.Optional() {
@@ -296,9 +248,9 @@ func readKvRequest(r *bare.Reader, version int) KvRequestData {
 		}
 		return m
 	case 2:
-		return KvPutRequest{Keys: readDataList(r), Values: readDataList(r)}
+		return KvPutRequest{Keys: bare.ReadList(r, (*bare.Reader).Data), Values: bare.ReadList(r, (*bare.Reader).Data)}
 	case 3:
-		return KvDeleteRequest{Keys: readDataList(r)}
+		return KvDeleteRequest{Keys: bare.ReadList(r, (*bare.Reader).Data)}
 	case 4:
 		return KvDeleteRangeRequest{Start: r.Data(), End: r.Data()}
 	case 5:
@@ -326,7 +278,7 @@ func readToServerKind(r *bare.Reader) ToServerTunnelMessageKind {
 	tag, start := unionTag(r)
 	switch tag {
 	case 0:
-		return ToServerResponseStart{Status: r.U16(), Headers: readHeaders(r), Body: readOptData(r), Stream: r.Bool()}
+		return ToServerResponseStart{Status: r.U16(), Headers: readHeaders(r), Body: r.OptData(), Stream: r.Bool()}
 	case 1:
 		return ToServerResponseChunk{Body: r.Data(), Finish: r.Bool()}
 	case 2:
@@ -338,7 +290,7 @@ func readToServerKind(r *bare.Reader) ToServerTunnelMessageKind {
 	case 5:
 		return ToServerWebSocketMessageAck{Index: r.U16()}
 	case 6:
-		return ToServerWebSocketClose{Code: readOptU16(r), Reason: readOptStr(r), Hibernate: r.Bool()}
+		return ToServerWebSocketClose{Code: bare.ReadOptional(r, (*bare.Reader).U16), Reason: bare.ReadOptional(r, (*bare.Reader).Str), Hibernate: r.Bool()}
 	}
 	unknown(r, start, "ToServerTunnelMessageKind", tag)
 	return nil
@@ -351,12 +303,8 @@ func readCommand(r *bare.Reader) Command {
 	switch tag {
 	case 0:
 		var m CommandStartActor
-		m.Config = ActorConfig{Name: r.Str(), Key: readOptStr(r), CreateTs: r.I64(), Input: readOptData(r)}
-		n := r.ListLen()
-		m.HibernatingRequests = make([]HibernatingRequest, 0, n)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			m.HibernatingRequests = append(m.HibernatingRequests, HibernatingRequest{GatewayID: readFixed4(r), RequestID: readFixed4(r)})
-		}
+		m.Config = ActorConfig{Name: r.Str(), Key: bare.ReadOptional(r, (*bare.Reader).Str), CreateTs: r.I64(), Input: r.OptData()}
+		m.HibernatingRequests = bare.ReadList(r, readHibernatingRequest)
 		return m
 	case 1:
 		return CommandStopActor{}
@@ -371,9 +319,9 @@ func readKvResponse(r *bare.Reader) KvResponseData {
 	case 0:
 		return KvErrorResponse{Message: r.Str()}
 	case 1:
-		return KvGetResponse{Keys: readDataList(r), Values: readDataList(r), Metadata: readKvMetadata(r)}
+		return KvGetResponse{Keys: bare.ReadList(r, (*bare.Reader).Data), Values: bare.ReadList(r, (*bare.Reader).Data), Metadata: readKvMetadata(r)}
 	case 2:
-		return KvListResponse{Keys: readDataList(r), Values: readDataList(r), Metadata: readKvMetadata(r)}
+		return KvListResponse{Keys: bare.ReadList(r, (*bare.Reader).Data), Values: bare.ReadList(r, (*bare.Reader).Data), Metadata: readKvMetadata(r)}
 	case 3:
 		return KvPutResponse{}
 	case 4:
@@ -389,7 +337,7 @@ func readToClientKind(r *bare.Reader) ToClientTunnelMessageKind {
 	tag, start := unionTag(r)
 	switch tag {
 	case 0:
-		return ToClientRequestStart{ActorID: r.Str(), Method: r.Str(), Path: r.Str(), Headers: readHeaders(r), Body: readOptData(r), Stream: r.Bool()}
+		return ToClientRequestStart{ActorID: r.Str(), Method: r.Str(), Path: r.Str(), Headers: readHeaders(r), Body: r.OptData(), Stream: r.Bool()}
 	case 1:
 		return ToClientRequestChunk{Body: r.Data(), Finish: r.Bool()}
 	case 2:
@@ -399,7 +347,7 @@ func readToClientKind(r *bare.Reader) ToClientTunnelMessageKind {
 	case 4:
 		return ToClientWebSocketMessage{Data: r.Data(), Binary: r.Bool()}
 	case 5:
-		return ToClientWebSocketClose{Code: readOptU16(r), Reason: readOptStr(r)}
+		return ToClientWebSocketClose{Code: bare.ReadOptional(r, (*bare.Reader).U16), Reason: bare.ReadOptional(r, (*bare.Reader).Str)}
 	}
 	unknown(r, start, "ToClientTunnelMessageKind", tag)
 	return nil

@@ -132,34 +132,6 @@ func (e *encoder) optStr(s *string) {
 	}
 }
 
-func (e *encoder) optI64(v *int64) {
-	e.w.Optional(v != nil)
-	if v != nil {
-		e.w.I64(*v)
-	}
-}
-
-func (e *encoder) optU16(v *uint16) {
-	e.w.Optional(v != nil)
-	if v != nil {
-		e.w.U16(*v)
-	}
-}
-
-func (e *encoder) optData(b []byte) {
-	e.w.Optional(b != nil)
-	if b != nil {
-		e.w.Data(b)
-	}
-}
-
-func (e *encoder) dataList(l [][]byte) {
-	e.w.ListLen(len(l))
-	for _, b := range l {
-		e.w.Data(b)
-	}
-}
-
 func (e *encoder) headers(h []Header) {
 	e.w.MapLen(len(h))
 	seen := make(map[string]struct{}, len(h))
@@ -277,7 +249,7 @@ func (m ToClientInit) encode(e *encoder) {
 	e.w.I64(m.Metadata.RunnerLostThreshold)
 	if e.version >= Version6 {
 		e.w.I64(m.Metadata.ActorStopThreshold)
-		e.optI64(m.Metadata.ServerlessDrainGracePeriod)
+		bare.WriteOptional(e.w, m.Metadata.ServerlessDrainGracePeriod, (*bare.Writer).I64)
 	}
 }
 
@@ -325,7 +297,7 @@ func (m CommandStartActor) encode(e *encoder) {
 	e.str(c.Name)
 	e.optStr(c.Key)
 	e.w.I64(c.CreateTs)
-	e.optData(c.Input)
+	e.w.OptData(c.Input)
 	e.w.ListLen(len(m.HibernatingRequests))
 	for _, h := range m.HibernatingRequests {
 		e.w.FixedData(h.GatewayID[:])
@@ -352,7 +324,9 @@ func (m EventActorStateUpdate) encode(e *encoder) {
 	m.State.encode(e)
 }
 
-func (m EventActorSetAlarm) encode(e *encoder) { e.optI64(m.AlarmTs) }
+func (m EventActorSetAlarm) encode(e *encoder) {
+	bare.WriteOptional(e.w, m.AlarmTs, (*bare.Writer).I64)
+}
 
 func (ActorStateRunning) encode(*encoder) {}
 
@@ -374,7 +348,7 @@ func (m KvListRangeQuery) encode(e *encoder) {
 }
 func (m KvListPrefixQuery) encode(e *encoder) { e.w.Data(m.Key) }
 
-func (m KvGetRequest) encode(e *encoder) { e.dataList(m.Keys) }
+func (m KvGetRequest) encode(e *encoder) { bare.WriteList(e.w, m.Keys, (*bare.Writer).Data) }
 
 func (m KvListRequest) encode(e *encoder) {
 	if m.Query == nil {
@@ -394,11 +368,11 @@ func (m KvListRequest) encode(e *encoder) {
 }
 
 func (m KvPutRequest) encode(e *encoder) {
-	e.dataList(m.Keys)
-	e.dataList(m.Values)
+	bare.WriteList(e.w, m.Keys, (*bare.Writer).Data)
+	bare.WriteList(e.w, m.Values, (*bare.Writer).Data)
 }
 
-func (m KvDeleteRequest) encode(e *encoder) { e.dataList(m.Keys) }
+func (m KvDeleteRequest) encode(e *encoder) { bare.WriteList(e.w, m.Keys, (*bare.Writer).Data) }
 
 func (m KvDeleteRangeRequest) encode(e *encoder) {
 	e.w.Data(m.Start)
@@ -410,14 +384,14 @@ func (KvDropRequest) encode(*encoder) {}
 func (m KvErrorResponse) encode(e *encoder) { e.str(m.Message) }
 
 func (m KvGetResponse) encode(e *encoder) {
-	e.dataList(m.Keys)
-	e.dataList(m.Values)
+	bare.WriteList(e.w, m.Keys, (*bare.Writer).Data)
+	bare.WriteList(e.w, m.Values, (*bare.Writer).Data)
 	e.kvMetadata(m.Metadata)
 }
 
 func (m KvListResponse) encode(e *encoder) {
-	e.dataList(m.Keys)
-	e.dataList(m.Values)
+	bare.WriteList(e.w, m.Keys, (*bare.Writer).Data)
+	bare.WriteList(e.w, m.Values, (*bare.Writer).Data)
 	e.kvMetadata(m.Metadata)
 }
 
@@ -432,7 +406,7 @@ func (m ToClientRequestStart) encode(e *encoder) {
 	e.str(m.Method)
 	e.str(m.Path)
 	e.headers(m.Headers)
-	e.optData(m.Body)
+	e.w.OptData(m.Body)
 	e.w.Bool(m.Stream)
 }
 
@@ -455,14 +429,14 @@ func (m ToClientWebSocketMessage) encode(e *encoder) {
 }
 
 func (m ToClientWebSocketClose) encode(e *encoder) {
-	e.optU16(m.Code)
+	bare.WriteOptional(e.w, m.Code, (*bare.Writer).U16)
 	e.optStr(m.Reason)
 }
 
 func (m ToServerResponseStart) encode(e *encoder) {
 	e.w.U16(m.Status)
 	e.headers(m.Headers)
-	e.optData(m.Body)
+	e.w.OptData(m.Body)
 	e.w.Bool(m.Stream)
 }
 
@@ -483,7 +457,7 @@ func (m ToServerWebSocketMessage) encode(e *encoder) {
 func (m ToServerWebSocketMessageAck) encode(e *encoder) { e.w.U16(m.Index) }
 
 func (m ToServerWebSocketClose) encode(e *encoder) {
-	e.optU16(m.Code)
+	bare.WriteOptional(e.w, m.Code, (*bare.Writer).U16)
 	e.optStr(m.Reason)
 	e.w.Bool(m.Hibernate)
 }
