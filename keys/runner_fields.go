@@ -57,17 +57,22 @@ const (
 // command subspace. prefix is the packed (RUNNER, DATA, runner_id) that begins each of them,
 // for ParseRunnerDataKey. The three share one new array and must not be appended to.
 func RunnerFieldsRange(rid id.ID) (prefix, begin, end []byte) {
-	p := pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid})
-	buf := make([]byte, 0, 3*len(p)+8)
-	buf = append(buf, p...)
-	prefix = buf[:len(p):len(p)]
-	buf = tuple.Tuple{tagCreateTs}.AppendPack(append(buf, p...))
-	begin = buf[len(p):len(buf):len(buf)]
-	n := len(buf)
-	buf = append(tuple.Tuple{tagConnID}.AppendPack(append(buf, p...)), 0x00) // udb.KeyAfter
-	end = buf[n:len(buf):len(buf)]
+	n := len(pegboardPrefix) + 2 + 2 + 1 + id.Size // + RUNNER, DATA, runner_id
+	buf := make([]byte, 0, 3*n+2+4)                 // + CREATE_TS; + CONN_ID and 0x00
+	buf = tuple.Tuple{tagRunner, tagData}.AppendPack(append(buf, pegboardPrefix...))
+	buf = append(append(buf, id.TupleCode), rid[:]...) // rid as tuple.Tuple{rid} packs it, without boxing it
+	n = len(buf)
+	prefix = buf[:n:n]
+	buf = tuple.Tuple{tagCreateTs}.AppendPack(append(buf, prefix...))
+	begin = buf[n:len(buf):len(buf)]
+	m := len(buf)
+	buf = append(tuple.Tuple{tagConnID}.AppendPack(append(buf, prefix...)), 0x00) // udb.KeyAfter
+	end = buf[m:len(buf):len(buf)]
 	return prefix, begin, end
 }
+
+// pegboardPrefix is the packed pegboard subspace.
+var pegboardPrefix = pegboard.Bytes()
 
 // RunnerFieldsAfterActors is where the fields after the actor command subspace begin
 // (METADATA's key): a read of RunnerFieldsRange cut short in or before that subspace may

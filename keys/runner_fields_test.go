@@ -104,6 +104,9 @@ func TestRunnerFieldsRange(t *testing.T) {
 	if want := append((RunnerConnIDKey{RunnerID: rid1}).Pack(), 0); !bytes.Equal(end, want) {
 		t.Errorf("end %x, want %x", end, want)
 	}
+	if n := testing.AllocsPerRun(100, func() { RunnerFieldsRange(rid1) }); n != 1 {
+		t.Errorf("RunnerFieldsRange makes %v allocations; want 1", n)
+	}
 	in := func(k []byte) bool { return bytes.Compare(k, begin) >= 0 && bytes.Compare(k, end) < 0 }
 	after := RunnerFieldsAfterActors(rid1)
 	actorBegin, actorEnd := prefixRange(pegboard.Pack(tuple.Tuple{tagRunner, tagData, rid1, tagActor}))

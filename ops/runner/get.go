@@ -23,7 +23,7 @@ type GetInput struct {
 // at all.
 func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) (Runner, error) {
 	snap := r.Snapshot()
-	out, found, _, err := startRecord(snap, in.RunnerID).finish(ctx, snap, in.Datacenter, nil)
+	out, found, err := startRecord(snap, in.RunnerID).finish(ctx, snap, in.Datacenter, &scratch{})
 	if err != nil {
 		return Runner{}, err
 	}

@@ -77,38 +77,42 @@ func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (L
 		return ListForNsOutput{}, err
 	}
 	snap := r.Snapshot()
-	var found []Runner
+	cursorOf := func(r Runner) string { return Cursor(r.CreateTs, r.RunnerID) }
+	var out ListForNsOutput
 	if len(in.RunnerIDs) > 0 {
-		found, err = listByIDs(ctx, snap, in, pos, limit+1)
-	} else {
-		found, err = listByIndex(ctx, snap, in, pos, limit+1)
+		found, err := listByIDs(ctx, snap, in, pos, limit+1)
+		if err != nil {
+			return ListForNsOutput{}, err
+		}
+		out.Runners, out.Cursor = page.Trim(found, limit, cursorOf)
+		return out, nil
 	}
+	found, more, err := listByIndex(ctx, snap, in, pos, limit)
 	if err != nil {
 		return ListForNsOutput{}, err
 	}
-	var out ListForNsOutput
-	out.Runners, out.Cursor = page.Trim(found, limit, func(r Runner) string { return Cursor(r.CreateTs, r.RunnerID) })
+	out.Runners = found
+	if more {
+		c := cursorOf(found[len(found)-1])
+		out.Cursor = &c
+	}
 	return out, nil
 }
 
-// listByIndex scans one create_ts index in reverse from the cursor and
-// loads up to n runners.
-func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
+// listByIndex scans one create_ts index in reverse from the cursor and loads up to n
+// runners; more reports that the index has entries after them. The entry after the page
+// is read, its runner is not: the next page loads it.
+func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) (runners []Runner, more bool, err error) {
 	var rng keys.CreateTsRange[id.ID]
-	var unpack func([]byte) (id.ID, error)
 	switch {
 	case in.Name == "" && !in.IncludeStopped:
 		rng = keys.ActiveRunnerKeyRange(in.Namespace)
-		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackActiveRunnerKey(b); return k.RunnerID, err }
 	case in.Name == "":
 		rng = keys.AllRunnerKeyRange(in.Namespace)
-		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackAllRunnerKey(b); return k.RunnerID, err }
 	case !in.IncludeStopped:
 		rng = keys.ActiveRunnerByNameKeyRange(in.Namespace, in.Name)
-		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackActiveRunnerByNameKey(b); return k.RunnerID, err }
 	default:
 		rng = keys.AllRunnerByNameKeyRange(in.Namespace, in.Name)
-		unpack = func(b []byte) (id.ID, error) { k, err := keys.UnpackAllRunnerByNameKey(b); return k.RunnerID, err }
 	}
 	begin, end := rng.All()
 	switch {
@@ -119,33 +123,34 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 		begin, end = rng.Before(pos.CreateTs, id.ID(pos.Tie))
 	}
 	kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-		udb.RangeOptions{Limit: n, Reverse: true, Mode: udb.StreamingModeWantAll}).All(ctx)
+		udb.RangeOptions{Limit: n + 1, Reverse: true, Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if len(kvs) > n {
+		kvs, more = kvs[:n], true
 	}
 	recs := make([]runnerRead, len(kvs))
 	for i, kv := range kvs {
-		rid, err := unpack(kv.Key)
+		_, rid, err := rng.Entry(kv.Key)
 		if err != nil {
-			return nil, corrupt.Mark("runner index", err)
+			return nil, false, corrupt.Mark("runner index", err)
 		}
 		recs[i] = startRecord(snap, rid)
 	}
 	out := make([]Runner, 0, len(kvs))
-	var rows []udb.KeyValue
+	var sc scratch
 	for _, rec := range recs {
-		var run Runner
-		var found bool
-		run, found, rows, err = rec.finish(ctx, snap, in.Datacenter, rows)
+		run, found, err := rec.finish(ctx, snap, in.Datacenter, &sc)
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, false, err
 		case !found:
-			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", rec.rid)
+			return nil, false, rerr.Corrupt("runner index", "entry for %s, which has no record", rec.rid)
 		}
 		out = append(out, run)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // listByIDs loads the runners named in in.RunnerIDs that match the other
@@ -160,10 +165,9 @@ func listByIDs(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput,
 		}
 	}
 	var out []Runner
-	var rows []udb.KeyValue
+	var sc scratch
 	for _, rec := range recs {
-		run, found, buf, err := rec.finish(ctx, snap, in.Datacenter, rows)
-		rows = buf
+		run, found, err := rec.finish(ctx, snap, in.Datacenter, &sc)
 		switch {
 		case err != nil:
 			return nil, err

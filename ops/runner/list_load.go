@@ -52,19 +52,36 @@ func startRecord(r udb.ReadTransaction, rid id.ID) runnerRead {
 // finish waits for the record's rows and decodes them: the runner, or found false when it
 // does not exist. A runner is registered in one transaction, so one read version sees all
 // of its fields or none. Stored bytes that do not decode, and a missing required field,
-// are store.corrupt. rows is scratch space for the rows, reused from one runner to the
-// next; finish returns it for the next call.
-func (rec runnerRead) finish(ctx context.Context, r udb.ReadTransaction, datacenter string, rows []udb.KeyValue) (Runner, bool, []udb.KeyValue, error) {
-	rows, err := rec.rows(ctx, r, rows[:0])
+// are store.corrupt. sc is shared by the runners of one list.
+func (rec runnerRead) finish(ctx context.Context, r udb.ReadTransaction, datacenter string, sc *scratch) (Runner, bool, error) {
+	rows, err := rec.rows(ctx, r, sc.rows[:0])
+	sc.rows = rows
+	defer clear(rows) // drop the references to this runner's rows
 	if err != nil {
-		return Runner{}, false, rows, err
+		return Runner{}, false, err
 	}
-	run, found, err := decodeRecord(rec.rid, rec.prefix, rows)
+	run, found, err := decodeRecord(rec.rid, rec.prefix, rows, sc)
 	if found {
 		run.Datacenter = datacenter
 	}
-	clear(rows) // drop the references to this runner's rows
-	return run, found, rows, err
+	return run, found, err
+}
+
+// scratch is what the runners of one list share while they are decoded, to allocate less
+// per runner.
+type scratch struct {
+	rows []udb.KeyValue // one runner's rows, reused from one runner to the next
+	name string         // the last runner name: a page's runners share a few names
+	ts   []int64        // backing for the optional timestamps the runners point to
+}
+
+// int64 returns a pointer to a new int64 holding v.
+func (sc *scratch) int64(v int64) *int64 {
+	if len(sc.ts) == cap(sc.ts) {
+		sc.ts = make([]int64, 0, 64)
+	}
+	sc.ts = append(sc.ts, v)
+	return &sc.ts[len(sc.ts)-1]
 }
 
 // rows appends the rows of the record to buf.
@@ -102,7 +119,7 @@ type fields struct {
 // the keys' common prefix (keys.RunnerFieldsRange). It reports the same errors, in the same
 // order of fields, as a read of one key per field would. The runner keeps no reference to
 // rows, only to row values. Datacenter is left for the caller.
-func decodeRecord(rid id.ID, prefix []byte, rows []udb.KeyValue) (Runner, bool, error) {
+func decodeRecord(rid id.ID, prefix []byte, rows []udb.KeyValue, sc *scratch) (Runner, bool, error) {
 	if len(rows) == 0 {
 		return Runner{}, false, nil
 	}
@@ -164,12 +181,12 @@ func decodeRecord(rid id.ID, prefix []byte, rows []udb.KeyValue) (Runner, bool, 
 	if f.createTs == nil {
 		return Runner{}, false, nil
 	}
-	d := fieldDecoder{rid: rid}
+	d := fieldDecoder{rid: rid, sc: sc}
 	createTs, _ := opt(&d, f.createTs, keys.RunnerCreateTsKey{})
 	out := Runner{
 		RunnerID:       rid,
 		NamespaceID:    must(&d, f.namespaceID, keys.RunnerNamespaceIDKey{}, "namespace_id"),
-		Name:           must(&d, f.name, keys.RunnerDataNameKey{}, "name"),
+		Name:           d.name(f.name),
 		Key:            must(&d, f.key, keys.RunnerKeyKey{}, "key"),
 		Version:        must(&d, f.version, keys.RunnerVersionKey{}, "version"),
 		TotalSlots:     must(&d, f.totalSlots, keys.RunnerTotalSlotsKey{}, "total_slots"),
@@ -196,6 +213,7 @@ func decodeRecord(rid id.ID, prefix []byte, rows []udb.KeyValue) (Runner, bool, 
 // fieldDecoder decodes field values; after the first error the others are skipped.
 type fieldDecoder struct {
 	rid     id.ID
+	sc      *scratch
 	failed  error
 	missing string // the first required field found absent
 }
@@ -229,7 +247,20 @@ func ptr(d *fieldDecoder, v []byte, k keys.Key[int64]) *int64 {
 	if !found {
 		return nil
 	}
-	return &out
+	return d.sc.int64(out)
+}
+
+// name decodes the runner name, which every runner has, as must does, sharing the string
+// of the previous runner's name when it is the same.
+func (d *fieldDecoder) name(v []byte) string {
+	if d.failed == nil && v != nil && string(v) == d.sc.name {
+		return d.sc.name // the same bytes: valid UTF-8 already
+	}
+	name := must(d, v, keys.RunnerDataNameKey{}, "name")
+	if d.failed == nil && v != nil {
+		d.sc.name = name
+	}
+	return name
 }
 
 func (d *fieldDecoder) err() error {

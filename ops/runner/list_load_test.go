@@ -44,9 +44,9 @@ func readRunner(t *testing.T, db udb.Database, rid id.ID) (Runner, bool, error, 
 	ranges := 0
 	opstest.Read(t, db, func(r udb.ReadTransaction) (any, error) {
 		c := &countingReader{ReadTransaction: r.Snapshot()}
-		var rows []udb.KeyValue
-		got, found, rows, gotErr = startRecord(c, rid).finish(ctx, c, dc, rows)
-		for _, kv := range rows {
+		var sc scratch
+		got, found, gotErr = startRecord(c, rid).finish(ctx, c, dc, &sc)
+		for _, kv := range sc.rows {
 			if kv.Key != nil || kv.Value != nil {
 				t.Errorf("finish kept a reference to a row in its scratch space")
 			}
@@ -69,6 +69,7 @@ func TestRunnerReadOneRange(t *testing.T) {
 	db := opstest.Open(t)
 	ns := id.New(1)
 	plain := register(t, db, input(ns, "pool", "plain", 1)).RunnerID
+	otherName := register(t, db, input(ns, "other-pool", "other", 4)).RunnerID // between runners named pool in list order
 
 	md := input(ns, "pool", "metadata", 2)
 	md.Metadata = json.RawMessage(`{"big":"` + strings.Repeat("x", 30_000) + `"}`) // 4 chunks
@@ -107,6 +108,7 @@ func TestRunnerReadOneRange(t *testing.T) {
 		wantRanges int
 	}{
 		{"plain", plain, 1},
+		{"other name", otherName, 1},
 		{"with metadata", withMetadata, 1},
 		{"drained", drained, 1},
 		{"stopped", stopped, 1},
@@ -134,10 +136,15 @@ func TestRunnerReadOneRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := map[string]bool{}
 	for _, run := range page.Runners {
+		names[run.Name] = true
 		if want := get(t, db, run.RunnerID); !reflect.DeepEqual(run, want) {
 			t.Errorf("listed %+v\n   got %+v", run, want)
 		}
+	}
+	if len(page.Runners) != 10 || len(names) != 2 {
+		t.Errorf("listed %d runners of %d names; want 10 of 2", len(page.Runners), len(names))
 	}
 }
 
