@@ -129,35 +129,36 @@ type state struct {
 	expired    bool
 }
 
-// readState reads runner rid through tx serializably: a concurrent change to
-// any of these fields makes the caller's transaction conflict and retry.
-// found is false when the runner does not exist.
-func readState(ctx context.Context, tx udb.ReadTransaction, rid id.ID) (state, bool, error) {
-	rd := record.NewReader(ctx, tx, "runner")
-	createTs, found := record.Opt(rd, keys.RunnerCreateTsKey{RunnerID: rid})
-	if !found {
-		return state{}, false, rd.Err()
+// readState reads runner rid through r, serializably when r is a transaction
+// (the state-changing ops pass theirs): a concurrent change to any of its
+// fields makes the caller's transaction conflict and retry. found is false
+// when the runner does not exist.
+//
+// The fields come from one range read over the runner's data keys, as the API
+// reads runners (startRecord, list_load.go), rather than one read per field. A
+// transaction's read goes through its snapshot view and the two spans that
+// hold the fields (dataRanges) become read conflicts: together a serializable
+// read of exactly the fields, leaving out the actor command subspace between
+// the spans, so that a command stored for the runner does not make its ping
+// retry.
+func readState(ctx context.Context, r udb.ReadTransaction, rid id.ID) (state, bool, error) {
+	tx, serializable := r.(udb.Transaction)
+	if serializable {
+		r = tx.Snapshot()
 	}
-	s := state{
-		id:         rid,
-		namespace:  record.Must(rd, keys.RunnerNamespaceIDKey{RunnerID: rid}, "namespace_id"),
-		name:       record.Must(rd, keys.RunnerDataNameKey{RunnerID: rid}, "name"),
-		key:        record.Must(rd, keys.RunnerKeyKey{RunnerID: rid}, "key"),
-		version:    record.Must(rd, keys.RunnerVersionKey{RunnerID: rid}, "version"),
-		remaining:  record.Must(rd, keys.RunnerRemainingSlotsKey{RunnerID: rid}, "remaining_slots"),
-		total:      record.Must(rd, keys.RunnerTotalSlotsKey{RunnerID: rid}, "total_slots"),
-		createTs:   createTs,
-		lastPingTs: record.Must(rd, keys.RunnerLastPingTsKey{RunnerID: rid}, "last_ping_ts"),
-		stopped:    record.Has(rd, keys.RunnerStopTsKey{RunnerID: rid}),
-		expired:    record.Has(rd, keys.RunnerExpiredTsKey{RunnerID: rid}),
-	}
-	s.protocol, _ = record.Opt(rd, keys.RunnerProtocolVersionKey{RunnerID: rid})
-	s.connID, _ = record.Opt(rd, keys.RunnerConnIDKey{RunnerID: rid})
-	s.drainTs, s.draining = record.Opt(rd, keys.RunnerDrainTsKey{RunnerID: rid})
-	if err := rd.Err(); err != nil {
+	rec := startRecord(r, rid)
+	rows, err := rec.rows(ctx, r, nil)
+	if err != nil {
 		return state{}, false, err
 	}
-	return s, true, nil
+	if serializable {
+		for _, rg := range dataRanges(rid) {
+			if err := tx.AddReadConflictRange(rg[0], rg[1]); err != nil {
+				return state{}, false, err
+			}
+		}
+	}
+	return decodeState(rid, rec.prefix, rows)
 }
 
 // eligible reports whether the runner may receive actors: it has not begun
