@@ -181,12 +181,12 @@ type instance struct {
 
 	mu struct {
 		sync.Mutex
-		nextEvent int64 // index of the next event of this generation
-		startOK   bool  // Start returned nil
-		stopping  bool  // a stop was asked
-		forced    bool  // that stop is not reported, and KV is refused
-		destroyed bool  // Destroy was called: Stopped reports OK
-		gone      bool  // Stopped was sent or dropped: no more events
+		nextEvent int64                // index of the next event of this generation
+		startOK   bool                 // Start returned nil
+		stopping  bool                 // a stop was asked
+		forced    bool                 // that stop is not reported, and KV is refused
+		destroyed bool                 // Destroy was called: Stopped reports OK
+		gone      bool                 // Stopped was sent or dropped: no more events
 		sockets   map[*tunnel]struct{} // open WebSockets
 		// socketsClosed: closeSockets ran; no socket may open.
 		socketsClosed bool

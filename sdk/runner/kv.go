@@ -306,4 +306,3 @@ func (r *Runner) resendKVLocked(c *conn) int {
 	}
 	return len(calls)
 }
-

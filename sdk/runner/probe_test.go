@@ -20,10 +20,12 @@ type probe struct {
 	hold     chan struct{}
 	// stopHold, if set, blocks Stop until it is closed.
 	stopHold chan struct{}
+	// waiting receives when a /wait request begins, waited when its context ended.
+	waiting, waited chan struct{}
 }
 
 func newProbe() *probe {
-	return &probe{starts: make(chan *runner.ActorContext, 64), stops: make(chan *runner.ActorContext, 64)}
+	return &probe{starts: make(chan *runner.ActorContext, 64), stops: make(chan *runner.ActorContext, 64), waiting: make(chan struct{}, 64), waited: make(chan struct{}, 64)}
 }
 
 func (p *probe) actors() map[string]func() runner.Actor {
@@ -84,7 +86,9 @@ func (a *probeActor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/panic":
 		panic("boom")
 	case "/wait":
+		a.p.waiting <- struct{}{}
 		<-r.Context().Done()
+		a.p.waited <- struct{}{}
 	default:
 		http.NotFound(w, r)
 	}

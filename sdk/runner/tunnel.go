@@ -222,9 +222,7 @@ func (t *tunnel) serveHTTP(start proto.ToClientRequestStart) {
 	defer t.done()
 	in := t.in
 	if in == nil || !in.ready(t.ctx) {
-		if t.ctx.Err() == nil || in == nil {
-			t.notFound()
-		}
+		t.notFound() // unless aborted: send drops it
 		return
 	}
 	handler, ok := in.impl.(http.Handler)
@@ -253,6 +251,9 @@ func (t *tunnel) serveHTTP(start proto.ToClientRequestStart) {
 	}
 	if w.status == 0 {
 		w.status = http.StatusOK
+	}
+	if _, ok := w.header["Content-Type"]; !ok && w.body.Len() > 0 {
+		w.header.Set("Content-Type", http.DetectContentType(w.body.Bytes())) // as net/http does
 	}
 	t.respond(w.status, w.header, w.body.Bytes())
 }

@@ -1,0 +1,303 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/sdk/runner"
+)
+
+// Hosted actors against the real engine in process: the runner socket (runnerws) on
+// httptest over a mem:// store, with its actor lifecycle loop (timers, queues) running.
+
+type actorEnv struct {
+	*socketEnv
+	actors *pegboard.Actors
+	ns     id.ID
+}
+
+func startActorEnv(t *testing.T) *actorEnv {
+	t.Helper()
+	e := &actorEnv{socketEnv: startSocket(t, runnerws.Options{})}
+	e.actors = e.cur.Load().Runners().Actors()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.actors.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+		return namespace.ResolveByName(ctx, tx, namespace.ResolveByNameInput{Name: "default"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ns = res.(namespace.Namespace).NamespaceID
+	return e
+}
+
+// create creates an actor of the pool "pool" (testConfig's runner name); the pool exists once
+// a runner of it has connected.
+func (e *actorEnv) create(t *testing.T, name, policy string, input []byte) id.ID {
+	t.Helper()
+	key := "key-" + t.Name()
+	a, err := e.actors.Create(context.Background(), pegboard.CreateInput{
+		Namespace: e.ns, NamespaceName: "default", Name: name, Key: &key, Input: input, Selector: "pool", CrashPolicy: policy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.ActorID
+}
+
+func (e *actorEnv) state(t *testing.T, aid id.ID) keys.ActorState {
+	t.Helper()
+	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+		st, _, err := actor.State(context.Background(), tx, aid)
+		return st, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(keys.ActorState)
+}
+
+// waitPhase polls the engine until the actor is in phase.
+func (e *actorEnv) waitPhase(t *testing.T, aid id.ID, phase keys.ActorPhase) keys.ActorState {
+	t.Helper()
+	var st keys.ActorState
+	eventually(t, fmt.Sprintf("actor %s to be %s", aid, phase), func() bool {
+		st = e.state(t, aid)
+		return st.Phase == phase
+	})
+	return st
+}
+
+// hostOnEngine starts a runner hosting p's actors on e.
+func hostOnEngine(t *testing.T, e *actorEnv, p *probe, key string) *runner.Runner {
+	t.Helper()
+	cfg := hostConfig(e.hs.URL, p)
+	cfg.Key = key
+	r := newRunner(t, cfg)
+	start(t, r)
+	return r
+}
+
+func TestActorLifecycleOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p := newProbe()
+	hostOnEngine(t, e, p, "k1")
+
+	aid := e.create(t, "probe", actor.CrashSleep, []byte("hi"))
+	ac := next(t, p.starts, "Start")
+	if ac.ID() != aid.String() || ac.Generation() != 0 || string(ac.Input()) != "hi" || ac.Name() != "probe" {
+		t.Fatalf("started %s gen %d input %q", ac.ID(), ac.Generation(), ac.Input())
+	}
+	if key, ok := ac.Key(); !ok || key != "key-"+t.Name() {
+		t.Fatalf("key %q %v", key, ok)
+	}
+	e.waitPhase(t, aid, keys.PhaseRunning)
+
+	// Sleep from inside: intent, the engine's stop, Stop, Stopped: the engine shows it asleep.
+	if err := ac.Sleep(); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, p.stops, "Stop"); got != ac {
+		t.Fatal("Stop of another instance")
+	}
+	if st := e.waitPhase(t, aid, keys.PhaseSleeping); st.SleepTs == nil {
+		t.Fatalf("sleeping without sleep_ts: %+v", st)
+	}
+
+	// Woken: Start again, generation 1, running.
+	if err := e.actors.Wake(context.Background(), aid); err != nil {
+		t.Fatal(err)
+	}
+	ac1 := next(t, p.starts, "Start after the wake")
+	if ac1.Generation() != 1 || string(ac1.Input()) != "hi" {
+		t.Fatalf("woken as generation %d, input %q", ac1.Generation(), ac1.Input())
+	}
+	e.waitPhase(t, aid, keys.PhaseRunning)
+
+	// Destroy from inside: Stop, then destroyed.
+	if err := ac1.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, p.stops, "Stop after Destroy")
+	if st := e.waitPhase(t, aid, keys.PhaseDestroyed); st.Error != nil {
+		t.Fatalf("destroyed with error %s", st.Error)
+	}
+	none(t, p.starts, "Start after destroy")
+}
+
+func TestActorAlarmWakesOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p := newProbe()
+	hostOnEngine(t, e, p, "k1")
+	aid := e.create(t, "probe", actor.CrashSleep, nil)
+	ac := next(t, p.starts, "Start")
+	e.waitPhase(t, aid, keys.PhaseRunning)
+
+	alarm := time.Now().Add(time.Second)
+	if err := ac.SetAlarm(alarm); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Sleep(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, p.stops, "Stop")
+	// The engine starts generation 1 at the alarm, not before.
+	ac1 := next(t, p.starts, "Start at the alarm")
+	if now := time.Now(); ac1.Generation() != 1 || now.Before(alarm.Truncate(time.Millisecond)) {
+		t.Fatalf("generation %d started at %s, alarm %s", ac1.Generation(), now, alarm)
+	}
+	e.waitPhase(t, aid, keys.PhaseRunning)
+}
+
+func TestActorStartFailureCrashesOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p := newProbe()
+	p.startErr = errors.New("cannot load state")
+	hostOnEngine(t, e, p, "k1")
+	aid := e.create(t, "probe", actor.CrashSleep, nil)
+	next(t, p.starts, "Start")
+	// Stopped ERROR with Start's error: crash policy sleep, with the message in the error.
+	st := e.waitPhase(t, aid, keys.PhaseSleeping)
+	if !bytes.Contains(st.Error, []byte("cannot load state")) {
+		t.Fatalf("error %s", st.Error)
+	}
+	none(t, p.stops, "Stop after a failed Start")
+}
+
+func TestActorDrainMovesItOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p1, p2 := newProbe(), newProbe()
+	r1 := hostOnEngine(t, e, p1, "k1")
+	aid := e.create(t, "probe", actor.CrashSleep, nil)
+	next(t, p1.starts, "Start on the first runner")
+	e.waitPhase(t, aid, keys.PhaseRunning)
+	hostOnEngine(t, e, p2, "k2")
+
+	// A graceful shutdown: the engine stops the actor (going away), the runner reports it
+	// Stopped OK, the engine starts it on the other runner, and the first runner closes.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r1.Shutdown(ctx, false) }()
+	next(t, p1.stops, "Stop on the draining runner")
+	if ac := next(t, p2.starts, "Start on the second runner"); ac.Generation() != 1 {
+		t.Fatalf("generation %d", ac.Generation())
+	}
+	if err := next(t, done, "Shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPhase(t, aid, keys.PhaseRunning)
+}
+
+func TestActorKVOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p := newProbe()
+	rec := newRecorder()
+	cfg := hostConfig(e.hs.URL, p)
+	cfg.Hooks.OnConnected = func(id string) { rec.connected <- id }
+	cfg.Hooks.OnDisconnected = func(err error) { rec.disconnected <- err }
+	start(t, newRunner(t, cfg))
+	next(t, rec.connected, "OnConnected")
+	e.create(t, "probe", actor.CrashSleep, nil)
+	ac := next(t, p.starts, "Start")
+	kv := ac.KV()
+	ctx := context.Background()
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keysOf := func(es []runner.Entry) string {
+		var s []string
+		for _, e := range es {
+			s = append(s, string(e.Key)+"="+string(e.Value))
+		}
+		return strings.Join(s, ",")
+	}
+	must(kv.PutMany(ctx, []runner.Entry{
+		{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b/1"), Value: []byte("2")},
+		{Key: []byte("b/2"), Value: []byte("3")}, {Key: []byte("c"), Value: []byte("4")},
+	}))
+	if v, ok, err := kv.Get(ctx, []byte("b/1")); err != nil || !ok || string(v) != "2" {
+		t.Fatalf("Get: %q %v %v", v, ok, err)
+	}
+	if _, ok, err := kv.Get(ctx, []byte("nope")); err != nil || ok {
+		t.Fatalf("Get of a missing key: %v %v", ok, err)
+	}
+	es, err := kv.GetMany(ctx, [][]byte{[]byte("c"), []byte("nope"), []byte("a")})
+	must(err)
+	if got := keysOf(es); got != "c=4,a=1" {
+		t.Fatalf("GetMany: %s", got)
+	}
+	if es[0].UpdatedAt.IsZero() || len(es[0].Version) == 0 {
+		t.Fatalf("no metadata: %+v", es[0])
+	}
+	for _, tc := range []struct {
+		o    runner.ListOptions
+		want string
+	}{
+		{runner.ListOptions{}, "a=1,b/1=2,b/2=3,c=4"},
+		{runner.ListOptions{Prefix: []byte("b/")}, "b/1=2,b/2=3"},
+		{runner.ListOptions{Start: []byte("a"), End: []byte("c")}, "a=1,b/1=2,b/2=3,c=4"},
+		{runner.ListOptions{Start: []byte("a"), End: []byte("c"), Exclusive: true}, "a=1,b/1=2,b/2=3"},
+		{runner.ListOptions{Reverse: true, Limit: 2}, "c=4,b/2=3"},
+	} {
+		es, err := kv.List(ctx, tc.o)
+		must(err)
+		if got := keysOf(es); got != tc.want {
+			t.Errorf("List(%+v) = %s, want %s", tc.o, got, tc.want)
+		}
+	}
+	must(kv.Delete(ctx, []byte("a"), []byte("nope")))
+	must(kv.DeleteRange(ctx, []byte("b/"), []byte("b/2")))
+	es, err = kv.List(ctx, runner.ListOptions{})
+	must(err)
+	if got := keysOf(es); got != "b/2=3,c=4" {
+		t.Fatalf("after deletes: %s", got)
+	}
+	// A limit breach is the engine's KvErrorResponse, naming it; nothing is written.
+	var ke *runner.KVError
+	if err := kv.Put(ctx, bytes.Repeat([]byte("k"), 3000), []byte("v")); !errors.As(err, &ke) || !strings.Contains(ke.Message, "key") {
+		t.Fatalf("Put of a 3000-byte key: %v", err)
+	}
+
+	// Made while the engine is down: queued, sent after the reconnect.
+	e.down.Store(true)
+	e.restart()
+	next(t, rec.disconnected, "OnDisconnected")
+	put := make(chan error, 1)
+	go func() { put <- kv.Put(ctx, []byte("later"), []byte("5")) }()
+	e.down.Store(false)
+	next(t, rec.connected, "OnConnected after the restart")
+	must(next(t, put, "the queued Put"))
+
+	must(kv.Drop(ctx))
+	es, err = kv.List(ctx, runner.ListOptions{})
+	must(err)
+	if len(es) != 0 {
+		t.Fatalf("after Drop: %s", keysOf(es))
+	}
+}
