@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -278,22 +279,33 @@ func (p *Actors) GetOrCreate(ctx context.Context, in CreateInput) (actor.Actor, 
 // Destroy destroys an actor and, with wait, returns once it is destroyed (a placed actor
 // is stopped first) or ctx ends.
 func (p *Actors) Destroy(ctx context.Context, aid id.ID, wait bool) error {
+	changed := p.Watch(aid)
+	in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
+	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.DestroyOutput, actor.Effects, error) {
+		out, err := actor.Destroy(ctx, tx, in)
+		return out, out.Effects, err
+	})
+	if err != nil || out.Done || !wait {
+		return err
+	}
 	for {
-		changed := p.Watch(aid)
-		in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
-		out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.DestroyOutput, actor.Effects, error) {
-			out, err := actor.Destroy(ctx, tx, in)
-			return out, out.Effects, err
-		})
-		if err != nil || out.Done || !wait {
-			return err
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
 		case <-time.After(time.Second):
 			// The stop may have been seen by another node; look again.
+		}
+		changed = p.Watch(aid)
+		res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+			st, _, err := actor.State(ctx, r, aid)
+			return st.Phase, err
+		})
+		if err != nil {
+			return err
+		}
+		if res.(keys.ActorPhase) == keys.PhaseDestroyed {
+			return nil
 		}
 	}
 }

@@ -357,3 +357,23 @@ func TestDestroyDropsKV(t *testing.T) {
 		t.Fatalf("KV after destroy: %+v", left)
 	}
 }
+
+// sleep_ts is set exactly while the actor sleeps.
+func TestSleepTsClearedWhenNotSleeping(t *testing.T) {
+	w := newWorld(t)
+	aid, _ := w.create(CrashRestart, nil) // no runner: pending
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Sleep(ctx, tx, in) }, aid)
+	if st := w.state(aid); st.Phase != keys.PhaseSleeping || st.SleepTs == nil {
+		t.Fatalf("asleep: phase %s, sleep_ts %v", st.Phase, st.SleepTs)
+	}
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
+	if st := w.state(aid); st.Phase != keys.PhasePending || st.SleepTs != nil {
+		t.Errorf("woken into the queue: phase %s, sleep_ts %v", st.Phase, st.SleepTs)
+	}
+	opstest.Write(t, w.db, func(tx udb.Transaction) (DestroyOutput, error) {
+		return Destroy(ctx, tx, Input{ActorID: aid, NowMs: w.now, Config: w.cfg})
+	})
+	if st := w.state(aid); st.Phase != keys.PhaseDestroyed || st.SleepTs != nil {
+		t.Errorf("destroyed: phase %s, sleep_ts %v", st.Phase, st.SleepTs)
+	}
+}

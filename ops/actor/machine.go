@@ -54,8 +54,12 @@ func (m *machine) mustLoad(aid id.ID) (*actor, error) {
 	return a, err
 }
 
-// save writes a's state and moves its timer entry.
+// save writes a's state and moves its timer entry. sleep_ts is kept only while the actor
+// sleeps, as on Rivet.
 func (m *machine) save(a *actor) {
+	if a.st.Phase != keys.PhaseSleeping {
+		a.st.SleepTs = nil
+	}
 	keys.Set(m.tx, keys.ActorStateKey{ActorID: a.id}, a.st)
 	oldT, newT := a.old.TimerTs(), a.st.TimerTs()
 	if oldT != nil && (newT == nil || *oldT != *newT) {
