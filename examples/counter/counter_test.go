@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/berthhq/berth/engine"
+	"github.com/berthhq/berth/engine/config"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	"github.com/berthhq/berth/sdk/client"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait: generous, so a loaded machine never fails the test.
+const wait = 30 * time.Second
+
+func testLogger() *slog.Logger {
+	if os.Getenv("RUNNER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// The counter against a real engine in process: created through the REST API, counted
+// through the gateway over HTTP and WebSocket, and its count kept in KV across sleeps (by
+// the API and from inside) and wakes, each a new generation of the actor.
+func TestCounterOnTheEngine(t *testing.T) {
+	cfg := config.Default()
+	cfg.Database.URL = "mem://"
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	cfg.Auth.AdminToken = "tok"
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	endpoint := "http://" + e.PublicAddr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+
+	// The runner, as main runs it: Run until its context ends, then drain.
+	r, err := newRunner(options{Endpoint: endpoint, Namespace: "default", Pool: "counter", Token: "tok", Slots: 10}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRunner := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(runCtx) }()
+	t.Cleanup(func() {
+		stopRunner()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	api, err := client.New(endpoint, client.WithToken("tok"), client.WithNamespace("default"), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pool exists once the runner registered: retry the create until then.
+	var a client.Actor
+	eventually(t, "the actor to be created", func() bool {
+		a, err = api.Actors().Create(ctx, client.ActorCreateOptions{Name: "counter", Key: "c1", Pool: "counter", CrashPolicy: client.CrashSleep})
+		return err == nil
+	})
+	base := endpoint + "/gateway/" + a.ActorId
+
+	call := func(method, path string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := call("GET", "/"); got != "0" {
+		t.Fatalf("new counter: %q", got)
+	}
+	for _, want := range []string{"1", "2", "3"} {
+		if got := call("POST", "/"); got != want {
+			t.Fatalf("POST: %q, want %s", got, want)
+		}
+	}
+	if got := call("POST", "/?by=10"); got != "13" {
+		t.Fatalf("POST ?by=10: %q", got)
+	}
+
+	// Asleep (by the API), woken by the next request: a new instance that loads 13 from KV.
+	if err := api.Actors().Sleep(ctx, a.ActorId); err != nil {
+		t.Fatal(err)
+	}
+	waitAsleep(t, ctx, api, a.ActorId)
+	if got := call("GET", "/"); got != "13" {
+		t.Fatalf("after sleep and wake: %q", got)
+	}
+
+	// Asleep from inside, then counted over a WebSocket, which wakes it again.
+	call("POST", "/sleep")
+	waitAsleep(t, ctx, api, a.ActorId)
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/", &websocket.DialOptions{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	for _, want := range []string{"14", "15"} {
+		if err := ws.Write(ctx, websocket.MessageText, []byte("+")); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := ws.Read(ctx)
+		if err != nil || string(b) != want {
+			t.Fatalf("over the WebSocket: %q %v, want %s", b, err, want)
+		}
+	}
+	_ = ws.Close(websocket.StatusNormalClosure, "")
+	if got := call("GET", "/"); got != "15" {
+		t.Fatalf("after the WebSocket: %q", got)
+	}
+
+	if err := api.Actors().Destroy(ctx, a.ActorId); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := api.Actors().Get(ctx, a.ActorId); err != nil || got.DestroyTs == nil {
+		t.Fatalf("after Destroy: %+v %v", got, err)
+	}
+}
+
+// waitAsleep polls the API until the actor sleeps.
+func waitAsleep(t *testing.T, ctx context.Context, api *client.Client, actorID string) {
+	t.Helper()
+	eventually(t, "the actor to sleep", func() bool {
+		a, err := api.Actors().Get(ctx, actorID)
+		return err == nil && a.SleepTs != nil && a.ConnectableTs == nil
+	})
+}
+
+// eventually polls cond until it holds, failing after wait.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

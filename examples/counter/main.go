@@ -1,0 +1,77 @@
+// Command counter is an example runner written with the Go runner SDK: it hosts "counter"
+// actors (Counter), whose count lives in the actor's KV.
+//
+// Start an engine (berth start), then the runner:
+//
+//	go run ./examples/counter -endpoint http://127.0.0.1:6420
+//
+// create an actor and talk to it through the gateway:
+//
+//	curl -s -X POST 'http://127.0.0.1:6420/actors?namespace=default' -H 'content-type: application/json' \
+//	     -d '{"name":"counter","runner_name_selector":"counter","crash_policy":"sleep"}'
+//	curl -s -X POST http://127.0.0.1:6420/gateway/ACTOR_ID/      # 1
+//	curl -s http://127.0.0.1:6420/gateway/ACTOR_ID/               # 1
+//	curl -s -X POST http://127.0.0.1:6420/gateway/ACTOR_ID/sleep  # sleeps; the next request wakes it
+//
+// SIGTERM or Ctrl-C drains the runner: the engine moves its actors to another runner of the
+// pool (or starts them on the next one that connects) before it exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/berthhq/berth/sdk/runner"
+)
+
+// options are the command's flags.
+type options struct {
+	Endpoint  string
+	Namespace string
+	Pool      string
+	Token     string
+	Slots     uint
+}
+
+// newRunner makes the runner that hosts counters.
+func newRunner(o options, log *slog.Logger) (*runner.Runner, error) {
+	return runner.New(runner.Config{
+		Endpoint:   o.Endpoint,
+		Namespace:  o.Namespace,
+		Name:       o.Pool,
+		TotalSlots: uint32(o.Slots),
+		Token:      o.Token,
+		Logger:     log,
+		Actors: map[string]func() runner.Actor{
+			"counter": func() runner.Actor { return &Counter{} },
+		},
+	})
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.Endpoint, "endpoint", "http://127.0.0.1:6420", "the engine's public URL")
+	flag.StringVar(&o.Namespace, "namespace", "default", "the namespace")
+	flag.StringVar(&o.Pool, "pool", "counter", "the runner name: actors are created with this runner_name_selector")
+	flag.StringVar(&o.Token, "token", os.Getenv("BERTH_TOKEN"), "the engine's admin token (default $BERTH_TOKEN)")
+	flag.UintVar(&o.Slots, "slots", 1000, "how many actors this runner hosts at most")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	r, err := newRunner(o, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := r.Run(ctx); err != nil {
+		log.Error("counter: runner stopped", "error", err)
+		os.Exit(1)
+	}
+}
