@@ -140,6 +140,8 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
+		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
+		ResolveNamespace: peer.ResolveNamespace,
 	})
 	publicAPI = gateway.Wrap(publicAPI)
 
@@ -247,6 +249,7 @@ func ActorConfig(pb config.Pegboard) actor.Config {
 	c.BaseRetryTimeout = int64(pb.BaseRetryTimeout)
 	c.RetryResetDuration = int64(pb.RetryResetDuration)
 	c.RescheduleBackoffMaxExponent = int(pb.RescheduleBackoffMaxExponent)
+	c.HibernatingRequestEligibleThreshold = int64(pb.HibernatingRequestEligibleThreshold)
 	return c
 }
 

@@ -138,6 +138,10 @@ type Pegboard struct {
 	BaseRetryTimeout             uint32 `json:"base_retry_timeout"`
 	RetryResetDuration           uint32 `json:"retry_reset_duration"`
 	RescheduleBackoffMaxExponent uint8  `json:"reschedule_backoff_max_exponent"`
+	// HibernatingRequestEligibleThreshold: a client WebSocket kept open while its actor
+	// sleeps is restored at the actor's next start if the gateway kept it alive this
+	// recently. Default 90000.
+	HibernatingRequestEligibleThreshold uint32 `json:"hibernating_request_eligible_threshold"`
 }
 
 // Ms turns a millisecond setting into a duration.
@@ -165,6 +169,7 @@ const (
 	DefaultBaseRetryTimeout           = 2000    // ms
 	DefaultRetryResetDuration         = 600000  // ms
 	DefaultRescheduleBackoffMaxExp    = 8
+	DefaultHibernatingRequestEligible = 90000 // ms
 )
 
 // Default returns the configuration used when nothing is configured: one datacenter, no auth,
@@ -188,15 +193,16 @@ func Default() *Config {
 		Database:  Database{URL: DefaultDatabaseURL},
 		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
 		Pegboard: Pegboard{
-			RunnerLostThreshold:          DefaultRunnerLostThreshold,
-			RunnerEligibleThreshold:      DefaultRunnerEligibleThreshold,
-			RunnerUpdatePingIntervalMs:   DefaultRunnerUpdatePingIntervalMs,
-			RunnerPingTimeoutMs:          DefaultRunnerPingTimeoutMs,
-			ActorStopThreshold:           DefaultActorStopThreshold,
-			ActorStartThreshold:          DefaultActorStartThreshold,
-			BaseRetryTimeout:             DefaultBaseRetryTimeout,
-			RetryResetDuration:           DefaultRetryResetDuration,
-			RescheduleBackoffMaxExponent: DefaultRescheduleBackoffMaxExp,
+			RunnerLostThreshold:                 DefaultRunnerLostThreshold,
+			RunnerEligibleThreshold:             DefaultRunnerEligibleThreshold,
+			RunnerUpdatePingIntervalMs:          DefaultRunnerUpdatePingIntervalMs,
+			RunnerPingTimeoutMs:                 DefaultRunnerPingTimeoutMs,
+			ActorStopThreshold:                  DefaultActorStopThreshold,
+			ActorStartThreshold:                 DefaultActorStartThreshold,
+			BaseRetryTimeout:                    DefaultBaseRetryTimeout,
+			RetryResetDuration:                  DefaultRetryResetDuration,
+			RescheduleBackoffMaxExponent:        DefaultRescheduleBackoffMaxExp,
+			HibernatingRequestEligibleThreshold: DefaultHibernatingRequestEligible,
 		},
 	}
 	c.fill()

@@ -123,6 +123,7 @@ func (c *Config) validate() []*FieldError {
 		{"actor_start_threshold", pb.ActorStartThreshold},
 		{"base_retry_timeout", pb.BaseRetryTimeout},
 		{"retry_reset_duration", pb.RetryResetDuration},
+		{"hibernating_request_eligible_threshold", pb.HibernatingRequestEligibleThreshold},
 	} {
 		if f.ms == 0 {
 			bad("pegboard."+f.name, "must be greater than 0")

@@ -19,6 +19,9 @@ type Config struct {
 	// WakePendingTimeout: a woken sleep-policy actor waits this long for capacity, then
 	// sleeps again.
 	WakePendingTimeout int64
+	// HibernatingRequestEligibleThreshold: a hibernating WebSocket not kept alive for this
+	// long is not restored at the actor's next start.
+	HibernatingRequestEligibleThreshold int64
 	// Jitter returns a random duration in [0, n); nil means math/rand.
 	Jitter func(n int64) int64
 }
@@ -26,14 +29,15 @@ type Config struct {
 // DefaultConfig returns Rivet's defaults.
 func DefaultConfig() Config {
 	return Config{
-		RunnerEligibleThreshold:      10_000,
-		ActorStartThreshold:          30_000,
-		ActorStopThreshold:           1_800_000,
-		BaseRetryTimeout:             2_000,
-		RetryResetDuration:           600_000,
-		RescheduleBackoffMaxExponent: 8,
-		BackoffJitter:                500,
-		WakePendingTimeout:           60_000,
+		RunnerEligibleThreshold:             10_000,
+		ActorStartThreshold:                 30_000,
+		ActorStopThreshold:                  1_800_000,
+		BaseRetryTimeout:                    2_000,
+		RetryResetDuration:                  600_000,
+		RescheduleBackoffMaxExponent:        8,
+		BackoffJitter:                       500,
+		WakePendingTimeout:                  60_000,
+		HibernatingRequestEligibleThreshold: 90_000,
 	}
 }
 

@@ -377,3 +377,32 @@ func TestSleepTsClearedWhenNotSleeping(t *testing.T) {
 		t.Errorf("destroyed: phase %s, sleep_ts %v", st.Phase, st.SleepTs)
 	}
 }
+
+// The hibernating WebSockets of an actor kept alive recently are restored at its start;
+// stale ones are dropped.
+func TestStartRestoresHibernatingRequests(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 4)
+	aid, _ := w.create(CrashSleep, nil)
+	w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, wantSleep))
+	fresh := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{1, 2, 3, 4}, RequestID: proto.RequestID{5, 6, 7, 8}, NowMs: w.now}
+	stale := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{9}, RequestID: proto.RequestID{9}, NowMs: w.now - w.cfg.HibernatingRequestEligibleThreshold - 1}
+	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
+		SetHibernating(tx, fresh)
+		SetHibernating(tx, stale)
+		return nil, nil
+	})
+	w.events(rid, ev(aid, 0, 2, stoppedErr))
+	eff := w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
+	start := eff.Commands[0].Command.Inner.(proto.CommandStartActor)
+	want := []proto.HibernatingRequest{{GatewayID: fresh.GatewayID, RequestID: fresh.RequestID}}
+	if !slices.Equal(start.HibernatingRequests, want) {
+		t.Fatalf("hibernating requests %+v, want %+v", start.HibernatingRequests, want)
+	}
+	left := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]proto.HibernatingRequest, error) {
+		return HibernatingRequests(ctx, r, aid, 0)
+	})
+	if !slices.Equal(left, want) {
+		t.Fatalf("stored after the start: %+v (the stale one must be gone)", left)
+	}
+}

@@ -155,9 +155,13 @@ func (m *machine) start(a *actor, rid id.ID) error {
 	if err != nil {
 		return corrupt.Mark("actor", err)
 	}
+	hibernating, err := m.hibernatingRequests(a.id, m.now-m.cfg.HibernatingRequestEligibleThreshold)
+	if err != nil {
+		return err
+	}
 	m.send(a, proto.CommandStartActor{
 		Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input},
-		HibernatingRequests: []proto.HibernatingRequest{},
+		HibernatingRequests: hibernating,
 	})
 	return nil
 }
@@ -290,6 +294,7 @@ func (m *machine) destroy(a *actor) error {
 	}
 	keys.Set(m.tx, keys.ActorDestroyTsKey{ActorID: a.id}, m.now)
 	actorkv.DropAll(m.tx, a.id)
+	m.tx.ClearRange(keys.HibernatingRequestRange(a.id))
 	m.eff.Destroyed = append(m.eff.Destroyed, a.id)
 	return nil
 }
