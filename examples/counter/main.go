@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,6 +63,10 @@ func main() {
 	flag.UintVar(&o.Slots, "slots", 1000, "how many actors this runner hosts at most")
 	flag.Parse()
 
+	if o.Slots > math.MaxUint32 {
+		fmt.Fprintln(os.Stderr, "counter: -slots larger than", uint32(math.MaxUint32))
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	r, err := newRunner(o, log)
 	if err != nil {

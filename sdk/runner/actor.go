@@ -23,7 +23,8 @@ import (
 //
 // Stop is called once after a successful Start, when the engine stops the actor (sleep,
 // destroy, drain, or a new generation replacing it) or the runner lost it; the runner then
-// reports it Stopped, unless the engine had given it away. KV works in Stop. Its ctx ends at
+// reports it Stopped, unless the engine had given it away. KV works in Stop (but for an
+// actor the runner lost, whose KV calls fail with ErrActorStopped). Its ctx ends at
 // the engine's actor stop threshold (from ToClientInit), or when the runner stops for good.
 //
 // An actor may also implement http.Handler (requests through the gateway, answered whole)

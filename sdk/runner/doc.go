@@ -32,6 +32,25 @@
 // Err tell when and why the runner stopped.
 //
 // Hooks run one at a time, in order, on a goroutine of the runner, never on the socket's reader:
-// a slow hook delays later hooks, not pongs. Hosting actors (start, stop, KV, tunnel) builds on
-// these hooks and comes with a later package.
+// a slow hook delays later hooks, not pongs.
+//
+// Hosting actors: with Config.Actors (a factory per actor name) the runner hosts actors written
+// in Go (Actor, with optional http.Handler and WebSocketHandler) and owns the command hooks:
+//
+//   - A start command makes a new Actor for that generation and calls Start on a goroutine of
+//     its own; Running is reported when Start returns nil. (Runner 2.2.1 reports it before its
+//     onActorStart finishes and makes requests wait on the runner; reporting after means the
+//     engine routes requests, and counts the actor connectable, only once it has loaded its
+//     state, and a Start that fails is a crash that was never Running.) Starts replayed after a
+//     reconnect are ignored; a newer generation replaces the instance.
+//   - ActorContext.Sleep, Destroy, SetAlarm and ClearAlarm send the actor's intents and alarm
+//     as events; the engine answers an intent with a stop command, which calls Stop and
+//     reports Stopped: code OK while the runner drains or after Destroy, ERROR otherwise, as
+//     runner 2.2.1 (the engine reads an ERROR after a sleep intent as a normal sleep).
+//   - ActorContext.KV is the actor's KV over ToServerKvRequest; the tunnel's HTTP requests and
+//     WebSockets are served by the actor's ServeHTTP and ServeWebSocket.
+//   - When the runner is lost (OnForceStopActors), every actor is stopped without a report;
+//     graceful shutdown waits until the engine has stopped every actor (ActiveActors).
+//
+// examples/counter is a complete runner.
 package runner

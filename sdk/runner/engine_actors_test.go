@@ -301,3 +301,40 @@ func TestActorKVOnTheEngine(t *testing.T) {
 		t.Fatalf("after Drop: %s", keysOf(es))
 	}
 }
+
+// KV works in Stop: during the stop of a sleep, and of a drain, before Stopped is reported.
+func TestActorKVInStopOnTheEngine(t *testing.T) {
+	e := startActorEnv(t)
+	p1, p2 := newProbe(), newProbe()
+	p1.stopKV = true
+	r1 := hostOnEngine(t, e, p1, "k1")
+	aid := e.create(t, "probe", actor.CrashSleep, nil)
+	ac := next(t, p1.starts, "Start")
+	e.waitPhase(t, aid, keys.PhaseRunning)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(ac.Sleep())
+	must(next(t, p1.stopKVErr, "the KV write in Stop (sleep)"))
+	e.waitPhase(t, aid, keys.PhaseSleeping)
+	must(e.actors.Wake(context.Background(), aid))
+	ac1 := next(t, p1.starts, "Start after the wake")
+	if _, ok, err := ac1.KV().Get(context.Background(), []byte("stopped-0")); err != nil || !ok {
+		t.Fatalf("generation 0's write in Stop: found %v, %v", ok, err)
+	}
+
+	hostOnEngine(t, e, p2, "k2")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r1.Shutdown(ctx, false) }()
+	must(next(t, p1.stopKVErr, "the KV write in Stop (drain)"))
+	ac2 := next(t, p2.starts, "Start on the second runner")
+	if _, ok, err := ac2.KV().Get(context.Background(), []byte("stopped-1")); err != nil || !ok {
+		t.Fatalf("generation 1's write in Stop: found %v, %v", ok, err)
+	}
+	must(next(t, done, "Shutdown"))
+}

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -20,12 +21,15 @@ type probe struct {
 	hold     chan struct{}
 	// stopHold, if set, blocks Stop until it is closed.
 	stopHold chan struct{}
+	// stopKV makes Stop write "stopped-<generation>" = "yes" to KV; stopKVErr gets the result.
+	stopKV    bool
+	stopKVErr chan error
 	// waiting receives when a /wait request begins, waited when its context ended.
 	waiting, waited chan struct{}
 }
 
 func newProbe() *probe {
-	return &probe{starts: make(chan *runner.ActorContext, 64), stops: make(chan *runner.ActorContext, 64), waiting: make(chan struct{}, 64), waited: make(chan struct{}, 64)}
+	return &probe{starts: make(chan *runner.ActorContext, 64), stops: make(chan *runner.ActorContext, 64), waiting: make(chan struct{}, 64), waited: make(chan struct{}, 64), stopKVErr: make(chan error, 64)}
 }
 
 func (p *probe) actors() map[string]func() runner.Actor {
@@ -54,6 +58,9 @@ func (a *probeActor) Start(ctx context.Context, ac *runner.ActorContext) error {
 }
 
 func (a *probeActor) Stop(ctx context.Context, ac *runner.ActorContext) error {
+	if a.p.stopKV {
+		a.p.stopKVErr <- ac.KV().Put(ctx, []byte(fmt.Sprintf("stopped-%d", ac.Generation())), []byte("yes"))
+	}
 	a.p.stops <- ac
 	if a.p.stopHold != nil {
 		<-a.p.stopHold
