@@ -1,4 +1,7 @@
-// Package guard is the actor gateway of the ingress: it routes /gateway/{actor}/... HTTP
-// requests and WebSockets to the actor through its runner's socket (engine/runnerws
-// tunnels), waking the actor and waiting for it to be ready first (rivet-engine.md §5).
+// Package guard is the routing policy of the ingress on the guard port: Rivet's routing
+// order (the /gateway path forms, the runner and envoy sockets, x-rivet-target and
+// rivet_target.* targets, then the public API), and the actor gateway, which finds the actor
+// (by id, by rvt-* query, or by x-rivet-actor / rivet_actor.*), wakes it, waits until it is
+// ready and tunnels HTTP and WebSockets to it through its runner's socket
+// (rivet-engine.md §5). The generic execution (retries, limits, route cache) is guard/core.
 package guard

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -33,39 +35,56 @@ type Tunnels interface {
 	OpenTunnel(runnerID id.ID) (Tunnel, error)
 }
 
-// Actors wakes actors and reports their changes (engine/pegboard.Actors).
+// Actors is the actor lifecycle of this datacenter (engine/pegboard.Actors): it wakes actors,
+// reports their changes, and carries out the effects of the get-or-create transactions that
+// query routing runs (ops/actor.GetOrCreate, as api-peer does).
 type Actors interface {
 	Wake(ctx context.Context, aid id.ID) error
 	Watch(aid id.ID) <-chan struct{}
+	// Config is the lifecycle timings a create places the actor with.
+	Config() actor.Config
+	// Apply carries out a committed transaction's effects (commands to runners, queues).
+	Apply(eff actor.Effects)
 }
 
-// Options configures a Gateway. Zero durations mean Rivet's defaults.
+// Options configures a Gateway. Zero durations and limits mean Rivet's defaults.
 type Options struct {
 	DB       udb.Database
 	Tunnels  Tunnels
 	Actors   Actors
 	Topology apihttp.Topology
 	Log      *slog.Logger
+	// ResolveNamespace returns the namespace named name (namespace.not_found), for query
+	// routing (api-peer's Server.ResolveNamespace: the leader owns namespaces).
+	ResolveNamespace func(ctx context.Context, name string) (namespace.Namespace, error)
 	// ActorReadyTimeout bounds the wait for an actor to become connectable (30 s).
 	ActorReadyTimeout time.Duration
 	// ResponseStartTimeout bounds the wait for an actor's response (5 min).
 	ResponseStartTimeout time.Duration
 	// WebSocketOpenTimeout bounds the wait for an actor to accept a WebSocket (15 s).
 	WebSocketOpenTimeout time.Duration
+	// ResolveQueryTimeout bounds query routing's actor lookup or creation (15 s).
+	ResolveQueryTimeout time.Duration
 	// MaxBody bounds a request body (20 MiB).
 	MaxBody int64
+	// Retry is the retry schedule (7 attempts, 150 ms·2^(n−1)).
+	Retry core.Policy
+	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
+	// 2,000 in flight).
+	RateLimit core.RateLimit
+	// RouteCacheTTL is how long a resolved route is reused by first attempts (10 min, as
+	// Rivet's route_cache_ttl); negative turns the cache off.
+	RouteCacheTTL time.Duration
 }
 
-// Retry schedule (guard-core): up to MaxAttempts, waiting 150 ms·2^(n−1) before retry n.
-const (
-	MaxAttempts     = 7
-	initialInterval = 150 * time.Millisecond
-	maxWakes        = 8
-)
+// maxWakes bounds how often a request re-wakes an actor that keeps stopping (Rivet: 8).
+const maxWakes = 8
 
-// Gateway serves the /gateway/ paths.
+// Gateway routes the guard port's traffic (Wrap) and serves actor requests.
 type Gateway struct {
-	o Options
+	o       Options
+	limiter *core.Limiter
+	routes  *core.RouteCache[id.ID, route]
 }
 
 // New returns a Gateway.
@@ -82,50 +101,135 @@ func New(o Options) *Gateway {
 	if o.WebSocketOpenTimeout <= 0 {
 		o.WebSocketOpenTimeout = 15 * time.Second
 	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = 20 << 20
+	if o.ResolveQueryTimeout <= 0 {
+		o.ResolveQueryTimeout = 15 * time.Second
 	}
-	return &Gateway{o: o}
+	if o.MaxBody <= 0 {
+		o.MaxBody = core.MaxRequestBody
+	}
+	if o.Retry.MaxAttempts <= 0 {
+		o.Retry.MaxAttempts = core.DefaultPolicy.MaxAttempts
+	}
+	if o.Retry.Initial <= 0 {
+		o.Retry.Initial = core.DefaultPolicy.Initial
+	}
+	if o.RouteCacheTTL == 0 {
+		o.RouteCacheTTL = 10 * time.Minute
+	}
+	return &Gateway{o: o, limiter: core.NewLimiter(o.RateLimit, nil), routes: core.NewRouteCache[id.ID, route](o.RouteCacheTTL, 0, nil)}
 }
 
-// Wrap serves the gateway paths in front of next, which gets every other request.
-func (g *Gateway) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !IsGatewayPath(r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		g.ServeHTTP(w, r)
-	})
+// actorRequest is a request routed to one actor: by path, query or target headers.
+type actorRequest struct {
+	ActorID id.ID
+	// Path is what the actor sees: path and query, byte-exact.
+	Path          string
+	SkipReadyWait bool
 }
 
-// ServeHTTP serves one gateway request.
+// ServeHTTP serves a request already known to be for the gateway: a /gateway path, else
+// guard.no_route.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, query := rawTarget(r)
+	if !g.servePath(w, r, path, query) {
+		g.fail(w, r, g.ray(w), rerr.New("guard", "no_route"))
+	}
+}
+
+func (g *Gateway) ray(w http.ResponseWriter) string {
 	ray := id.New(g.o.Topology.Local).String()
 	w.Header().Set(apihttp.HeaderRayID, ray)
-	cors(w.Header(), r)
-	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+	return ray
+}
+
+// servePath serves the /gateway path forms; false when path is not one (then routing
+// continues, as Rivet lets a malformed direct path fall through).
+func (g *Gateway) servePath(w http.ResponseWriter, r *http.Request, path, query string) bool {
+	if !isGatewayBase(path) {
+		return false
+	}
+	if r.Method == http.MethodOptions {
+		g.ray(w)
+		cors(w.Header(), r)
 		preflight(w, r)
-		return
+		return true
 	}
-	t, ok, err := ParseDirect(r.URL.EscapedPath(), r.URL.RawQuery)
-	if !ok {
-		g.fail(w, r, ray, rerr.New("guard", "no_route"))
-		return
+	q, isQuery, qerr := ParseQuery(path, query)
+	var t Target
+	var ok bool
+	var err error
+	if !isQuery {
+		if t, ok, err = ParseDirect(path, query); !ok {
+			return false
+		}
 	}
+	ray := g.ray(w)
+	cors(w.Header(), r)
+	switch {
+	case isQuery && qerr != nil:
+		g.fail(w, r, ray, qerr)
+	case isQuery:
+		g.serveQuery(w, r, ray, q)
+	case err != nil:
+		g.fail(w, r, ray, err)
+	default:
+		skip, err := pathSkipReadyWait(r)
+		if err != nil {
+			g.fail(w, r, ray, err)
+			return true
+		}
+		g.serveActor(w, r, ray, actorRequest{ActorID: t.ActorID, Path: t.Path, SkipReadyWait: skip})
+	}
+	return true
+}
+
+// serveQuery resolves a query-routed request to its actor and serves it; a getOrCreate for
+// another datacenter's region goes there whole.
+func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string, q Query) {
+	release, err := g.limiter.Acquire(core.ClientIP(r))
 	if err != nil {
 		g.fail(w, r, ray, err)
 		return
 	}
-	if t.ActorID.Label() != g.o.Topology.Local {
-		g.proxyToDatacenter(w, r, ray, t.ActorID)
+	defer release()
+	aid, dc, err := g.resolveQuery(r.Context(), q)
+	switch {
+	case err != nil:
+		g.fail(w, r, ray, err)
+	case dc != nil:
+		g.proxyTo(w, r, ray, *dc)
+	default:
+		g.serveResolved(w, r, ray, actorRequest{ActorID: aid, Path: q.Path, SkipReadyWait: q.SkipReadyWait})
+	}
+}
+
+// serveActor serves a request for a known actor id: proxied whole to the actor's
+// datacenter when it is another, else tunnelled to the actor.
+func (g *Gateway) serveActor(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
+	if req.ActorID.Label() != g.o.Topology.Local {
+		dc, ok := g.o.Topology.ByLabel(req.ActorID.Label())
+		if !ok {
+			g.fail(w, r, ray, rerr.ActorNotFound(req.ActorID.String()))
+			return
+		}
+		g.proxyTo(w, r, ray, dc)
 		return
 	}
+	release, err := g.limiter.Acquire(core.ClientIP(r))
+	if err != nil {
+		g.fail(w, r, ray, err)
+		return
+	}
+	defer release()
+	g.serveResolved(w, r, ray, req)
+}
+
+func (g *Gateway) serveResolved(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
 	if isWebSocket(r) {
-		g.serveWebSocket(w, r, ray, t)
+		g.serveWebSocket(w, r, ray, req)
 		return
 	}
-	g.serveHTTP(w, r, ray, t)
+	g.serveHTTP(w, r, ray, req)
 }
 
 // fail answers err: a JSON error with x-rivet-error, or a close frame on a WebSocket.
@@ -150,6 +254,9 @@ func writeError(w http.ResponseWriter, e *rerr.Error) {
 	_, _ = w.Write(b)
 }
 
+// corsHeaders are the headers cors sets.
+var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Expose-Headers", "Vary"}
+
 // cors sets the gateway's CORS headers (rivet-engine.md §5.10).
 func cors(h http.Header, r *http.Request) {
 	origin := r.Header.Get("Origin")
@@ -162,6 +269,7 @@ func cors(h http.Header, r *http.Request) {
 	h.Add("Vary", "Origin")
 }
 
+// preflight answers an OPTIONS request for an actor without looking the actor up.
 func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS, PATCH")
@@ -172,19 +280,18 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// proxyToDatacenter sends the request, unchanged, to the gateway of the datacenter the
-// actor id names.
-func (g *Gateway) proxyToDatacenter(w http.ResponseWriter, r *http.Request, ray string, aid id.ID) {
-	dc, ok := g.o.Topology.ByLabel(aid.Label())
-	if !ok {
-		g.fail(w, r, ray, rerr.ActorNotFound(aid.String()))
-		return
-	}
+// proxyTo sends the request, unchanged, to the gateway of datacenter dc, whose answer
+// (CORS and ray id included) is the answer.
+func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc apihttp.Datacenter) {
 	u, err := url.Parse(dc.ProxyURL)
-	if err != nil {
-		g.fail(w, r, ray, rerr.Internal(err))
+	if err != nil || dc.ProxyURL == "" {
+		g.fail(w, r, ray, rerr.Internal(errors.New("guard: datacenter "+dc.Name+" has no valid proxy_url")))
 		return
 	}
+	for _, h := range corsHeaders {
+		w.Header().Del(h)
+	}
+	w.Header().Del(apihttp.HeaderRayID)
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -192,6 +299,8 @@ func (g *Gateway) proxyToDatacenter(w http.ResponseWriter, r *http.Request, ray 
 			pr.SetXForwarded()
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			w.Header().Set(apihttp.HeaderRayID, ray)
+			cors(w.Header(), r)
 			writeError(w, rerr.DatacenterUnreachable(dc.Name, err))
 		},
 	}
@@ -203,31 +312,82 @@ type route struct {
 	runnerID id.ID
 }
 
+// routeError marks an error of route resolution: never retried (as in Rivet, where the
+// resolution's error ends the request), whatever its code.
+type routeError struct{ err error }
+
+func (e routeError) Error() string { return e.err.Error() }
+func (e routeError) Unwrap() error { return e.err }
+
+// unwrapRoute returns the error a routeError carries.
+func unwrapRoute(err error) error {
+	var re routeError
+	if errors.As(err, &re) {
+		return re.err
+	}
+	return err
+}
+
+func retryableHTTP(err error) bool {
+	var re routeError
+	return !errors.As(err, &re) && core.RetryableHTTP(err)
+}
+
+func retryableWebSocket(err error) bool {
+	var re routeError
+	return !errors.As(err, &re) && core.RetryableWebSocket(err)
+}
+
+// routeFor returns the actor's route: on the first attempt a cached one if there is one,
+// else (and on every retry) freshly resolved, which refreshes the cache.
+func (g *Gateway) routeFor(ctx context.Context, req actorRequest, attempt int) (route, error) {
+	if attempt == 1 {
+		if rt, ok := g.routes.Get(req.ActorID); ok {
+			return rt, nil
+		}
+	}
+	rt, changed, connectable, err := g.resolve(ctx, req.ActorID, req.SkipReadyWait)
+	if err != nil {
+		g.routes.Delete(req.ActorID)
+		return route{}, routeError{err}
+	}
+	if connectable {
+		g.routes.Put(req.ActorID, rt, changed)
+	}
+	return rt, nil
+}
+
 // resolve waits until the actor is connectable and returns its runner: a sleeping actor is
-// woken (at most maxWakes times if it keeps stopping), bounded by ActorReadyTimeout.
-func (g *Gateway) resolve(ctx context.Context, aid id.ID) (route, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.New("guard", "actor_ready_timeout"))
+// woken (at most maxWakes times if it keeps stopping), bounded by ActorReadyTimeout. With
+// skipReadyWait it returns as soon as the actor's runner is known (placed, not yet running).
+// changed closes at the actor's next change after the read that found the route.
+func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (rt route, changed <-chan struct{}, connectable bool, err error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.New("guard", "actor_ready_timeout", "actor_id", aid.String()))
 	defer cancel()
 	wakes := 0
 	for {
-		changed := g.o.Actors.Watch(aid)
+		changed = g.o.Actors.Watch(aid)
 		st, found, err := g.state(ctx, aid)
 		if err != nil {
-			return route{}, err
+			return route{}, nil, false, err
 		}
 		if !found || st.Phase == keys.PhaseDestroyed {
-			return route{}, rerr.ActorNotFound(aid.String())
+			return route{}, nil, false, rerr.ActorNotFound(aid.String())
 		}
 		switch st.Phase {
 		case keys.PhaseRunning:
-			return route{runnerID: *st.RunnerID}, nil
+			return route{runnerID: *st.RunnerID}, changed, true, nil
+		case keys.PhaseStarting:
+			if skipReadyWait && st.RunnerID != nil {
+				return route{runnerID: *st.RunnerID}, changed, false, nil
+			}
 		case keys.PhaseSleeping, keys.PhaseRescheduling:
 			if wakes == maxWakes {
-				return route{}, rerr.New("guard", "actor_wake_retries_exceeded")
+				return route{}, nil, false, rerr.New("guard", "actor_wake_retries_exceeded")
 			}
 			wakes++
 			if err := g.o.Actors.Wake(ctx, aid); err != nil {
-				return route{}, ctxCause(ctx, err)
+				return route{}, nil, false, ctxCause(ctx, err)
 			}
 			continue
 		}
@@ -236,7 +396,7 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID) (route, error) {
 		case <-time.After(250 * time.Millisecond):
 			// The change may have been made by another node: read again.
 		case <-ctx.Done():
-			return route{}, context.Cause(ctx)
+			return route{}, nil, false, context.Cause(ctx)
 		}
 	}
 }
@@ -258,41 +418,6 @@ func ctxCause(ctx context.Context, err error) error {
 		return context.Cause(ctx)
 	}
 	return err
-}
-
-// retryable reports whether a failed attempt may be retried after re-resolving.
-func retryable(err error) bool {
-	if errors.Is(err, errActorNotHere) {
-		return true
-	}
-	e, ok := rerr.As(err)
-	if !ok {
-		return false
-	}
-	switch e.Key() {
-	case "guard.service_unavailable", "guard.actor_stopped_while_waiting", "guard.tunnel_request_aborted",
-		"guard.tunnel_message_timeout", "guard.tunnel_response_closed", "guard.websocket_service_unavailable":
-		return true
-	}
-	return false
-}
-
-// errActorNotHere: the runner answered that it does not host the actor (it moved).
-var errActorNotHere = errors.New("guard: the runner does not host the actor")
-
-// backoff is the wait before attempt n (n ≥ 2).
-func backoff(n int) time.Duration { return initialInterval << (n - 2) }
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // forwardHeaders are the request's headers for the actor: lowercase unique names (repeated

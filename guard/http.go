@@ -2,18 +2,20 @@ package guard
 
 import (
 	"context"
-
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/berthhq/berth/guard/core"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// serveHTTP tunnels one HTTP request to the actor, retrying while the actor moves.
-func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, t Target) {
+// serveHTTP tunnels one HTTP request to the actor, retrying while the actor moves: the first
+// attempt may use a cached route, every retry resolves it again.
+func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBody+1))
 	if err != nil {
 		g.fail(w, r, ray, rerr.New("guard", "invalid_request_body"))
@@ -27,45 +29,29 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 		body = nil
 	}
 	start := proto.ToClientRequestStart{
-		ActorID: t.ActorID.String(), Method: r.Method, Path: t.Path, Headers: forwardHeaders(r), Body: body,
+		ActorID: req.ActorID.String(), Method: r.Method, Path: req.Path, Headers: forwardHeaders(r), Body: body,
 	}
 	ctx := r.Context()
-	var last error
-	for attempt := 1; attempt <= MaxAttempts; attempt++ {
-		if attempt > 1 {
-			if err := sleepCtx(ctx, backoff(attempt)); err != nil {
-				return
-			}
-		}
-		rt, err := g.resolve(ctx, t.ActorID)
+	var resp response
+	err = g.o.Retry.Do(ctx, retryableHTTP, func(attempt int) error {
+		rt, err := g.routeFor(ctx, req, attempt)
 		if err != nil {
-			if ctx.Err() == nil {
-				g.fail(w, r, ray, err)
-			}
-			return
+			return err
 		}
-		resp, err := g.exchange(ctx, rt, start)
-		if err == nil {
-			writeResponse(w, resp)
-			return
-		}
-		if !retryable(err) {
-			g.fail(w, r, ray, err)
-			return
-		}
-		last = err
+		resp, err = g.exchange(ctx, rt, start)
+		return err
+	})
+	var ex *core.Exhausted
+	switch {
+	case err == nil:
+		writeResponse(w, resp)
+	case ctx.Err() != nil:
+		// The client went away.
+	case errors.As(err, &ex):
+		g.fail(w, r, ray, core.AttemptsExceeded(ex, "actor"))
+	default:
+		g.fail(w, r, ray, unwrapRoute(err))
 	}
-	g.fail(w, r, ray, rerr.New("guard", "retry_attempts_exceeded", "attempts", MaxAttempts, "last_error", errText(last)))
-}
-
-func errText(err error) string {
-	if e, ok := rerr.As(err); ok {
-		return e.Key()
-	}
-	if err != nil {
-		return err.Error()
-	}
-	return ""
 }
 
 // response is an actor's complete answer.
@@ -75,7 +61,9 @@ type response struct {
 	body    []byte
 }
 
-// exchange sends the request through the actor's runner and reads the whole response.
+// exchange sends the request through the actor's runner and reads the whole response. A
+// runner's 503 runner.actor_not_found is core.ErrStaleRoute; an actor's 503/504 with a
+// retryable guard code is that guard error (both retried).
 func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart) (response, error) {
 	tun, err := g.o.Tunnels.OpenTunnel(rt.runnerID)
 	if err != nil {
@@ -101,8 +89,13 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 		switch m := m.(type) {
 		case proto.ToServerResponseStart:
 			resp = response{status: int(m.Status), headers: m.Headers, body: m.Body}
-			if headerValue(m.Headers, "x-rivet-error") == "runner.actor_not_found" && m.Status == http.StatusServiceUnavailable {
-				return response{}, errActorNotHere
+			xerr := headerValue(m.Headers, "x-rivet-error")
+			if m.Status == http.StatusServiceUnavailable && xerr == "runner.actor_not_found" {
+				return response{}, core.ErrStaleRoute
+			}
+			if core.RetryableResponse(int(m.Status), xerr) {
+				_, code, _ := strings.Cut(xerr, ".")
+				return response{}, rerr.New("guard", code)
 			}
 			if !m.Stream {
 				return resp, nil

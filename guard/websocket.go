@@ -8,12 +8,13 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/guard/core"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
 // MaxWebSocketMessage bounds a client's WebSocket message (32 MiB).
-const MaxWebSocketMessage = 32 << 20
+const MaxWebSocketMessage = core.MaxWebSocketMessage
 
 func isWebSocket(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && headerHasToken(r.Header, "Connection", "upgrade")
@@ -50,42 +51,44 @@ func closeWithError(w http.ResponseWriter, r *http.Request, ray string, e *rerr.
 	_ = c.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
 }
 
-// serveWebSocket tunnels a client WebSocket to the actor.
-func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray string, t Target) {
+// serveWebSocket tunnels a client WebSocket to the actor, retrying the open while the actor
+// moves (only guard.websocket_service_unavailable and stale routes, as Rivet).
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
 	client, err := accept(w, r)
 	if err != nil {
 		return // Accept answered the request
 	}
 	defer client.CloseNow()
 	ctx := r.Context()
-	open := proto.ToClientWebSocketOpen{ActorID: t.ActorID.String(), Path: t.Path, Headers: wsHeaders(r)}
+	open := proto.ToClientWebSocketOpen{ActorID: req.ActorID.String(), Path: req.Path, Headers: wsHeaders(r)}
 	var tun Tunnel
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			if err := sleepCtx(ctx, backoff(attempt)); err != nil {
-				return
-			}
-		}
-		tun, err = g.openWebSocket(ctx, t, open)
-		if err == nil {
-			break
-		}
-		if !retryable(err) || attempt == MaxAttempts {
-			e, ok := rerr.As(err)
-			if !ok {
-				e = rerr.Internal(err)
-			}
-			_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
+	err = g.o.Retry.Do(ctx, retryableWebSocket, func(attempt int) error {
+		var err error
+		tun, err = g.openWebSocket(ctx, req, attempt, open)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
 			return
 		}
+		var ex *core.Exhausted
+		if errors.As(err, &ex) {
+			err = ex.Last
+		}
+		e, ok := rerr.As(unwrapRoute(err))
+		if !ok {
+			e = rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		}
+		_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
+		return
 	}
 	defer tun.Close()
 	relay(ctx, client, tun)
 }
 
 // openWebSocket resolves the actor and opens the socket on its runner.
-func (g *Gateway) openWebSocket(ctx context.Context, t Target, open proto.ToClientWebSocketOpen) (Tunnel, error) {
-	rt, err := g.resolve(ctx, t.ActorID)
+func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt int, open proto.ToClientWebSocketOpen) (Tunnel, error) {
+	rt, err := g.routeFor(ctx, req, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +118,7 @@ func (g *Gateway) openWebSocket(ctx context.Context, t Target, open proto.ToClie
 		case proto.ToServerWebSocketClose:
 			// Refused before open: the runner does not host the actor (it moved), retry.
 			tun.Close()
-			return nil, rerr.New("guard", "websocket_service_unavailable")
+			return nil, core.ErrStaleRoute
 		}
 	}
 }

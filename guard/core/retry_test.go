@@ -74,8 +74,8 @@ func TestDo(t *testing.T) {
 
 func TestClassifiers(t *testing.T) {
 	for _, tc := range []struct {
-		err       error
-		http, ws  bool
+		err      error
+		http, ws bool
 	}{
 		{ErrStaleRoute, true, true},
 		{rerr.New("guard", "service_unavailable"), true, false},

@@ -1,0 +1,285 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Routing headers and WebSocket subprotocols (rivet-engine.md §5.2).
+const (
+	headerTarget        = "X-Rivet-Target"
+	headerActor         = "X-Rivet-Actor"
+	headerToken         = "X-Rivet-Token"
+	headerSkipReadyWait = "X-Rivet-Skip-Ready-Wait"
+
+	protocolTarget        = "rivet_target."
+	protocolActor         = "rivet_actor."
+	protocolToken         = "rivet_token."
+	protocolSkipReadyWait = "rivet_skip_ready_wait"
+)
+
+// Wrap routes the guard port in Rivet's order (rivet-engine.md §5.1) in front of next, which
+// serves the runner and envoy sockets and the public API:
+//
+//  1. the /gateway path forms (query, then direct) → the actor;
+//  2. the /runners/connect and /envoys/connect paths → next;
+//  3. the target, from the first rivet_target.<t> subprotocol of a WebSocket or the
+//     x-rivet-target header of HTTP: actor → header routing (HTTP only for /request paths),
+//     runner, envoy and api-public → next, anything else → 404 guard.no_route;
+//  4. no target → next (the public API, whose own 404 api.not_found answers unknown paths,
+//     as Rivet's api-public does).
+//
+// An actor-target HTTP request for another path matches nothing: guard.no_route.
+func (g *Gateway) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, query := rawTarget(r)
+		if g.servePath(w, r, path, query) {
+			return
+		}
+		if isSocketPath(path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		target, has := routingTarget(r)
+		switch {
+		case !has, target == "runner", target == "envoy", target == "api-public":
+			next.ServeHTTP(w, r)
+		case target == "actor" && (r.Method == http.MethodOptions || isWebSocket(r) || isActorRequestPath(path)):
+			g.serveTarget(w, r)
+		default:
+			g.fail(w, r, g.ray(w), rerr.New("guard", "no_route"))
+		}
+	})
+}
+
+// rawTarget is the request's path and query as the client sent them (the request-target of
+// an origin-form request; else the URL's escaped path), without a #fragment.
+func rawTarget(r *http.Request) (path, query string) {
+	raw := r.RequestURI
+	if !strings.HasPrefix(raw, "/") {
+		raw = r.URL.EscapedPath()
+		if r.URL.RawQuery != "" || r.URL.ForceQuery {
+			raw += "?" + r.URL.RawQuery
+		}
+	}
+	path, query, _ = splitTarget(raw)
+	return path, query
+}
+
+func isSocketPath(path string) bool {
+	switch path {
+	case "/runners/connect", "/runners/connect/", "/envoys/connect", "/envoys/connect/":
+		return true
+	}
+	return false
+}
+
+// isActorRequestPath reports whether header routing serves this HTTP path: /request,
+// /request/... or /request?....
+func isActorRequestPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/request")
+	return ok && (rest == "" || rest[0] == '/')
+}
+
+// offered is the client's WebSocket subprotocols, trimmed, in order.
+func offered(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(h, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// routingTarget is the request's target: for a WebSocket the first rivet_target.<t>
+// subprotocol, for HTTP the x-rivet-target header.
+func routingTarget(r *http.Request) (string, bool) {
+	if isWebSocket(r) {
+		for _, p := range offered(r) {
+			if t, ok := strings.CutPrefix(p, protocolTarget); ok {
+				return t, true
+			}
+		}
+		return "", false
+	}
+	if v := r.Header.Values(headerTarget); len(v) > 0 {
+		return v[0], true
+	}
+	return "", false
+}
+
+// serveTarget serves an actor-target request: the actor from x-rivet-actor (HTTP) or the
+// rivet_actor.<url-encoded id> subprotocol (WebSocket); the path is forwarded unchanged.
+func (g *Gateway) serveTarget(w http.ResponseWriter, r *http.Request) {
+	ray := g.ray(w)
+	cors(w.Header(), r)
+	if r.Method == http.MethodOptions {
+		preflight(w, r)
+		return
+	}
+	req, err := targetRequest(r)
+	if err != nil {
+		g.fail(w, r, ray, err)
+		return
+	}
+	g.serveActor(w, r, ray, req)
+}
+
+func targetRequest(r *http.Request) (actorRequest, error) {
+	path, query := rawTarget(r)
+	if query != "" {
+		path += "?" + query
+	}
+	var raw, field string
+	var skip bool
+	if isWebSocket(r) {
+		field = "rivet_actor"
+		var has bool
+		for _, p := range offered(r) {
+			if v, ok := strings.CutPrefix(p, protocolActor); ok && !has {
+				raw, has = v, true
+			}
+			if p == protocolSkipReadyWait {
+				skip = true
+			}
+		}
+		if !has {
+			return actorRequest{}, rerr.New("guard", "missing_header", "header", "`rivet_actor.*` protocol in sec-websocket-protocol")
+		}
+		dec, ok := percentDecode(raw)
+		if !ok {
+			return actorRequest{}, rerr.BadRequest(field, "invalid percent-encoding")
+		}
+		raw = dec
+	} else {
+		field = "x-rivet-actor"
+		vals := r.Header.Values(headerActor)
+		if len(vals) == 0 {
+			return actorRequest{}, rerr.New("guard", "missing_header", "header", "x-rivet-actor")
+		}
+		raw = vals[0]
+		var err error
+		if skip, err = headerSkipReadyWaitValue(r); err != nil {
+			return actorRequest{}, err
+		}
+	}
+	aid, err := id.Parse(raw)
+	if err != nil {
+		return actorRequest{}, rerr.BadRequest(field, err.Error())
+	}
+	return actorRequest{ActorID: aid, Path: path, SkipReadyWait: skip}, nil
+}
+
+// pathSkipReadyWait is the skip-ready-wait flag of a direct /gateway request: the
+// rivet_skip_ready_wait subprotocol of a WebSocket, the x-rivet-skip-ready-wait header of HTTP.
+func pathSkipReadyWait(r *http.Request) (bool, error) {
+	if isWebSocket(r) {
+		for _, p := range offered(r) {
+			if p == protocolSkipReadyWait {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return headerSkipReadyWaitValue(r)
+}
+
+// headerSkipReadyWaitValue reads x-rivet-skip-ready-wait: true|false|1|0, else
+// guard.invalid_header; absent is false.
+func headerSkipReadyWaitValue(r *http.Request) (bool, error) {
+	vals := r.Header.Values(headerSkipReadyWait)
+	if len(vals) == 0 {
+		return false, nil
+	}
+	switch vals[0] {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, rerr.New("guard", "invalid_header", "header", "x-rivet-skip-ready-wait", "detail", "expected true, false, 1, or 0")
+}
+
+// resolveQuery finds the actor a query names, bounded by ResolveQueryTimeout
+// (pegboard.route_resolve_query_timeout): get → the live actor holding the key
+// (actor.not_found); getOrCreate → in the region's datacenter (dc set when it is another:
+// the request goes there whole), else the live actor holding the key or a new one.
+func (g *Gateway) resolveQuery(ctx context.Context, q Query) (aid id.ID, dc *apihttp.Datacenter, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ResolveQueryTimeout, errResolveTimeout)
+	defer cancel()
+	aid, dc, err = g.resolveQueryInner(ctx, q)
+	if err != nil && ctx.Err() != nil && context.Cause(ctx) == errResolveTimeout {
+		err = rerr.New("pegboard", "route_resolve_query_timeout",
+			"elapsed_ms", time.Since(start).Milliseconds(), "timeout_ms", g.o.ResolveQueryTimeout.Milliseconds())
+	}
+	return aid, dc, err
+}
+
+var errResolveTimeout = rerr.New("pegboard", "route_resolve_query_timeout")
+
+func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apihttp.Datacenter, error) {
+	if q.Method == MethodGetOrCreate && q.Region != "" {
+		dc, ok := g.o.Topology.ByName(q.Region)
+		if !ok {
+			return id.ID{}, nil, rerr.New("datacenter", "not_found", "datacenter", q.Region)
+		}
+		if dc.Label != g.o.Topology.Local {
+			return id.ID{}, &dc, nil
+		}
+	}
+	if g.o.ResolveNamespace == nil {
+		return id.ID{}, nil, rerr.Internal(errNoQueries)
+	}
+	ns, err := g.o.ResolveNamespace(ctx, q.Namespace)
+	if err != nil {
+		return id.ID{}, nil, err
+	}
+	key := q.SerializedKey()
+	local := g.o.Topology.LocalDatacenter().Name
+	if q.Method == MethodGet {
+		var out actor.ListOutput
+		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+			var err error
+			out, err = actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
+			return nil, err
+		})
+		if err != nil {
+			return id.ID{}, nil, err
+		}
+		if len(out.Actors) == 0 {
+			return id.ID{}, nil, rerr.New("actor", "not_found")
+		}
+		return out.Actors[0].ActorID, nil, nil
+	}
+	in := actor.CreateInput{
+		Namespace: ns.NamespaceID, NamespaceName: ns.Name, ActorID: id.New(g.o.Topology.Local), Name: q.Name, Key: &key,
+		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, NowMs: time.Now().UnixMilli(),
+		Datacenter: local, Config: g.o.Actors.Config(),
+	}
+	var out actor.GetOrCreateOutput
+	_, err = g.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		var err error
+		out, err = actor.GetOrCreate(ctx, tx, in)
+		return nil, err
+	})
+	if err != nil {
+		return id.ID{}, nil, err
+	}
+	g.o.Actors.Apply(out.Effects)
+	return out.Actor.ActorID, nil, nil
+}
+
+var errNoQueries = errors.New("guard: query routing has no namespace resolver (Options.ResolveNamespace)")
