@@ -44,17 +44,35 @@ func (s *Server) GatewayID() proto.GatewayID { return s.gateway }
 
 // OpenTunnel starts a request to an actor on runner rid, or fails with ErrNoRunnerSocket.
 func (s *Server) OpenTunnel(rid id.ID) (*Tunnel, error) {
+	return s.openTunnel(rid, nil, 0)
+}
+
+// ResumeTunnel continues request req on runner rid, its next message numbered next: a
+// hibernated WebSocket whose actor woke up (its runner restored the socket from the start
+// command's hibernating requests). ErrTunnelClosed if the request is open here already.
+func (s *Server) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (*Tunnel, error) {
+	return s.openTunnel(rid, &req, next)
+}
+
+func (s *Server) openTunnel(rid id.ID, req *proto.RequestID, next uint16) (*Tunnel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.byRunner[rid]
 	if c == nil {
 		return nil, ErrNoRunnerSocket
 	}
-	t := &Tunnel{c: c, in: make(chan proto.ToServerTunnelMessageKind, tunnelBuffer), closed: make(chan struct{})}
-	for {
-		_, _ = rand.Read(t.rid[:])
-		if _, taken := s.tunnels[t.rid]; !taken {
-			break
+	t := &Tunnel{c: c, in: make(chan proto.ToServerTunnelMessageKind, tunnelBuffer), closed: make(chan struct{}), next: next}
+	if req != nil {
+		if _, taken := s.tunnels[*req]; taken {
+			return nil, ErrTunnelClosed
+		}
+		t.rid = *req
+	} else {
+		for {
+			_, _ = rand.Read(t.rid[:])
+			if _, taken := s.tunnels[t.rid]; !taken {
+				break
+			}
 		}
 	}
 	s.tunnels[t.rid] = t
@@ -70,20 +88,52 @@ func (s *Server) OpenTunnel(rid id.ID) (*Tunnel, error) {
 	return t, nil
 }
 
-// Send sends one message of the request, with the next message index.
-func (t *Tunnel) Send(kind proto.ToClientTunnelMessageKind) error {
+// RequestID is the request's id on the tunnel.
+func (t *Tunnel) RequestID() proto.RequestID { return t.rid }
+
+// NextIndex is the index the next message sent will carry.
+func (t *Tunnel) NextIndex() uint16 {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
+	return t.next
+}
+
+// Send sends one message of the request, with the next message index.
+func (t *Tunnel) Send(kind proto.ToClientTunnelMessageKind) error {
+	_, err := t.SendIndexed(kind)
+	return err
+}
+
+// SendIndexed is Send that also returns the index the message carried.
+func (t *Tunnel) SendIndexed(kind proto.ToClientTunnelMessageKind) (uint16, error) {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	idx := t.next
+	if err := t.send(idx, kind); err != nil {
+		return 0, err
+	}
+	t.next++
+	return idx, nil
+}
+
+// Resend sends again a message sent before under index idx (the replay of a hibernated
+// WebSocket's unacknowledged messages); the next index does not move.
+func (t *Tunnel) Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	return t.send(idx, kind)
+}
+
+func (t *Tunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) error {
 	select {
 	case <-t.closed:
 		return ErrTunnelClosed
 	default:
 	}
 	m := proto.ToClientTunnelMessage{
-		MessageID:   proto.MessageID{GatewayID: t.c.s.gateway, RequestID: t.rid, MessageIndex: t.next},
+		MessageID:   proto.MessageID{GatewayID: t.c.s.gateway, RequestID: t.rid, MessageIndex: idx},
 		MessageKind: kind,
 	}
-	t.next++
 	if err := t.c.write(m); err != nil {
 		t.c.fail(nil)
 		return ErrTunnelClosed
