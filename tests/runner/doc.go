@@ -7,5 +7,5 @@
 // ping timeout, reconnection across an engine restart, and that one runner's bad frame leaves
 // the others alone (rivet-protocol.md §2, §3.6, §6.3; rivet-engine.md §4, §12). The tests skip
 // when node or tests/npm/node_modules is missing (`npm ci --prefix tests/npm` installs it).
-// BERTH_TEST_BINARY names a prebuilt berth binary to use instead of building one.
+// The processes are run by tests/internal/harness; BERTH_TEST_BINARY names a prebuilt berth binary.
 package runner

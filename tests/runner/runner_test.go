@@ -28,14 +28,14 @@ type npmRunner struct {
 // (RUNNER_VERSION=…, RUNNER_SLOTS=…, RUNNER_METADATA=…), and waits for onConnected.
 func startRunner(t *testing.T, e *engine, name string, env ...string) *npmRunner {
 	t.Helper()
-	p := startNode(t, "npm runner "+name, "conformance-runner.mjs", append([]string{"BERTH_ENDPOINT=" + e.url, "RUNNER_NAME=" + name}, env...))
+	p := startNode(t, "npm runner "+name, "conformance-runner.mjs", append([]string{"BERTH_ENDPOINT=" + e.URL, "RUNNER_NAME=" + name}, env...))
 	r := &npmRunner{proc: p}
-	r.key = p.awaitEv("key", soon).RunnerKey
-	r.init = p.awaitEv("init", soon)
-	conn := p.awaitEv("connected", soon)
+	r.key = p.AwaitEv("key", soon).RunnerKey
+	r.init = p.AwaitEv("init", soon)
+	conn := p.AwaitEv("connected", soon)
 	r.id = conn.RunnerID
 	if r.id == "" || r.init.RunnerID != r.id {
-		t.Fatalf("%s: onConnected with runner id %q after ToClientInit with %q", p.name, r.id, r.init.RunnerID)
+		t.Fatalf("%s: onConnected with runner id %q after ToClientInit with %q", p.Name, r.id, r.init.RunnerID)
 	}
 	return r
 }
@@ -44,9 +44,9 @@ func startRunner(t *testing.T, e *engine, name string, env ...string) *npmRunner
 // waits until it is open.
 func startRaw(t *testing.T, e *engine, name, q string) *proc {
 	t.Helper()
-	p := startNode(t, "raw socket "+name, "raw-socket.mjs", nil, e.connectURL(q))
-	if open := p.awaitEv("open", soon); open.Protocol != "rivet" {
-		t.Fatalf("%s: the server chose subprotocol %q, want rivet", p.name, open.Protocol)
+	p := startNode(t, "raw socket "+name, "raw-socket.mjs", nil, e.ConnectURL(q))
+	if open := p.AwaitEv("open", soon); open.Protocol != "rivet" {
+		t.Fatalf("%s: the server chose subprotocol %q, want rivet", p.Name, open.Protocol)
 	}
 	return p
 }
@@ -87,7 +87,7 @@ func TestRegisters(t *testing.T) {
 	}
 
 	// A ping reaches the runner and its pong is recorded.
-	ping := r.awaitEv("ping", soon)
+	ping := r.AwaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
 
 	list := e.runners(t, "")
@@ -133,11 +133,11 @@ func TestRegisters(t *testing.T) {
 	var names struct {
 		Names []string `json:"names"`
 	}
-	e.getJSON(t, "/runners/names?namespace=default", &names)
+	e.GetJSON(t, "/runners/names?namespace=default", &names)
 	if !slices.Equal(names.Names, []string{"conformance"}) {
 		t.Errorf("GET /runners/names = %q, want [conformance]", names.Names)
 	}
-	if n := r.count("disconnected"); n != 0 {
+	if n := r.Count("disconnected"); n != 0 {
 		t.Errorf("the runner saw %d disconnects while registering", n)
 	}
 }
@@ -171,23 +171,23 @@ func TestHandshakeRefused(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				p := startNode(t, "raw socket "+c.name, "raw-socket.mjs", nil, e.connectURL(c.query))
-				open := p.awaitEv("open", soon)
+				p := startNode(t, "raw socket "+c.name, "raw-socket.mjs", nil, e.ConnectURL(c.query))
+				open := p.AwaitEv("open", soon)
 				if open.Protocol != "rivet" {
 					t.Errorf("the server chose subprotocol %q, want rivet", open.Protocol)
 				}
 				for _, s := range c.send {
-					p.send(s)
+					p.Send(s)
 				}
-				cl := p.awaitEv("close", soon)
+				cl := p.AwaitEv("close", soon)
 				if cl.Code != 1011 || !closeReason(c.want).MatchString(cl.Reason) || len(cl.Reason) > 123 {
 					t.Errorf("closed with %d %q, want 1011 %q#<ray id> (at most 123 bytes)", cl.Code, cl.Reason, c.want)
 				}
-				if d := cl.at.Sub(open.at); d < c.minDelay {
+				if d := cl.At.Sub(open.At); d < c.minDelay {
 					t.Errorf("closed %v after opening, want no sooner than %v", d, c.minDelay)
 				}
-				if n := p.count("message"); n != 0 {
-					t.Errorf("the refused socket received %d messages: %s", n, p.transcript())
+				if n := p.Count("message"); n != 0 {
+					t.Errorf("the refused socket received %d messages: %s", n, p.Transcript())
 				}
 			})
 		}
@@ -198,10 +198,10 @@ func TestHandshakeRefused(t *testing.T) {
 
 	t.Run("trailing slash", func(t *testing.T) {
 		p := startNode(t, "raw socket trailing slash", "raw-socket.mjs", nil,
-			"ws"+e.url[len("http"):]+"/runners/connect/?"+ok+"slash")
-		p.awaitEv("open", soon)
-		p.send(init)
-		in := p.await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
+			"ws"+e.URL[len("http"):]+"/runners/connect/?"+ok+"slash")
+		p.AwaitEv("open", soon)
+		p.Send(init)
+		in := p.Await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
 		if !idPattern.MatchString(in.RunnerID) {
 			t.Errorf("ToClientInit runner id %q", in.RunnerID)
 		}
@@ -221,41 +221,41 @@ func TestEviction(t *testing.T) {
 	r := startRunner(t, e, "conformance")
 
 	raw := startRaw(t, e, "same key", "protocol_version=7&namespace=default&runner_key="+url.QueryEscape(r.key))
-	if n := r.count("disconnected"); n != 0 {
-		t.Errorf("the npm runner was disconnected by a socket that had not sent its init: %s", r.transcript())
+	if n := r.Count("disconnected"); n != 0 {
+		t.Errorf("the npm runner was disconnected by a socket that had not sent its init: %s", r.Transcript())
 	}
-	raw.send(`{"init":{"name":"conformance","version":1,"totalSlots":10}}`)
-	in := raw.await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
+	raw.Send(`{"init":{"name":"conformance","version":1,"totalSlots":10}}`)
+	in := raw.Await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
 	if in.RunnerID != r.id {
 		t.Errorf("the new socket got runner id %s, want the evicted runner's %s", in.RunnerID, r.id)
 	}
 
 	// The npm runner's view.
-	dis := r.awaitEv("disconnected", soon)
+	dis := r.AwaitEv("disconnected", soon)
 	if dis.Code != 1000 || !closeReason("ws.eviction").MatchString(dis.Reason) {
 		t.Errorf("the npm runner saw close %d %q, want 1000 ws.eviction#<ray id>", dis.Code, dis.Reason)
 	}
-	r.awaitEv("shutdown", soon)
+	r.AwaitEv("shutdown", soon)
 
 	// The runner stays registered, held by the new socket, which keeps getting pings. Had the
 	// npm runner come back (its reconnect backoff is 1–1.25 s), it would have evicted the new
 	// socket in turn before a ping sent 2.5 s after the eviction.
-	evictedMs := dis.at.UnixMilli()
-	raw.await("a ping 2.5 s after the eviction", soon, func(ev event) bool {
+	evictedMs := dis.At.UnixMilli()
+	raw.Await("a ping 2.5 s after the eviction", soon, func(ev event) bool {
 		return ev.Ev == "message" && ev.Tag == "ToClientPing" && ev.Ts > evictedMs+2500
 	})
 	if got, found := e.runner(t, r.id); !found || got.StopTs != nil || got.DrainTs != nil || got.Key != r.key {
 		t.Errorf("after the eviction GET /runners shows %v (listed %v), want the runner live with key %s", got, found, r.key)
 	}
-	if n := raw.count("close"); n != 0 {
-		t.Errorf("the new socket was closed: %s", raw.transcript())
+	if n := raw.Count("close"); n != 0 {
+		t.Errorf("the new socket was closed: %s", raw.Transcript())
 	}
-	for _, ev := range raw.seen() {
+	for _, ev := range raw.Seen() {
 		if ev.Tag == "ToClientCommands" {
-			t.Errorf("the new socket got ToClientCommands with no commands stored (Rivet sends none): %s", ev.line)
+			t.Errorf("the new socket got ToClientCommands with no commands stored (Rivet sends none): %s", ev.Line)
 		}
 	}
-	if n := r.count("connected"); n != 1 {
+	if n := r.Count("connected"); n != 1 {
 		t.Errorf("the evicted npm runner connected %d times, want once (no reconnect after ws.eviction)", n)
 	}
 }
@@ -292,30 +292,30 @@ func TestGracefulStop(t *testing.T) {
 	t.Run("shutdown(false)", func(t *testing.T) {
 		r := startRunner(t, e, "graceful")
 		asked := time.Now()
-		r.send("stop")
+		r.Send("stop")
 		// The runner sends ToServerStopping and, having no actors, closes at once with 1000
 		// pegboard.runner_shutdown; the engine's own close (1000 ws.eviction) may cross it.
-		dis := r.awaitEv("disconnected", soon)
+		dis := r.AwaitEv("disconnected", soon)
 		if dis.Code != 1000 || (dis.Reason != "pegboard.runner_shutdown" && !closeReason("ws.eviction").MatchString(dis.Reason)) {
 			t.Errorf("the runner saw close %d %q, want 1000 pegboard.runner_shutdown or ws.eviction#<ray id>", dis.Code, dis.Reason)
 		}
 		t.Logf("the runner saw close %d %q", dis.Code, dis.Reason)
-		r.awaitEv("shutdown", soon)
-		r.await("stop done", soon, func(ev event) bool { return ev.Ev == "done" && ev.Command == "stop" })
+		r.AwaitEv("shutdown", soon)
+		r.Await("stop done", soon, func(ev event) bool { return ev.Ev == "done" && ev.Command == "stop" })
 		checkStopped(t, r.id, asked)
 	})
 
 	t.Run("engine closes", func(t *testing.T) {
 		r := startRunner(t, e, "stopping")
 		asked := time.Now()
-		r.send("send-stopping") // ToServerStopping only: the engine must end the socket
-		dis := r.awaitEv("disconnected", soon)
+		r.Send("send-stopping") // ToServerStopping only: the engine must end the socket
+		dis := r.AwaitEv("disconnected", soon)
 		if dis.Code != 1000 || !closeReason("ws.eviction").MatchString(dis.Reason) {
 			t.Errorf("the runner saw close %d %q, want 1000 ws.eviction#<ray id>", dis.Code, dis.Reason)
 		}
-		r.awaitEv("shutdown", soon) // evicted: the runner shuts down instead of reconnecting
+		r.AwaitEv("shutdown", soon) // evicted: the runner shuts down instead of reconnecting
 		checkStopped(t, r.id, asked)
-		if n := r.count("connected"); n != 1 {
+		if n := r.Count("connected"); n != 1 {
 			t.Errorf("the stopped runner connected %d times, want once", n)
 		}
 	})
@@ -327,11 +327,11 @@ func TestGracefulStop(t *testing.T) {
 		if answer.RunnerID != r.id || answer.DrainTs == nil {
 			t.Errorf("POST /runners/%s/drain answered %v, want the runner with drain_ts", r.id, answer)
 		}
-		dis := r.awaitEv("disconnected", soon)
+		dis := r.AwaitEv("disconnected", soon)
 		if dis.Code != 1000 || !closeReason("ws.eviction").MatchString(dis.Reason) {
 			t.Errorf("the runner saw close %d %q, want 1000 ws.eviction#<ray id>", dis.Code, dis.Reason)
 		}
-		r.awaitEv("shutdown", soon)
+		r.AwaitEv("shutdown", soon)
 		checkStopped(t, r.id, asked)
 		// Idempotent: a second drain changes nothing.
 		before, _ := e.runner(t, r.id)
@@ -343,8 +343,8 @@ func TestGracefulStop(t *testing.T) {
 	if got, found := e.runner(t, bystander.id); !found || got.DrainTs != nil || got.StopTs != nil || !e.listed(t, bystander.id) {
 		t.Errorf("the other runner: %v (found %v), want it live", got, found)
 	}
-	if n := bystander.count("disconnected"); n != 0 {
-		t.Errorf("the other runner was disconnected: %s", bystander.transcript())
+	if n := bystander.Count("disconnected"); n != 0 {
+		t.Errorf("the other runner was disconnected: %s", bystander.Transcript())
 	}
 }
 
@@ -358,12 +358,12 @@ func TestKilledRunnerIsLost(t *testing.T) {
 	const lostThreshold = 2000
 	e := startEngine(t, settings{LostThresholdMs: lostThreshold, PingIntervalMs: 500})
 	r := startRunner(t, e, "doomed")
-	ping := r.awaitEv("ping", soon)
+	ping := r.AwaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
 
-	r.kill()
+	r.Kill()
 	killed := time.Now()
-	<-r.exited
+	<-r.Exited()
 
 	// Rivet takes 15–25 s with its 15 s threshold (rivet-engine.md §12); berth's bound here is
 	// the threshold plus a generous 10 s for its expiry loop and a busy machine.
@@ -390,27 +390,27 @@ func TestBadFrameIsolated(t *testing.T) {
 	t.Parallel()
 	e := startEngine(t, settings{PingIntervalMs: 500})
 	good := startRunner(t, e, "good")
-	good.awaitEv("ping", soon)
+	good.AwaitEv("ping", soon)
 
 	bad := startRaw(t, e, "bad", "protocol_version=7&namespace=default&runner_key=bad")
-	bad.send(`{"init":{"name":"bad","version":1,"totalSlots":1}}`)
-	bad.await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
-	bad.send(`{"text":"text frames after init are ignored"}`)
-	bad.send(`{"hex":"ff01"}`)
-	cl := bad.awaitEv("close", soon)
+	bad.Send(`{"init":{"name":"bad","version":1,"totalSlots":1}}`)
+	bad.Await("ToClientInit", soon, func(ev event) bool { return ev.Ev == "message" && ev.Tag == "ToClientInit" })
+	bad.Send(`{"text":"text frames after init are ignored"}`)
+	bad.Send(`{"hex":"ff01"}`)
+	cl := bad.AwaitEv("close", soon)
 	if cl.Code != 1011 || !closeReason("ws.invalid_packet").MatchString(cl.Reason) {
 		t.Errorf("the bad socket closed with %d %q, want 1011 ws.invalid_packet#<ray id>", cl.Code, cl.Reason)
 	}
-	closedMs := cl.at.UnixMilli()
+	closedMs := cl.At.UnixMilli()
 
 	// The good runner is pinged after the bad socket closed, answers, and is recorded.
-	ping := good.await("a ping after the bad frame", soon, func(ev event) bool { return ev.Ev == "ping" && ev.Ts > closedMs })
+	ping := good.Await("a ping after the bad frame", soon, func(ev event) bool { return ev.Ev == "ping" && ev.Ts > closedMs })
 	got := e.awaitRunner(t, good.id, "pinged after the bad frame", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
 	if got.DrainTs != nil || got.StopTs != nil {
 		t.Errorf("the good runner: %v, want it live", got)
 	}
-	if n := good.count("disconnected"); n != 0 {
-		t.Errorf("the good runner was disconnected: %s", good.transcript())
+	if n := good.Count("disconnected"); n != 0 {
+		t.Errorf("the good runner was disconnected: %s", good.Transcript())
 	}
 }
 
@@ -428,26 +428,26 @@ func TestEngineRestart(t *testing.T) {
 	needNode(t)
 	t.Parallel()
 	e := newEngine(t, settings{PingIntervalMs: 500}, "file://"+t.TempDir()+"/db")
-	e.start()
+	e.Start()
 	r := startRunner(t, e, "survivor")
 	first, found := e.runner(t, r.id)
 	if !found {
 		t.Fatalf("runner %s is not listed", r.id)
 	}
 
-	e.stop()
-	dis := r.awaitEv("disconnected", soon)
+	e.Stop()
+	dis := r.AwaitEv("disconnected", soon)
 	if dis.Code != 1011 || !closeReason("ws.going_away").MatchString(dis.Reason) {
 		t.Errorf("at the engine's shutdown the runner saw close %d %q, want 1011 ws.going_away#<ray id>", dis.Code, dis.Reason)
 	}
 
-	e.start()
-	again := r.awaitEv("init", soon)
+	e.Start()
+	again := r.AwaitEv("init", soon)
 	if again.RunnerID != r.id {
 		t.Errorf("after the restart the runner got id %s, want its old id %s", again.RunnerID, r.id)
 	}
-	r.awaitEv("connected", soon)
-	ping := r.awaitEv("ping", soon)
+	r.AwaitEv("connected", soon)
+	ping := r.AwaitEv("ping", soon)
 	got := e.awaitRunner(t, r.id, "pinged after the restart", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
 	if got.DrainTs != nil || got.StopTs != nil || got.Key != r.key || got.CreateTs != first.CreateTs {
 		t.Errorf("after the restart: %v, want the same live runner as before: %v", got, first)
@@ -458,8 +458,8 @@ func TestEngineRestart(t *testing.T) {
 	if l := e.runners(t, "include_stopped=true"); len(l) != 1 {
 		t.Errorf("after the restart %d runners are listed, want 1: %v", len(l), l)
 	}
-	if n := r.count("shutdown"); n != 0 {
-		t.Errorf("the runner shut down instead of reconnecting: %s", r.transcript())
+	if n := r.Count("shutdown"); n != 0 {
+		t.Errorf("the runner shut down instead of reconnecting: %s", r.Transcript())
 	}
 }
 
@@ -473,14 +473,14 @@ func TestFrozenRunnerTimesOut(t *testing.T) {
 	const pingTimeout = 1500
 	e := startEngine(t, settings{PingIntervalMs: 500, PingTimeoutMs: pingTimeout, LostThresholdMs: 30000})
 	r := startRunner(t, e, "frozen")
-	ping := r.awaitEv("ping", soon)
+	ping := r.AwaitEv("ping", soon)
 	e.awaitRunner(t, r.id, "pinged", soon, func(x runnerJSON) bool { return x.LastPingTs >= ping.Ts })
 
-	r.signal(syscall.SIGSTOP)
+	r.Signal(syscall.SIGSTOP)
 	stopped := true
 	defer func() {
 		if stopped {
-			r.signal(syscall.SIGCONT)
+			r.Signal(syscall.SIGCONT)
 		}
 	}()
 	// Poll until the engine has gone without a pong for longer than the ping timeout (plus a
@@ -488,18 +488,18 @@ func TestFrozenRunnerTimesOut(t *testing.T) {
 	e.awaitRunner(t, r.id, "silent for longer than the ping timeout", soon, func(x runnerJSON) bool {
 		return time.Now().UnixMilli()-x.LastPingTs > pingTimeout+1500
 	})
-	r.signal(syscall.SIGCONT)
+	r.Signal(syscall.SIGCONT)
 	stopped = false
 
-	dis := r.awaitEv("disconnected", soon)
+	dis := r.AwaitEv("disconnected", soon)
 	if dis.Code != 1011 || !closeReason("ws.timed_out").MatchString(dis.Reason) {
 		t.Errorf("the frozen runner saw close %d %q, want 1011 ws.timed_out#<ray id>", dis.Code, dis.Reason)
 	}
-	again := r.awaitEv("init", soon)
+	again := r.AwaitEv("init", soon)
 	if again.RunnerID != r.id {
 		t.Errorf("after reconnecting the runner got id %s, want %s", again.RunnerID, r.id)
 	}
-	r.awaitEv("connected", soon)
+	r.AwaitEv("connected", soon)
 	got, _ := e.runner(t, r.id)
 	if got.DrainTs != nil || got.StopTs != nil {
 		t.Errorf("after reconnecting: %v, want the runner live", got)
@@ -518,7 +518,7 @@ func TestAuth(t *testing.T) {
 	if _, found := e.runner(t, r.id); !found {
 		t.Errorf("runner %s with the token is not listed", r.id)
 	}
-	q := e.connectURL("protocol_version=7&namespace=default&runner_key=intruder")
+	q := e.ConnectURL("protocol_version=7&namespace=default&runner_key=intruder")
 	for _, c := range []struct {
 		name   string
 		protos []string
@@ -530,7 +530,7 @@ func TestAuth(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := startNode(t, "raw socket "+c.name, "raw-socket.mjs", nil, append([]string{q}, c.protos...)...)
-			ev := p.awaitEv("http", soon)
+			ev := p.AwaitEv("http", soon)
 			var body struct{ Group, Code string }
 			if err := json.Unmarshal([]byte(ev.Body), &body); ev.Status != c.status || err != nil || body.Group+"."+body.Code != c.code {
 				t.Errorf("refused with %d %s, want %d with error %s", ev.Status, ev.Body, c.status, c.code)
