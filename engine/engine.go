@@ -20,6 +20,7 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
 )
@@ -239,6 +240,16 @@ func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
 	}
 	return tun, nil
 }
+
+func (t tunnels) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (guard.Tunnel, error) {
+	tun, err := t.s.ResumeTunnel(rid, req, next)
+	if err != nil {
+		return nil, err
+	}
+	return tun, nil
+}
+
+func (t tunnels) GatewayID() proto.GatewayID { return t.s.GatewayID() }
 
 // ActorConfig is the actor lifecycle's part of the pegboard config.
 func ActorConfig(pb config.Pegboard) actor.Config {

@@ -1,0 +1,280 @@
+package guard
+
+import (
+	"context"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Hibernating WebSockets (rivet-engine.md §5.6, rivet-protocol.md §3.5): when the runner
+// accepts a socket with canHibernate, the gateway keeps every client message until the
+// actor acknowledges it; when the actor goes to sleep (ToServerWebSocketClose with
+// hibernate), the client socket stays open; the next client message wakes the actor, whose
+// start restores the socket (hibernatingRequests), and the unacknowledged messages are sent
+// again under their own indices, the new ones continuing the sequence.
+
+// Limits of a hibernatable socket's unacknowledged messages.
+const (
+	maxPendingBytes    = 128 << 20
+	maxPendingCount    = 65535
+	hibernateKeepalive = 45 * time.Second
+)
+
+// ResumableTunnel is a Tunnel that can carry a hibernated request across its actor's sleep.
+type ResumableTunnel interface {
+	Tunnel
+	SendIndexed(proto.ToClientTunnelMessageKind) (uint16, error)
+	Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error
+	RequestID() proto.RequestID
+	NextIndex() uint16
+}
+
+// Resumer resumes a hibernated request on the runner that now hosts its actor.
+type Resumer interface {
+	ResumeTunnel(runnerID id.ID, req proto.RequestID, next uint16) (Tunnel, error)
+	GatewayID() proto.GatewayID
+}
+
+// session is one client WebSocket tunnelled to an actor.
+type session struct {
+	g            *Gateway
+	client       *websocket.Conn
+	target       Target
+	tun          Tunnel
+	canHibernate bool
+
+	pending      []pendingMessage // sent, not acknowledged (hibernatable only)
+	pendingBytes int
+}
+
+type pendingMessage struct {
+	idx uint16
+	msg proto.ToClientWebSocketMessage
+}
+
+type clientFrame struct {
+	typ  websocket.MessageType
+	data []byte
+	err  error
+}
+
+// run relays until either side closes for good.
+func (s *session) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	frames := make(chan clientFrame)
+	go func() {
+		for {
+			typ, data, err := s.client.Read(ctx)
+			select {
+			case frames <- clientFrame{typ, data, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		hibernate := s.relay(ctx, frames)
+		if !hibernate || !s.hibernate(ctx, frames) {
+			return
+		}
+	}
+}
+
+// relay copies messages both ways over the current tunnel. It reports true when the actor
+// went to sleep with the socket hibernating; false when the socket is over.
+func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fromActor := make(chan proto.ToServerTunnelMessageKind)
+	tunErr := make(chan error, 1)
+	go func() {
+		for {
+			m, err := s.tun.Recv(tctx)
+			if err != nil {
+				tunErr <- err
+				return
+			}
+			select {
+			case fromActor <- m:
+			case <-tctx.Done():
+				tunErr <- tctx.Err()
+				return
+			}
+		}
+	}()
+	defer s.tun.Close()
+	for {
+		select {
+		case f := <-frames:
+			if f.err != nil {
+				code, reason := closeOf(f.err)
+				_ = s.tun.Send(proto.ToClientWebSocketClose{Code: code, Reason: reason})
+				return false
+			}
+			if err := s.send(proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary}); err != nil {
+				s.closeClient(err)
+				return false
+			}
+		case m := <-fromActor:
+			switch m := m.(type) {
+			case proto.ToServerWebSocketMessage:
+				typ := websocket.MessageText
+				if m.Binary {
+					typ = websocket.MessageBinary
+				}
+				if s.client.Write(ctx, typ, m.Data) != nil {
+					return false
+				}
+			case proto.ToServerWebSocketMessageAck:
+				s.ack(m.Index)
+			case proto.ToServerWebSocketClose:
+				if m.Hibernate && s.canHibernate {
+					return true
+				}
+				code := websocket.StatusNormalClosure
+				if m.Code != nil {
+					code = websocket.StatusCode(*m.Code)
+				}
+				reason := ""
+				if m.Reason != nil {
+					reason = *m.Reason
+				}
+				_ = s.client.Close(code, reason)
+				return false
+			}
+		case <-tunErr:
+			if ctx.Err() != nil {
+				return false
+			}
+			if s.canHibernate {
+				return true // the runner went away: wait for the actor to come back
+			}
+			s.closeClient(rerr.New("guard", "websocket_service_unavailable"))
+			return false
+		}
+	}
+}
+
+// send sends a client message, keeping it until acknowledged when the socket hibernates.
+func (s *session) send(m proto.ToClientWebSocketMessage) error {
+	if !s.canHibernate {
+		return s.tun.Send(m)
+	}
+	rt := s.tun.(ResumableTunnel)
+	if len(s.pending) >= maxPendingCount || s.pendingBytes+len(m.Data) > maxPendingBytes {
+		return rerr.New("guard", "websocket_pending_limit_reached")
+	}
+	idx, err := rt.SendIndexed(m)
+	if err != nil {
+		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+	}
+	s.pending = append(s.pending, pendingMessage{idx: idx, msg: m})
+	s.pendingBytes += len(m.Data)
+	return nil
+}
+
+// ack drops the pending messages up to idx (indices wrap as u16).
+func (s *session) ack(idx uint16) {
+	n := 0
+	for n < len(s.pending) && int16(idx-s.pending[n].idx) >= 0 {
+		s.pendingBytes -= len(s.pending[n].msg.Data)
+		n++
+	}
+	s.pending = s.pending[n:]
+}
+
+func (s *session) closeClient(err error) {
+	e, ok := rerr.As(err)
+	if !ok {
+		e = rerr.Internal(err)
+	}
+	_ = s.client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ""))
+}
+
+// hibernate keeps the client socket open while the actor sleeps, then resumes on the
+// actor's next runner when the client sends again. It reports false when the socket is
+// over (the client left, or the actor could not be resumed).
+func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool {
+	rt := s.tun.(ResumableTunnel)
+	res := s.g.o.Tunnels.(Resumer)
+	hr := actor.HibernatingInput{ActorID: s.target.ActorID, GatewayID: res.GatewayID(), RequestID: rt.RequestID()}
+	next := rt.NextIndex()
+	keepalive := func() error {
+		hr.NowMs = time.Now().UnixMilli()
+		_, err := s.g.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			actor.SetHibernating(tx, hr)
+			return nil, nil
+		})
+		return err
+	}
+	forget := func() {
+		_, _ = s.g.o.DB.Transact(context.WithoutCancel(ctx), func(tx udb.Transaction) (any, error) {
+			actor.ClearHibernating(tx, hr)
+			return nil, nil
+		})
+	}
+	if err := keepalive(); err != nil {
+		s.closeClient(err)
+		return false
+	}
+	t := time.NewTicker(hibernateKeepalive)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			forget()
+			return false
+		case <-t.C:
+			_ = keepalive()
+			continue
+		case f := <-frames:
+			if f.err != nil {
+				forget()
+				return false
+			}
+			// The message waits, with the next index, until the actor is back.
+			m := proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary}
+			s.pending = append(s.pending, pendingMessage{idx: next, msg: m})
+			s.pendingBytes += len(m.Data)
+			next++
+		}
+		if err := s.resume(ctx, res, rt.RequestID(), next); err != nil {
+			forget()
+			s.closeClient(err)
+			return false
+		}
+		forget()
+		return true
+	}
+}
+
+// resume wakes the actor, reopens the request on its runner and sends the unacknowledged
+// messages again under their indices.
+func (s *session) resume(ctx context.Context, res Resumer, req proto.RequestID, next uint16) error {
+	rt, _, _, err := s.g.resolve(ctx, s.target.ActorID, false)
+	if err != nil {
+		return err
+	}
+	tun, err := res.ResumeTunnel(rt.runnerID, req, next)
+	if err != nil {
+		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+	}
+	s.tun = tun
+	for _, p := range s.pending {
+		if err := tun.(ResumableTunnel).Resend(p.idx, p.msg); err != nil {
+			return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		}
+	}
+	return nil
+}
