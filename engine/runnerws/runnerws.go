@@ -34,7 +34,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -109,6 +108,7 @@ type Server struct {
 
 	gateway proto.GatewayID             // this process's gateway id, random
 	tunnels map[proto.RequestID]*Tunnel // open gateway requests
+	pongs   pongQueue                   // pongs waiting to be recorded (ping.go)
 	wg      sync.WaitGroup
 }
 
@@ -149,6 +149,7 @@ func New(o Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
 	_, _ = crand.Read(s.gateway[:])
+	s.pongs.notFull.L = &s.pongs.mu
 	if s.o.Runners == nil {
 		cfg := actor.DefaultConfig()
 		if o.ActorConfig != nil {
@@ -265,7 +266,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"rivet"},
 		OriginPatterns: []string{"*"}, // runners are not browsers; Rivet checks no origin
 	})
@@ -307,6 +308,7 @@ type conn struct {
 
 	pongMu   sync.Mutex
 	lastPong time.Time
+	pinger   pinger // the heartbeat schedule (ping.go)
 
 	pool actor.Pool // the runner's pool, for its pending queue
 
@@ -363,7 +365,11 @@ func (c *conn) run(r *http.Request) {
 		c.drain()
 		return
 	}
-	go c.pingLoop()
+	c.startPings()
+	defer func() {
+		c.fail(nil) // a running ping's write ends with the socket
+		c.stopPings()
+	}()
 	c.afterInit(c.pool)
 	c.readLoop()
 }
@@ -620,32 +626,6 @@ func (c *conn) readLoop() {
 	}
 }
 
-func (c *conn) pong(m proto.ToServerPong) {
-	now := time.Now()
-	c.pongMu.Lock()
-	c.lastPong = now
-	c.pongMu.Unlock()
-	rtt := max(now.UnixMilli()-m.Ts, 0)
-	rtt = min(rtt, int64(^uint32(0)))
-	in := oprunner.UpdatePingInput{RunnerID: c.runnerID, ConnID: c.connID, RttMs: uint32(rtt), NowMs: now.UnixMilli()}
-	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
-		return oprunner.UpdatePing(c.s.ctx, tx, in)
-	})
-	metrics.Since(c.s.o.Metrics.RunnerPingTxn, now)
-	switch {
-	case err == nil:
-		if out := res.(oprunner.UpdatePingOutput); out.Indexed && c.eligibleAgain(out.PrevPingTs, now) {
-			c.s.o.Runners.Actors().MovePool(c.pool)
-		}
-	case rerr.Is(err, "runner", "stale_connection"):
-		// A newer socket took the runner over; its eviction of this one is under way.
-		c.closeWith(rerr.WS("eviction"), true)
-	case c.s.ctx.Err() != nil:
-	default:
-		c.s.o.Log.Warn("runner socket: update ping", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
-	}
-}
-
 // stopping drains the runner, which asked to stop (ToServerStopping); with no actor on it,
 // it stops at once and its socket closes with ws.eviction.
 func (c *conn) stopping() {
@@ -657,39 +637,6 @@ func (c *conn) stopping() {
 	case c.s.ctx.Err() != nil:
 	default:
 		c.s.o.Log.Warn("runner socket: drain on stopping", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
-	}
-}
-
-// pingLoop sends ToClientPing every PingInterval plus 0–127 ms and closes the socket with
-// ws.timed_out when no pong came for PingTimeout.
-func (c *conn) pingLoop() {
-	for {
-		t := time.NewTimer(c.s.o.PingInterval + time.Duration(rand.IntN(128))*time.Millisecond)
-		select {
-		case <-c.done:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		c.pongMu.Lock()
-		last := c.lastPong
-		c.pongMu.Unlock()
-		if time.Since(last) > c.s.o.PingTimeout {
-			c.fail(rerr.WS("timed_out"))
-			return
-		}
-		b, err := proto.EncodeToClient(proto.ToClientPing{Ts: time.Now().UnixMilli()}, c.version)
-		if err != nil {
-			c.fail(rerr.Internal(err))
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingInterval)
-		err = c.ws.Write(ctx, websocket.MessageBinary, b)
-		cancel()
-		if err != nil {
-			c.fail(nil)
-			return
-		}
 	}
 }
 
