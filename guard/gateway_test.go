@@ -1,0 +1,331 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/berthhq/berth/guard/core"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeActors is an actor lifecycle whose change channels the test closes.
+type fakeActors struct {
+	mu       sync.Mutex
+	watchers map[id.ID]chan struct{}
+	wakes    int
+}
+
+func (f *fakeActors) Wake(context.Context, id.ID) error {
+	f.mu.Lock()
+	f.wakes++
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeActors) Watch(aid id.ID) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.watchers[aid] == nil {
+		f.watchers[aid] = make(chan struct{})
+	}
+	return f.watchers[aid]
+}
+
+// changed closes aid's change channel, as the lifecycle does at the actor's next change.
+func (f *fakeActors) changed(aid id.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch := f.watchers[aid]; ch != nil {
+		close(ch)
+		delete(f.watchers, aid)
+	}
+}
+
+func (f *fakeActors) Config() actor.Config { return actor.DefaultConfig() }
+func (f *fakeActors) Apply(actor.Effects)  {}
+
+// fakeRunners answers tunnelled requests with answer, per runner, and counts them.
+type fakeRunners struct {
+	mu     sync.Mutex
+	calls  map[id.ID]int
+	paths  []string
+	answer func(rid id.ID) proto.ToServerResponseStart
+}
+
+func (f *fakeRunners) OpenTunnel(rid id.ID) (Tunnel, error) {
+	return &fakeTunnel{f: f, rid: rid, out: make(chan proto.ToServerTunnelMessageKind, 1)}, nil
+}
+
+func (f *fakeRunners) count(rid id.ID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[rid]
+}
+
+type fakeTunnel struct {
+	f   *fakeRunners
+	rid id.ID
+	out chan proto.ToServerTunnelMessageKind
+}
+
+func (t *fakeTunnel) Send(m proto.ToClientTunnelMessageKind) error {
+	if start, ok := m.(proto.ToClientRequestStart); ok {
+		t.f.mu.Lock()
+		t.f.calls[t.rid]++
+		t.f.paths = append(t.f.paths, start.Path)
+		t.f.mu.Unlock()
+		t.out <- t.f.answer(t.rid)
+	}
+	return nil
+}
+
+func (t *fakeTunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, error) {
+	select {
+	case m := <-t.out:
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *fakeTunnel) Close() {}
+
+type fixture struct {
+	db      udb.Database
+	actors  *fakeActors
+	runners *fakeRunners
+	gw      *Gateway
+	next    http.Handler
+	h       http.Handler
+}
+
+func newFixture(t *testing.T, o Options) *fixture {
+	db, err := udb.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	f := &fixture{db: db, actors: &fakeActors{watchers: map[id.ID]chan struct{}{}},
+		runners: &fakeRunners{calls: map[id.ID]int{}, answer: func(id.ID) proto.ToServerResponseStart {
+			return proto.ToServerResponseStart{Status: 200, Body: []byte("ok")}
+		}}}
+	o.DB, o.Actors, o.Tunnels = db, f.actors, f.runners
+	o.Topology = apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "default", Label: 1, IsLeader: true}}}
+	o.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
+	f.gw = New(o)
+	f.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Next", "1")
+		w.WriteHeader(299)
+	})
+	f.h = f.gw.Wrap(f.next)
+	return f
+}
+
+// place records aid in phase on runner rid.
+func (f *fixture) place(t *testing.T, aid id.ID, phase keys.ActorPhase, rid *id.ID) {
+	t.Helper()
+	_, err := f.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Phase: phase, RunnerID: rid, Namespace: id.New(1),
+			Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) serve(method, target string, header http.Header, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	w := httptest.NewRecorder()
+	f.h.ServeHTTP(w, req)
+	return w
+}
+
+func errKey(w *httptest.ResponseRecorder) string { return w.Header().Get("X-Rivet-Error") }
+
+// The guard port routes in Rivet's order: gateway paths, socket paths, targets, then the API.
+func TestRoutingOrder(t *testing.T) {
+	f := newFixture(t, Options{})
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	actorHdr := http.Header{"X-Rivet-Target": {"actor"}, "X-Rivet-Actor": {aid.String()}}
+	for _, tc := range []struct {
+		name, method, target string
+		header               http.Header
+		status               int
+		errKey, actorPath    string
+	}{
+		{"gateway path beats any target", "GET", "/gateway/" + aid.String() + "/x?y=1", http.Header{"X-Rivet-Target": {"runner"}}, 200, "", "/x?y=1"},
+		{"runner socket path beats the actor target", "GET", "/runners/connect", actorHdr, 299, "", ""},
+		{"envoy socket path", "GET", "/envoys/connect/", actorHdr, 299, "", ""},
+		{"actor target, /request", "POST", "/request?a=1", actorHdr, 200, "", "/request?a=1"},
+		{"actor target, /request/sub", "POST", "/request/sub", actorHdr, 200, "", "/request/sub"},
+		{"actor target, other path", "POST", "/requests", actorHdr, 404, "guard.no_route", ""},
+		{"actor target, preflight on any path", "OPTIONS", "/anything", actorHdr, 204, "", ""},
+		{"runner target", "GET", "/x", http.Header{"X-Rivet-Target": {"runner"}}, 299, "", ""},
+		{"envoy target", "GET", "/x", http.Header{"X-Rivet-Target": {"envoy"}}, 299, "", ""},
+		{"api-public target", "GET", "/x", http.Header{"X-Rivet-Target": {"api-public"}}, 299, "", ""},
+		{"unknown target", "GET", "/x", http.Header{"X-Rivet-Target": {"db"}}, 404, "guard.no_route", ""},
+		{"no target", "GET", "/actors", nil, 299, "", ""},
+		{"/gateway alone falls through", "GET", "/gateway", nil, 299, "", ""},
+		{"/gateway/ falls through", "GET", "/gateway/", nil, 299, "", ""},
+		{"// falls through", "GET", "/gateway//" + aid.String(), nil, 299, "", ""},
+		{"gateway preflight", "OPTIONS", "/gateway/" + aid.String() + "/x", nil, 204, "", ""},
+	} {
+		f.runners.paths = nil
+		w := f.serve(tc.method, tc.target, tc.header, "")
+		if w.Code != tc.status || errKey(w) != tc.errKey {
+			t.Errorf("%s: %d %q %s, want %d %q", tc.name, w.Code, errKey(w), w.Body, tc.status, tc.errKey)
+			continue
+		}
+		if tc.actorPath != "" && (len(f.runners.paths) != 1 || f.runners.paths[0] != tc.actorPath) {
+			t.Errorf("%s: actor saw %q, want %q", tc.name, f.runners.paths, tc.actorPath)
+		}
+		if w.Code == 200 && w.Header().Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%s: no CORS on the actor's answer", tc.name)
+		}
+	}
+}
+
+// The first attempt uses the cached route; a stale answer makes the retry resolve again,
+// and the actor's change drops the entry.
+func TestRouteCache(t *testing.T) {
+	f := newFixture(t, Options{})
+	aid, a, b := id.New(1), id.New(1), id.New(1)
+	hosts := map[id.ID]bool{a: true}
+	var mu sync.Mutex
+	f.runners.answer = func(rid id.ID) proto.ToServerResponseStart {
+		mu.Lock()
+		defer mu.Unlock()
+		if !hosts[rid] {
+			return proto.ToServerResponseStart{Status: 503, Headers: []proto.Header{{Name: "x-rivet-error", Value: "runner.actor_not_found"}}}
+		}
+		return proto.ToServerResponseStart{Status: 200, Body: []byte(rid.String())}
+	}
+	f.place(t, aid, keys.PhaseRunning, &a)
+	target := "/gateway/" + aid.String() + "/x"
+	if w := f.serve("GET", target, nil, ""); w.Code != 200 || w.Body.String() != a.String() {
+		t.Fatalf("first: %d %s", w.Code, w.Body)
+	}
+	// The actor moves to b behind the gateway's back (as on another node): the cached route
+	// to a is tried first, the runner says it does not host the actor, the retry finds b.
+	f.place(t, aid, keys.PhaseRunning, &b)
+	mu.Lock()
+	hosts = map[id.ID]bool{b: true}
+	mu.Unlock()
+	if w := f.serve("GET", target, nil, ""); w.Code != 200 || w.Body.String() != b.String() {
+		t.Fatalf("after the move: %d %s", w.Code, w.Body)
+	}
+	if f.runners.count(a) != 2 || f.runners.count(b) != 1 {
+		t.Fatalf("requests: a %d (want 2: first, stale cached), b %d (want 1)", f.runners.count(a), f.runners.count(b))
+	}
+	// The retry refreshed the cache: b directly.
+	f.serve("GET", target, nil, "")
+	if f.runners.count(a) != 2 || f.runners.count(b) != 2 {
+		t.Fatalf("cached b not used: a %d, b %d", f.runners.count(a), f.runners.count(b))
+	}
+	// A change the lifecycle reports drops the entry before any request goes to the old runner.
+	f.place(t, aid, keys.PhaseRunning, &a)
+	mu.Lock()
+	hosts = map[id.ID]bool{a: true}
+	mu.Unlock()
+	f.actors.changed(aid)
+	if w := f.serve("GET", target, nil, ""); w.Code != 200 || f.runners.count(b) != 2 || f.runners.count(a) != 3 {
+		t.Fatalf("after a reported change: %d, a %d, b %d", w.Code, f.runners.count(a), f.runners.count(b))
+	}
+}
+
+// An actor that no runner admits to hosting exhausts the retries: 502 with Rivet's metadata.
+func TestRetriesExhausted(t *testing.T) {
+	f := newFixture(t, Options{RouteCacheTTL: -1})
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	f.runners.answer = func(id.ID) proto.ToServerResponseStart {
+		return proto.ToServerResponseStart{Status: 503, Headers: []proto.Header{{Name: "x-rivet-error", Value: "runner.actor_not_found"}}}
+	}
+	w := f.serve("POST", "/gateway/"+aid.String()+"/x", nil, "b")
+	var e rerr.Error
+	_ = json.Unmarshal(w.Body.Bytes(), &e)
+	if w.Code != 502 || errKey(w) != "guard.retry_attempts_exceeded" || f.runners.count(rid) != 7 ||
+		e.Metadata["attempts"] != float64(7) || e.Metadata["last_error_code"] != "runner.actor_not_found" || e.Metadata["last_target_kind"] != "actor" {
+		t.Fatalf("%d %q %s after %d attempts", w.Code, errKey(w), w.Body, f.runners.count(rid))
+	}
+	// An actor's own 503 with a retryable guard code is retried too; a 503 without is its answer.
+	calls := 0
+	f.runners.answer = func(id.ID) proto.ToServerResponseStart {
+		calls++
+		if calls == 1 {
+			return proto.ToServerResponseStart{Status: 503, Headers: []proto.Header{{Name: "x-rivet-error", Value: "guard.service_unavailable"}}}
+		}
+		return proto.ToServerResponseStart{Status: 503, Body: []byte("busy")}
+	}
+	if w := f.serve("GET", "/gateway/"+aid.String()+"/x", nil, ""); w.Code != 503 || w.Body.String() != "busy" || calls != 2 {
+		t.Fatalf("actor 503s: %d %s after %d calls", w.Code, w.Body, calls)
+	}
+}
+
+// With skip-ready-wait a starting actor is routed to at once; without, the wait times out.
+func TestSkipReadyWait(t *testing.T) {
+	f := newFixture(t, Options{ActorReadyTimeout: 50 * time.Millisecond})
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseStarting, &rid)
+	target := "/gateway/" + aid.String() + "/x"
+	if w := f.serve("GET", target, http.Header{"X-Rivet-Skip-Ready-Wait": {"true"}}, ""); w.Code != 200 {
+		t.Fatalf("skip: %d %s", w.Code, w.Body)
+	}
+	if w := f.serve("GET", target, nil, ""); errKey(w) != "guard.actor_ready_timeout" {
+		t.Fatalf("wait: %d %q %s", w.Code, errKey(w), w.Body)
+	}
+	// A sleeping actor is woken.
+	f.place(t, aid, keys.PhaseSleeping, nil)
+	f.serve("GET", target, nil, "")
+	if f.actors.wakes == 0 {
+		t.Fatal("a sleeping actor was not woken")
+	}
+}
+
+// Per-IP request limits and the body limit.
+func TestLimits(t *testing.T) {
+	f := newFixture(t, Options{RateLimit: core.RateLimit{Requests: 2, InFlight: -1}, MaxBody: 10})
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	target := "/gateway/" + aid.String() + "/x"
+	for i := range 2 {
+		if w := f.serve("GET", target, nil, ""); w.Code != 200 {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	if w := f.serve("GET", target, nil, ""); w.Code != 429 || errKey(w) != "guard.rate_limit" {
+		t.Fatalf("third: %d %q", w.Code, errKey(w))
+	}
+	if w := f.serve("GET", target, http.Header{"X-Forwarded-For": {"203.0.113.9"}}, ""); w.Code != 200 {
+		t.Fatalf("another client: %d", w.Code)
+	}
+	if w := f.serve("POST", target, http.Header{"X-Forwarded-For": {"203.0.113.10"}}, strings.Repeat("x", 11)); w.Code != 413 || errKey(w) != "guard.request_body_too_large" {
+		t.Fatalf("body over the limit: %d %q", w.Code, errKey(w))
+	}
+	// The API is not rate limited by the gateway.
+	if w := f.serve("GET", "/actors", nil, ""); w.Code != 299 {
+		t.Fatalf("API: %d", w.Code)
+	}
+}
