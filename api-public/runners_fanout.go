@@ -100,9 +100,18 @@ func (r *rawRunner) UnmarshalJSON(b []byte) error { return r.parse(bytes.Clone(b
 
 // parse reads the runner b, which it keeps.
 func (r *rawRunner) parse(b []byte) error {
-	r.raw = b
 	var v [2][]byte
-	if membersTo(v[:], b, "runner_id", "create_ts") {
+	return r.fromMembers(b, v, membersTo(v[:], b, runnerMembers...))
+}
+
+// runnerMembers are the members of a runner the merge reads, as fromMembers takes them.
+var runnerMembers = []string{"runner_id", "create_ts"}
+
+// fromMembers reads the runner b, which it keeps, from the values of runnerMembers that a
+// quick scan found (ok) in b, or else the slow way.
+func (r *rawRunner) fromMembers(b []byte, v [2][]byte, ok bool) error {
+	r.raw = b
+	if ok {
 		var err error
 		if r.id, err = idOf(v[0]); err == nil {
 			if r.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
@@ -144,9 +153,18 @@ func (e *rawEnvoy) UnmarshalJSON(b []byte) error { return e.parse(bytes.Clone(b)
 
 // parse reads the envoy b, which it keeps.
 func (e *rawEnvoy) parse(b []byte) error {
-	e.raw = b
 	var v [2][]byte
-	if membersTo(v[:], b, "envoy_key", "create_ts") {
+	return e.fromMembers(b, v, membersTo(v[:], b, envoyMembers...))
+}
+
+// envoyMembers are the members of an envoy the merge reads, as fromMembers takes them.
+var envoyMembers = []string{"envoy_key", "create_ts"}
+
+// fromMembers reads the envoy b, which it keeps, from the values of envoyMembers that a
+// quick scan found (ok) in b, or else the slow way.
+func (e *rawEnvoy) fromMembers(b []byte, v [2][]byte, ok bool) error {
+	e.raw = b
+	if ok {
 		key := v[0]
 		if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' && bytes.IndexByte(key, '\\') < 0 {
 			var err error
@@ -183,24 +201,33 @@ func members(obj []byte, names ...string) (vals [][]byte, ok bool) {
 
 // membersTo is members writing the values into vals, which has one element per name.
 func membersTo(vals [][]byte, obj []byte, names ...string) (ok bool) {
+	_, ok = objectMembers(vals, obj, skipSpace(obj, 0), names...)
+	return ok
+}
+
+// objectMembers is membersTo for the object that begins at obj[i], which also returns the
+// index just past the object.
+func objectMembers(vals [][]byte, obj []byte, i int, names ...string) (end int, ok bool) {
 	clear(vals)
-	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return false
+		return i, false
 	}
 	i++
 	for {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
-			return true // '}' or the end
+			if i < len(obj) && obj[i] == '}' {
+				i++
+			}
+			return i, true // past the '}', or the end
 		}
 		end := skipValue(obj, i)
 		if end-1 <= i {
-			return false
+			return end, false
 		}
 		name := obj[i+1 : end-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
-			return false
+			return end, false
 		}
 		i = skipSpace(obj, end)
 		i = skipSpace(obj, i+1) // the ':'
@@ -270,57 +297,99 @@ type peerPage struct {
 }
 
 // UnmarshalJSON reads {"runners"|"envoys": [...], "pagination": {...}} with the quick scans,
-// which is safe: encoding/json has checked that b is valid JSON before it calls this.
+// which is safe: encoding/json has checked that b is valid JSON before it calls this. The
+// items are read in the same pass that finds them.
 func (p *peerPage) UnmarshalJSON(b []byte) error {
 	b = bytes.Clone(b) // the items are kept: one copy for all of them
-	var v [3][]byte
-	if !membersTo(v[:], b, "runners", "envoys", "pagination") {
-		var slow struct {
-			Runners    []rawRunner        `json:"runners"`
-			Envoys     []rawEnvoy         `json:"envoys"`
-			Pagination apihttp.Pagination `json:"pagination"`
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return p.slow(b)
+	}
+	var pagination []byte
+	for i++; ; {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			break // '}' or the end
 		}
-		err := json.Unmarshal(b, &slow)
-		p.Runners, p.Envoys, p.Pagination = slow.Runners, slow.Envoys, slow.Pagination
-		return err
+		end := skipValue(b, i)
+		name := b[i+1 : max(i+1, end-1)]
+		if end-1 <= i || bytes.IndexByte(name, '\\') >= 0 {
+			return p.slow(b)
+		}
+		i = skipSpace(b, skipSpace(b, end)+1) // past the ':'
+		var err error
+		switch string(name) {
+		case "runners": // a repeated member replaces the earlier one, as in encoding/json
+			p.Runners = p.Runners[:0]
+			i, err = eachObject(b, i, runnerMembers, func(el []byte, v [2][]byte, ok bool) error {
+				var r rawRunner
+				err := r.fromMembers(el, v, ok)
+				p.Runners = append(p.Runners, r)
+				return err
+			})
+		case "envoys":
+			p.Envoys = p.Envoys[:0]
+			i, err = eachObject(b, i, envoyMembers, func(el []byte, v [2][]byte, ok bool) error {
+				var e rawEnvoy
+				err := e.fromMembers(el, v, ok)
+				p.Envoys = append(p.Envoys, e)
+				return err
+			})
+		case "pagination":
+			end = skipValue(b, i)
+			pagination, i = b[i:end], end
+		default:
+			i = skipValue(b, i)
+		}
+		if err != nil {
+			return err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
 	}
-	if err := eachElement(v[0], func(el []byte) error {
-		var r rawRunner
-		err := r.parse(el[:len(el):len(el)])
-		p.Runners = append(p.Runners, r)
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := eachElement(v[1], func(el []byte) error {
-		var e rawEnvoy
-		err := e.parse(el[:len(el):len(el)])
-		p.Envoys = append(p.Envoys, e)
-		return err
-	}); err != nil {
-		return err
-	}
-	if v[2] == nil {
+	if pagination == nil {
 		return nil
 	}
-	return json.Unmarshal(v[2], &p.Pagination)
+	return json.Unmarshal(pagination, &p.Pagination)
 }
 
-// eachElement calls f with each element of the valid JSON array arr (nothing for nil or
-// null).
-func eachElement(arr []byte, f func(el []byte) error) error {
-	i := skipSpace(arr, 0)
+// slow decodes b with encoding/json, for what the quick scan does not read.
+func (p *peerPage) slow(b []byte) error {
+	var slow struct {
+		Runners    []rawRunner        `json:"runners"`
+		Envoys     []rawEnvoy         `json:"envoys"`
+		Pagination apihttp.Pagination `json:"pagination"`
+	}
+	err := json.Unmarshal(b, &slow)
+	p.Runners, p.Envoys, p.Pagination = slow.Runners, slow.Envoys, slow.Pagination
+	return err
+}
+
+// eachObject calls f with each element of the valid JSON array that begins at arr[i], and
+// returns the index just past the array (for null, past the null). An element that is an
+// object comes with the values of the two members names and ok from objectMembers, read in
+// the pass that finds the element's end; for another element ok is false.
+func eachObject(arr []byte, i int, names []string, f func(el []byte, v [2][]byte, ok bool) error) (int, error) {
 	if i >= len(arr) || arr[i] != '[' {
-		return nil
+		return skipValue(arr, i), nil
 	}
 	for i++; ; {
 		i = skipSpace(arr, i)
-		if i >= len(arr) || arr[i] == ']' {
-			return nil
+		if i >= len(arr) {
+			return i, nil
 		}
-		end := skipValue(arr, i)
-		if err := f(arr[i:end]); err != nil {
-			return err
+		if arr[i] == ']' {
+			return i + 1, nil
+		}
+		var v [2][]byte
+		end, ok := objectMembers(v[:], arr, i, names...)
+		if !ok {
+			end = skipValue(arr, i)
+		}
+		if err := f(arr[i:end:end], v, ok); err != nil {
+			return end, err
 		}
 		i = skipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {

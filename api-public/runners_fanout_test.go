@@ -149,3 +149,64 @@ func TestLocalPeer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// FuzzPeerPage checks the one-pass page scan against encoding/json (peerPage.slow): on valid
+// JSON that encoding/json decodes, the scan reads the same items and cursor; where the scan
+// fails, encoding/json fails too. (The scan may accept pages encoding/json refuses, such as
+// an object where the list belongs; a berth api-peer writes neither.)
+func FuzzPeerPage(f *testing.F) {
+	rid := id.New(2).String()
+	r := `{"runner_id":"` + rid + `","create_ts":9,"metadata":{"runner_id":"x","a":[1,{"b":"]"}]}}`
+	for _, s := range []string{
+		`{"runners":[` + r + `,` + r + `],"pagination":{"cursor":"c1"}}`,
+		` {"pagination" : {"cursor":null}, "runners" : [ ` + r + ` ] , "x": [1,"]"]} `,
+		`{"runners":[],"envoys":[{"envoy_key":"k","create_ts":3}],"pagination":{"cursor":null}}`,
+		`{"runners":[` + r + `],"runners":[],"pagination":{}}`,
+		`{"r\u0075nners":[` + r + `]}`, `{"runners":null}`, `{"runners":[1]}`, `{"runners":[{"runner_id":"bad"}]}`,
+		`{"envoys":[{"envoy_key":"a\"b","create_ts":1e2}]}`, `[]`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return // encoding/json never hands the scan invalid JSON
+		}
+		// encoding/json also matches member names that differ in case (and U+017F, U+212A);
+		// the scan matches names exactly, as berth's api-peer writes them.
+		lower := bytes.ToLower(b)
+		for _, name := range []string{"runners", "envoys", "pagination", "cursor", "runner_id", "envoy_key", "create_ts"} {
+			if bytes.Count(lower, []byte(name)) != bytes.Count(b, []byte(name)) {
+				return
+			}
+		}
+		if bytes.ContainsAny(b, "\u017f\u212a") { // (a name with an escape is the slow way's anyway)
+			return
+		}
+		var fast, slow peerPage
+		fastErr := fast.UnmarshalJSON(b)
+		slowErr := slow.slow(b)
+		if fastErr != nil && slowErr == nil {
+			t.Fatalf("%s: the scan fails (%v), encoding/json does not", b, fastErr)
+		}
+		if fastErr != nil || slowErr != nil {
+			return
+		}
+		if len(fast.Runners) != len(slow.Runners) || len(fast.Envoys) != len(slow.Envoys) ||
+			(fast.Pagination.Cursor == nil) != (slow.Pagination.Cursor == nil) ||
+			fast.Pagination.Cursor != nil && *fast.Pagination.Cursor != *slow.Pagination.Cursor {
+			t.Fatalf("%s:\nscan %+v\njson %+v", b, fast, slow)
+		}
+		for i, r := range fast.Runners {
+			s := slow.Runners[i]
+			if !bytes.Equal(r.raw, s.raw) || r.createTs != s.createTs || r.id != s.id {
+				t.Fatalf("%s: runner %d: scan %+v, json %+v", b, i, r, s)
+			}
+		}
+		for i, e := range fast.Envoys {
+			s := slow.Envoys[i]
+			if !bytes.Equal(e.raw, s.raw) || e.createTs != s.createTs || e.key != s.key {
+				t.Fatalf("%s: envoy %d: scan %+v, json %+v", b, i, e, s)
+			}
+		}
+	})
+}
