@@ -46,9 +46,13 @@ func (e *encoder) finish() error {
 	return e.w.Err()
 }
 
-// appendMessage writes one top-level value with its union tag: the shared body of every Append
-// function. On error w may hold a partial message.
-func appendMessage(w *bare.Writer, version int, union string, m interface{ encode(*encoder) }, tag func() uint64) error {
+// message is what every top-level union has in common; each union's own tag method keeps its
+// members apart.
+type message interface{ encode(e *encoder) }
+
+// appendMessage writes one top-level value: its union tag, then its body. A nil m (a nil value
+// of the union, converted) is an error naming the union. On error w may hold a partial message.
+func appendMessage(w *bare.Writer, version int, union string, m message, tag uint64) error {
 	if err := checkVersion(version); err != nil {
 		return err
 	}
@@ -56,13 +60,13 @@ func appendMessage(w *bare.Writer, version int, union string, m interface{ encod
 	if m == nil {
 		e.fail("nil %s", union)
 	} else {
-		w.UnionTag(tag())
+		w.UnionTag(tag)
 		m.encode(e)
 	}
 	return e.finish()
 }
 
-func encodeMessage(version int, union string, m interface{ encode(*encoder) }, tag func() uint64) ([]byte, error) {
+func encodeMessage(version int, union string, m message, tag uint64) ([]byte, error) {
 	var w bare.Writer
 	if err := appendMessage(&w, version, union, m, tag); err != nil {
 		return nil, err
@@ -72,68 +76,76 @@ func encodeMessage(version int, union string, m interface{ encode(*encoder) }, t
 
 // EncodeToRivet encodes one ToRivet frame (envoy to engine) at the given protocol version.
 func EncodeToRivet(m ToRivet, version int) ([]byte, error) {
-	if m == nil {
-		return encodeMessage(version, "ToRivet", nil, nil)
+	var w bare.Writer
+	if err := AppendToRivet(&w, m, version); err != nil {
+		return nil, err
 	}
-	return encodeMessage(version, "ToRivet", m, m.toRivetTag)
+	return w.Bytes(), nil
 }
 
 // AppendToRivet writes m to w at the given protocol version. On error w may hold a partial
 // message; Reset it before reuse.
 func AppendToRivet(w *bare.Writer, m ToRivet, version int) error {
-	if m == nil {
-		return appendMessage(w, version, "ToRivet", nil, nil)
+	var tag uint64
+	if m != nil {
+		tag = m.toRivetTag()
 	}
-	return appendMessage(w, version, "ToRivet", m, m.toRivetTag)
+	return appendMessage(w, version, "ToRivet", m, tag)
 }
 
 // EncodeToEnvoy encodes one ToEnvoy frame (engine to envoy) at the given protocol version.
 func EncodeToEnvoy(m ToEnvoy, version int) ([]byte, error) {
-	if m == nil {
-		return encodeMessage(version, "ToEnvoy", nil, nil)
+	var w bare.Writer
+	if err := AppendToEnvoy(&w, m, version); err != nil {
+		return nil, err
 	}
-	return encodeMessage(version, "ToEnvoy", m, m.toEnvoyTag)
+	return w.Bytes(), nil
 }
 
 // AppendToEnvoy writes m to w at the given protocol version, as AppendToRivet.
 func AppendToEnvoy(w *bare.Writer, m ToEnvoy, version int) error {
-	if m == nil {
-		return appendMessage(w, version, "ToEnvoy", nil, nil)
+	var tag uint64
+	if m != nil {
+		tag = m.toEnvoyTag()
 	}
-	return appendMessage(w, version, "ToEnvoy", m, m.toEnvoyTag)
+	return appendMessage(w, version, "ToEnvoy", m, tag)
 }
 
 // EncodeToEnvoyConn encodes one engine-internal ToEnvoyConn message.
 func EncodeToEnvoyConn(m ToEnvoyConn, version int) ([]byte, error) {
-	if m == nil {
-		return encodeMessage(version, "ToEnvoyConn", nil, nil)
+	var tag uint64
+	if m != nil {
+		tag = m.toEnvoyConnTag()
 	}
-	return encodeMessage(version, "ToEnvoyConn", m, m.toEnvoyConnTag)
+	return encodeMessage(version, "ToEnvoyConn", m, tag)
 }
 
 // EncodeToGateway encodes one engine-internal ToGateway message.
 func EncodeToGateway(m ToGateway, version int) ([]byte, error) {
-	if m == nil {
-		return encodeMessage(version, "ToGateway", nil, nil)
+	var tag uint64
+	if m != nil {
+		tag = m.toGatewayTag()
 	}
-	return encodeMessage(version, "ToGateway", m, m.toGatewayTag)
+	return encodeMessage(version, "ToGateway", m, tag)
 }
 
 // EncodeToOutbound encodes one ToOutbound message.
 func EncodeToOutbound(m ToOutbound, version int) ([]byte, error) {
-	if m == nil {
-		return encodeMessage(version, "ToOutbound", nil, nil)
+	var tag uint64
+	if m != nil {
+		tag = m.toOutboundTag()
 	}
-	return encodeMessage(version, "ToOutbound", m, m.toOutboundTag)
+	return encodeMessage(version, "ToOutbound", m, tag)
 }
 
 // EncodeActorCommandKeyData encodes a command as the schema's top-level ActorCommandKeyData
 // (the Command union alone), the form in which the engine stores an actor's commands.
 func EncodeActorCommandKeyData(c Command, version int) ([]byte, error) {
-	if c == nil {
-		return encodeMessage(version, "Command", nil, nil)
+	var tag uint64
+	if c != nil {
+		tag = c.commandTag()
 	}
-	return encodeMessage(version, "Command", c, c.commandTag)
+	return encodeMessage(version, "Command", c, tag)
 }
 
 // Primitive helpers.

@@ -73,8 +73,8 @@ type ToGateway interface {
 	encode(e *encoder)
 }
 
-// ToOutbound is what the engine sends to start an actor on a serverless pool:
-// ToOutboundActorStart (tag 0, the only member).
+// ToOutbound is the engine's outbound actor-start payload (for serverless pools, by its name and
+// fields): ToOutboundActorStart (tag 0, the only member).
 type ToOutbound interface {
 	toOutboundTag() uint64
 	encode(e *encoder)
@@ -857,14 +857,16 @@ type ToRivetTunnelMessage struct {
 
 // MARK: engine-internal
 
-// ToEnvoyConnPing (ToEnvoyConn tag 0) is a gateway's liveness probe of a tunnelled request.
+// ToEnvoyConnPing (ToEnvoyConn tag 0) is a gateway's ping of a tunnelled request, sent to the
+// node holding the envoy's socket and answered with ToGatewayPong.
 type ToEnvoyConnPing struct {
 	GatewayID GatewayID
 	RequestID RequestID
 	Ts        int64
 }
 
-// ToEnvoyConnClose (ToEnvoyConn tag 1, void) closes the envoy's connection.
+// ToEnvoyConnClose (ToEnvoyConn tag 1, void) asks the node holding the envoy's socket to
+// close it.
 type ToEnvoyConnClose struct{}
 
 // ToGatewayPong (ToGateway tag 0) answers a ToEnvoyConnPing.
@@ -873,7 +875,7 @@ type ToGatewayPong struct {
 	Ts        int64
 }
 
-// ToOutboundActorStart (ToOutbound tag 0) asks a serverless pool to start an actor.
+// ToOutboundActorStart (ToOutbound tag 0) names the actor to start and the pool to start it on.
 type ToOutboundActorStart struct {
 	NamespaceID string
 	PoolName    string
