@@ -28,6 +28,11 @@ type echoRunner struct {
 	t  *testing.T
 	c  *websocket.Conn
 	mu sync.Mutex
+	// hibernate: sockets open with canHibernate, are acknowledged, and hibernate when
+	// their actor stops; sockets holds the open ones by request, with their actor.
+	hibernate bool
+	sockets   map[proto.RequestID]string
+	gateway   proto.GatewayID
 	// next event index by actor generation
 	idx    map[proto.ActorCheckpoint]int64
 	starts chan proto.ActorCheckpoint
@@ -35,7 +40,8 @@ type echoRunner struct {
 
 func newEchoRunner(t *testing.T, ctx context.Context, e *Engine) *echoRunner {
 	c, _ := connectRunner(t, ctx, e.PublicAddr(), "echo-"+id.New(1).String(), "tok")
-	r := &echoRunner{t: t, c: c, idx: map[proto.ActorCheckpoint]int64{}, starts: make(chan proto.ActorCheckpoint, 16)}
+	r := &echoRunner{t: t, c: c, idx: map[proto.ActorCheckpoint]int64{}, starts: make(chan proto.ActorCheckpoint, 16),
+		sockets: map[proto.RequestID]string{}}
 	go r.serve(ctx)
 	return r
 }
@@ -75,15 +81,24 @@ func (r *echoRunner) serve(ctx context.Context) {
 			r.send(ctx, proto.ToServerPong{Ts: m.Ts})
 		case proto.ToClientCommands:
 			for _, c := range m {
-				switch c.Inner.(type) {
+				switch cmd := c.Inner.(type) {
 				case proto.CommandStartActor:
+					r.mu.Lock()
+					for _, h := range cmd.HibernatingRequests {
+						r.sockets[h.RequestID] = c.Checkpoint.ActorID // restored
+					}
+					r.mu.Unlock()
 					r.event(ctx, c.Checkpoint, proto.EventActorStateUpdate{State: proto.ActorStateRunning{}})
 					r.starts <- c.Checkpoint
 				case proto.CommandStopActor:
+					r.hibernateSockets(ctx, c.Checkpoint.ActorID)
 					r.event(ctx, c.Checkpoint, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeError}})
 				}
 			}
 		case proto.ToClientTunnelMessage:
+			r.mu.Lock()
+			r.gateway = m.MessageID.GatewayID
+			r.mu.Unlock()
 			r.tunnel(ctx, m)
 		}
 	}
@@ -104,11 +119,41 @@ func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) 
 		body, _ := json.Marshal(map[string]any{"method": k.Method, "path": k.Path, "body": string(k.Body), "headers": hs})
 		reply(0, proto.ToServerResponseStart{Status: 200, Headers: []proto.Header{{Name: "x-echo", Value: "1"}}, Body: body})
 	case proto.ToClientWebSocketOpen:
-		reply(0, proto.ToServerWebSocketOpen{})
+		r.mu.Lock()
+		r.sockets[m.MessageID.RequestID] = k.ActorID
+		r.mu.Unlock()
+		reply(0, proto.ToServerWebSocketOpen{CanHibernate: r.hibernate})
 	case proto.ToClientWebSocketMessage:
+		r.mu.Lock()
+		_, open := r.sockets[m.MessageID.RequestID]
+		r.mu.Unlock()
+		if !open {
+			return // not restored (yet): the gateway sends it again
+		}
 		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketMessage{Data: k.Data, Binary: k.Binary})
+		if r.hibernate {
+			reply(m.MessageID.MessageIndex, proto.ToServerWebSocketMessageAck{Index: m.MessageID.MessageIndex})
+		}
 	case proto.ToClientWebSocketClose:
 		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketClose{Code: k.Code, Reason: k.Reason})
+	}
+}
+
+// hibernateSockets closes the actor's sockets with hibernate, as its runner does when the
+// actor goes to sleep with hibernatable connections.
+func (r *echoRunner) hibernateSockets(ctx context.Context, aid string) {
+	r.mu.Lock()
+	var reqs []proto.RequestID
+	for req, a := range r.sockets {
+		if a == aid {
+			reqs = append(reqs, req)
+			delete(r.sockets, req)
+		}
+	}
+	r.mu.Unlock()
+	for _, req := range reqs {
+		id := proto.MessageID{GatewayID: r.gateway, RequestID: req}
+		r.send(ctx, proto.ToServerTunnelMessage{MessageID: id, MessageKind: proto.ToServerWebSocketClose{Hibernate: true}})
 	}
 }
 
@@ -248,4 +293,56 @@ func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 		return nil, err
 	})
 	return st, found, err
+}
+
+// A hibernatable WebSocket outlives its actor's sleep: the client stays connected, its next
+// message wakes the actor (whose start restores the socket) and is answered.
+func TestGatewayHibernation(t *testing.T) {
+	e := startEngine(t, testConfig("tok"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := newEchoRunner(t, ctx, e)
+	r.mu.Lock()
+	r.hibernate = true
+	r.mu.Unlock()
+	actors := e.runners.Runners().Actors()
+	a, err := actors.Create(ctx, pegboard.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
+		Selector: "pool", CrashPolicy: actor.CrashSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.starts
+	ws, _, err := websocket.Dial(ctx, "ws://"+e.PublicAddr().String()+"/gateway/"+a.ActorID.String()+"/conn", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	echo := func(msg string) {
+		t.Helper()
+		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := ws.Read(ctx)
+		if err != nil || string(data) != msg {
+			t.Fatalf("echo of %q: %q %v", msg, data, err)
+		}
+	}
+	echo("before")
+	if err := actors.Sleep(ctx, a.ActorID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, _, _ := stateOf(e, a.ActorID)
+		if st.Phase == keys.PhaseSleeping {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("actor did not sleep: %s", st.Phase)
+		}
+	}
+	echo("after") // wakes the actor; the socket was restored from the start command
+	if cp := <-r.starts; cp.Generation != 1 {
+		t.Fatalf("woken with generation %d", cp.Generation)
+	}
+	echo("again")
 }

@@ -27,6 +27,14 @@ const (
 	hibernateKeepalive = 45 * time.Second
 )
 
+// resumable reports whether tun and the gateway's tunnels can carry a request across its
+// actor's sleep.
+func (g *Gateway) resumable(tun Tunnel) bool {
+	_, rt := tun.(ResumableTunnel)
+	_, r := g.o.Tunnels.(Resumer)
+	return rt && r
+}
+
 // ResumableTunnel is a Tunnel that can carry a hibernated request across its actor's sleep.
 type ResumableTunnel interface {
 	Tunnel
@@ -46,7 +54,7 @@ type Resumer interface {
 type session struct {
 	g            *Gateway
 	client       *websocket.Conn
-	target       Target
+	actorID      id.ID
 	tun          Tunnel
 	canHibernate bool
 
@@ -94,13 +102,19 @@ func (s *session) run(ctx context.Context) {
 // relay copies messages both ways over the current tunnel. It reports true when the actor
 // went to sleep with the socket hibernating; false when the socket is over.
 func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
+	tun := s.tun // resume replaces s.tun once this relay is over
 	tctx, stop := context.WithCancel(ctx)
-	defer stop()
 	fromActor := make(chan proto.ToServerTunnelMessageKind)
 	tunErr := make(chan error, 1)
+	done := make(chan struct{})
+	defer func() {
+		stop()
+		<-done
+	}()
 	go func() {
+		defer close(done)
 		for {
-			m, err := s.tun.Recv(tctx)
+			m, err := tun.Recv(tctx)
 			if err != nil {
 				tunErr <- err
 				return
@@ -113,7 +127,7 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 			}
 		}
 	}()
-	defer s.tun.Close()
+	defer tun.Close()
 	for {
 		select {
 		case f := <-frames:
@@ -208,7 +222,7 @@ func (s *session) closeClient(err error) {
 func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool {
 	rt := s.tun.(ResumableTunnel)
 	res := s.g.o.Tunnels.(Resumer)
-	hr := actor.HibernatingInput{ActorID: s.target.ActorID, GatewayID: res.GatewayID(), RequestID: rt.RequestID()}
+	hr := actor.HibernatingInput{ActorID: s.actorID, GatewayID: res.GatewayID(), RequestID: rt.RequestID()}
 	next := rt.NextIndex()
 	keepalive := func() error {
 		hr.NowMs = time.Now().UnixMilli()
@@ -262,7 +276,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 // resume wakes the actor, reopens the request on its runner and sends the unacknowledged
 // messages again under their indices.
 func (s *session) resume(ctx context.Context, res Resumer, req proto.RequestID, next uint16) error {
-	rt, _, _, err := s.g.resolve(ctx, s.target.ActorID, false)
+	rt, _, _, err := s.g.resolve(ctx, s.actorID, false)
 	if err != nil {
 		return err
 	}

@@ -62,9 +62,10 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 	ctx := r.Context()
 	open := proto.ToClientWebSocketOpen{ActorID: req.ActorID.String(), Path: req.Path, Headers: wsHeaders(r)}
 	var tun Tunnel
+	var canHibernate bool
 	err = g.o.Retry.Do(ctx, retryableWebSocket, func(attempt int) error {
 		var err error
-		tun, err = g.openWebSocket(ctx, req, attempt, open)
+		tun, canHibernate, err = g.openWebSocket(ctx, req, attempt, open)
 		return err
 	})
 	if err != nil {
@@ -82,23 +83,24 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 		_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
 		return
 	}
-	defer tun.Close()
-	relay(ctx, client, tun)
+	s := &session{g: g, client: client, actorID: req.ActorID, tun: tun, canHibernate: canHibernate && g.resumable(tun)}
+	s.run(ctx)
 }
 
 // openWebSocket resolves the actor and opens the socket on its runner.
-func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt int, open proto.ToClientWebSocketOpen) (Tunnel, error) {
+// canHibernate is the runner's answer: whether the socket may outlive the actor's sleep.
+func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt int, open proto.ToClientWebSocketOpen) (_ Tunnel, canHibernate bool, _ error) {
 	rt, err := g.routeFor(ctx, req, attempt)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	tun, err := g.o.Tunnels.OpenTunnel(rt.runnerID)
 	if err != nil {
-		return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 	}
 	if err := tun.Send(open); err != nil {
 		tun.Close()
-		return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, g.o.WebSocketOpenTimeout,
 		rerr.New("guard", "websocket_open_timeout", "phase", "waiting_for_websocket_open"))
@@ -108,17 +110,17 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 		if err != nil {
 			tun.Close()
 			if wctx.Err() != nil {
-				return nil, context.Cause(wctx)
+				return nil, false, context.Cause(wctx)
 			}
-			return nil, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+			return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 		}
-		switch m.(type) {
+		switch m := m.(type) {
 		case proto.ToServerWebSocketOpen:
-			return tun, nil
+			return tun, m.CanHibernate, nil
 		case proto.ToServerWebSocketClose:
 			// Refused before open: the runner does not host the actor (it moved), retry.
 			tun.Close()
-			return nil, core.ErrStaleRoute
+			return nil, false, core.ErrStaleRoute
 		}
 	}
 }
@@ -131,62 +133,6 @@ func wsHeaders(r *http.Request) []proto.Header {
 		hs = append(hs, proto.Header{Name: "sec-websocket-protocol", Value: strings.Join(p, ", ")})
 	}
 	return hs
-}
-
-// relay copies messages both ways until either side closes.
-func relay(ctx context.Context, client *websocket.Conn, tun Tunnel) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	fromClient := make(chan struct{})
-	go func() {
-		defer close(fromClient)
-		defer cancel()
-		for {
-			typ, data, err := client.Read(ctx)
-			if err != nil {
-				code, reason := closeOf(err)
-				_ = tun.Send(proto.ToClientWebSocketClose{Code: code, Reason: reason})
-				return
-			}
-			if tun.Send(proto.ToClientWebSocketMessage{Data: data, Binary: typ == websocket.MessageBinary}) != nil {
-				return
-			}
-		}
-	}()
-	for {
-		m, err := tun.Recv(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				_ = client.Close(websocket.StatusInternalError, "guard.websocket_service_unavailable")
-			}
-			break
-		}
-		switch m := m.(type) {
-		case proto.ToServerWebSocketMessage:
-			typ := websocket.MessageText
-			if m.Binary {
-				typ = websocket.MessageBinary
-			}
-			if client.Write(ctx, typ, m.Data) != nil {
-				cancel()
-			}
-		case proto.ToServerWebSocketClose:
-			code := websocket.StatusNormalClosure
-			if m.Code != nil {
-				code = websocket.StatusCode(*m.Code)
-			}
-			reason := ""
-			if m.Reason != nil {
-				reason = *m.Reason
-			}
-			_ = client.Close(code, reason)
-			cancel()
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	<-fromClient
 }
 
 // closeOf is the code and reason of a client's close, if it sent one.
