@@ -16,6 +16,7 @@ import (
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/guard"
+	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -143,6 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace: peer.ResolveNamespace,
+		RateLimit:        core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
 	})
 	publicAPI = gateway.Wrap(publicAPI)
 
@@ -228,6 +230,14 @@ func Run(ctx context.Context, opts Options) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 	defer cancel()
 	return errors.Join(cause, e.Shutdown(sctx))
+}
+
+// limitOrOff maps a configured limit to guard/core's: 0 (off) is negative there.
+func limitOrOff(n uint32) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }
 
 // tunnels adapts the runner sockets to the gateway's Tunnels.

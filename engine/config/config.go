@@ -65,6 +65,11 @@ type Guard struct {
 	Host string `json:"host"`
 	// Port to listen on; default 6420. 0 picks a free port.
 	Port uint16 `json:"port"`
+	// RateLimitRequests bounds the actor-gateway requests of one client IP per 60 s, and
+	// RateLimitInFlight those in flight at once (429 guard.rate_limit); 0 turns a limit
+	// off. Defaults 10000 and 2000, as on Rivet.
+	RateLimitRequests uint32 `json:"rate_limit_requests"`
+	RateLimitInFlight uint32 `json:"rate_limit_in_flight"`
 }
 
 // Addr returns host:port for net.Listen.
@@ -187,7 +192,7 @@ func Default() *Config {
 				},
 			},
 		},
-		Guard:     Guard{Host: DefaultHost, Port: DefaultGuardPort},
+		Guard:     Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},

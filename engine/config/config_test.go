@@ -241,7 +241,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are host, port ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are host, port, rate_limit_in_flight, rate_limit_requests ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
