@@ -58,7 +58,7 @@ const (
 // for ParseRunnerDataKey. The three share one new array and must not be appended to.
 func RunnerFieldsRange(rid id.ID) (prefix, begin, end []byte) {
 	n := len(pegboardPrefix) + 2 + 2 + 1 + id.Size // + RUNNER, DATA, runner_id
-	buf := make([]byte, 0, 3*n+2+4)                 // + CREATE_TS; + CONN_ID and 0x00
+	buf := make([]byte, 0, 3*n+2+4)                // + CREATE_TS; + CONN_ID and 0x00
 	buf = tuple.Tuple{tagRunner, tagData}.AppendPack(append(buf, pegboardPrefix...))
 	buf = append(append(buf, id.TupleCode), rid[:]...) // rid as tuple.Tuple{rid} packs it, without boxing it
 	n = len(buf)
