@@ -117,7 +117,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	actorCfg := ActorConfig(pb)
 	e.runners = runnerws.New(runnerws.Options{
 		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m,
-		ActorConfig: &actorCfg, Datacenter: topo.LocalDatacenter().Name,
+		ActorConfig: &actorCfg, Datacenter: topo.LocalDatacenter().Name, Version: opts.Build.Version,
 		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
 			return peer.ResolveNamespace(ctx, name)
 		},

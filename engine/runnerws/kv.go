@@ -37,10 +37,18 @@ type errKVNotHosted struct{ msg string }
 
 func (e errKVNotHosted) Error() string { return e.msg }
 
-// kvVersion is stored in the metadata of every value written (KvMetadata.version: the
+// kvVersion is Options.Version, or else the build's version (buildVersion).
+func (s *Server) kvVersion() []byte {
+	if s.o.Version != "" {
+		return []byte(s.o.Version)
+	}
+	return buildVersion()
+}
+
+// buildVersion is stored in the metadata of every value written (KvMetadata.version: the
 // engine's version string in Rivet). The socket is not told the build's version, so this is
 // the main module's version from the build information, or "dev".
-var kvVersion = sync.OnceValue(func() []byte {
+var buildVersion = sync.OnceValue(func() []byte {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return []byte(bi.Main.Version)
 	}
@@ -126,7 +134,7 @@ func (c *conn) kvRun(m proto.ToServerKvRequest) (proto.KvResponseData, error) {
 		ks, vs, ms := kvLists(es)
 		return proto.KvListResponse{Keys: ks, Values: vs, Metadata: ms}, nil
 	case proto.KvPutRequest:
-		in := actorkv.PutInput{ActorID: aid, Keys: req.Keys, Values: req.Values, Version: kvVersion(), NowMs: time.Now().UnixMilli()}
+		in := actorkv.PutInput{ActorID: aid, Keys: req.Keys, Values: req.Values, Version: c.s.kvVersion(), NowMs: time.Now().UnixMilli()}
 		return proto.KvPutResponse{}, kvWrite(ctx, db, c, aid, func(tx udb.Transaction) error {
 			return actorkv.Put(ctx, tx, in)
 		})

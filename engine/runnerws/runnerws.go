@@ -80,6 +80,8 @@ type Options struct {
 	ActorConfig *actor.Config
 	// Datacenter is the local datacenter's name, for the actors' API objects.
 	Datacenter string
+	// Version is the engine's version, stored in the metadata of actor KV values.
+	Version string
 	// Metrics records ping transactions and live sockets; nil means a
 	// registry of the Server's own.
 	Metrics *metrics.Metrics
