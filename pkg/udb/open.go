@@ -19,8 +19,8 @@ var registry struct {
 
 // notBuiltIn explains schemes that berth knows but this binary lacks.
 var notBuiltIn = map[string]string{
-	"postgres":   "the PostgreSQL driver is not built into this binary yet",
-	"postgresql": "the PostgreSQL driver is not built into this binary yet",
+	"postgres":   "the PostgreSQL driver is not built into this binary (import github.com/berthhq/berth/pkg/udb/driver/postgres)",
+	"postgresql": "the PostgreSQL driver is not built into this binary (import github.com/berthhq/berth/pkg/udb/driver/postgres)",
 	"fdb":        "the FoundationDB driver is not built in; rebuild with -tags fdb on a machine with the FoundationDB 7.3 client installed",
 }
 

@@ -1,0 +1,462 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/internal/txn"
+	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/btree"
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel every commit notifies, so that
+// processes with armed watches look at their keys again.
+const notifyChannel = "berth_udb_commit"
+
+// pruneEvery is how often a process's commits prune history older than the
+// window: the rows and write boundaries no admissible read version needs.
+const pruneEvery = time.Second
+
+// A commit is one PostgreSQL transaction at READ COMMITTED, so that each
+// statement sees every commit finished before it:
+//
+//  1. lockSQL locks the udb_meta row, which serialises commits of every
+//     process, and reads the last commit version and the horizon. The
+//     commit version is above both the last one and every read version
+//     handed out (those are committed versions), and follows the clock.
+//  2. A read version below the horizon or older than the window fails with
+//     transaction_too_old; a read conflict range written after the read
+//     version (conflictSQL) fails with not_committed.
+//  3. The newest values of the keys that atomic operations change are read,
+//     the mutations are folded in transaction order into a final value per
+//     key plus the cleared ranges, and everything is written in one batch:
+//     cleared ranges, point writes, the write ranges' new versions in
+//     udb_writes, the new last version, pruning when due, and a NOTIFY.
+//  4. COMMIT. Only its failure leaves the outcome unknown (1021).
+const lockSQL = `SELECT version, horizon, ` + clockSQL + ` + $1::bigint FROM udb_meta WHERE id = 1 FOR UPDATE`
+
+// conflictSQL reports whether a range in ($2, $3) was written after version
+// $1: the step at the range's begin, or any step inside it, is newer.
+const conflictSQL = `
+SELECT EXISTS (SELECT 1 FROM unnest($2::bytea[], $3::bytea[]) AS r(b, e) WHERE
+	(SELECT w.version FROM udb_writes w WHERE w.key <= r.b ORDER BY w.key DESC LIMIT 1) > $1
+	OR EXISTS (SELECT 1 FROM udb_writes w WHERE w.key > r.b AND w.key < r.e AND w.version > $1))`
+
+// newestSQL reads the newest value of each key in $1; NULL is absent.
+const newestSQL = `SELECT key, value FROM udb_kv WHERE key = ANY($1::bytea[]) AND superseded_at IS NULL`
+
+// clearSQL clears the disjoint ranges ($2, $3) at version $1, except keys
+// in $4 (their final value is written by pointSQL): each live newest row is
+// superseded by a clear row.
+const clearSQL = `
+WITH c AS (
+	UPDATE udb_kv k SET superseded_at = $1 FROM unnest($2::bytea[], $3::bytea[]) AS r(b, e)
+	WHERE k.key >= r.b AND k.key < r.e AND k.superseded_at IS NULL AND k.value IS NOT NULL
+		AND k.version < $1 AND NOT (k.key = ANY($4::bytea[]))
+	RETURNING k.key)
+INSERT INTO udb_kv (key, version, value) SELECT key, $1, NULL FROM c`
+
+// pointSQL gives each key of $2 its final value from $3 (NULL: cleared) at
+// version $1. A clear of a key that is absent already writes nothing.
+const pointSQL = `
+WITH w AS (SELECT * FROM unnest($2::bytea[], $3::bytea[]) AS w(key, value)),
+old AS (
+	UPDATE udb_kv k SET superseded_at = $1 FROM w
+	WHERE k.key = w.key AND k.superseded_at IS NULL AND (w.value IS NOT NULL OR k.value IS NOT NULL)
+	RETURNING k.key)
+INSERT INTO udb_kv (key, version, value)
+SELECT w.key, $1, w.value FROM w WHERE w.value IS NOT NULL OR w.key IN (SELECT key FROM old)`
+
+// The write ranges ($1, $2), disjoint and not adjacent, become written at
+// version $3 in the step function. versionAtSQL reads, before any change,
+// the version that holds at each range's end; the step at each end keeps it
+// (writesEndSQL), the steps inside go, and each begin gets the new version.
+const (
+	versionAtSQL = `
+SELECT coalesce((SELECT w.version FROM udb_writes w WHERE w.key <= e ORDER BY w.key DESC LIMIT 1), 0)
+FROM unnest($1::bytea[]) WITH ORDINALITY AS x(e, i) ORDER BY i`
+	writesEndSQL   = `INSERT INTO udb_writes (key, version) SELECT * FROM unnest($1::bytea[], $2::bigint[]) ON CONFLICT (key) DO NOTHING`
+	writesClearSQL = `DELETE FROM udb_writes w USING unnest($1::bytea[], $2::bytea[]) AS r(b, e) WHERE w.key >= r.b AND w.key < r.e`
+	writesBeginSQL = `
+INSERT INTO udb_writes (key, version) SELECT b, $2 FROM unnest($1::bytea[]) AS b
+ON CONFLICT (key) DO UPDATE SET version = excluded.version`
+)
+
+// Pruning at horizon $1 (the previous one is $2): rows superseded at or
+// below it, and clears at or below it that are their key's newest row.
+const (
+	pruneSupersededSQL = `DELETE FROM udb_kv WHERE superseded_at <= $1`
+	pruneClearsSQL     = `DELETE FROM udb_kv WHERE value IS NULL AND superseded_at IS NULL AND version <= $1`
+	pruneHorizonSQL    = `UPDATE udb_meta SET horizon = $1 WHERE id = 1 AND horizon < $1`
+)
+
+// A write step at or below the horizon whose previous step is also at or
+// below it can go: to every read version at or above the horizon both read
+// as "long ago". The first step ("") always stays. pruneWritesSQL visits
+// only the steps that fell below the horizon since the last prune ($2) and
+// the step after each, so its cost follows the writes that left the window;
+// sweepWritesSQL visits the next sweepSteps steps after $2 in key order,
+// cleaning up what those visits miss (a range's end written at an old
+// version just before another old step), and returns the last key visited.
+const (
+	pruneWritesSQL = `
+DELETE FROM udb_writes w USING (
+	SELECT x.key FROM udb_writes x WHERE x.version > $2 AND x.version <= $1
+	UNION
+	SELECT (SELECT s.key FROM udb_writes s WHERE s.key > x.key ORDER BY s.key LIMIT 1)
+	FROM udb_writes x WHERE x.version > $2 AND x.version <= $1
+) c WHERE w.key = c.key AND w.version <= $1
+	AND (SELECT p.version FROM udb_writes p WHERE p.key < w.key ORDER BY p.key DESC LIMIT 1) <= $1`
+	sweepWritesSQL = `
+WITH c AS (SELECT key FROM udb_writes WHERE key > $2 ORDER BY key LIMIT ` + sweepStepsText + `),
+d AS (
+	DELETE FROM udb_writes w USING c WHERE w.key = c.key AND w.version <= $1
+		AND (SELECT p.version FROM udb_writes p WHERE p.key < w.key ORDER BY p.key DESC LIMIT 1) <= $1)
+SELECT (SELECT key FROM c ORDER BY key DESC LIMIT 1), (SELECT count(*) FROM c)`
+	sweepSteps     = 1000
+	sweepStepsText = "1000"
+)
+
+func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitResult, error) {
+	if db.ctx.Err() != nil {
+		return txn.CommitResult{}, errPoolClosed
+	}
+	c, err := db.pool.acquire(ctx)
+	if err != nil {
+		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w", err)
+	}
+	res, sentCommit, err := db.commitOn(ctx, c, req)
+	// The pool also closes a connection left inside a transaction.
+	db.pool.release(c, connBroken(err) && !isCode(err))
+	switch {
+	case err == nil:
+		if len(req.Watches) > 0 {
+			db.watches.arm(req.Watches)
+		}
+		return res, nil
+	case isCode(err):
+		return txn.CommitResult{}, err
+	case sentCommit && connBroken(err):
+		// COMMIT may or may not have reached the server.
+		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w: %w", udb.Error{Code: udb.CodeCommitUnknownResult}, err)
+	default:
+		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w", err)
+	}
+}
+
+func isCode(err error) bool {
+	var e udb.Error
+	return errors.As(err, &e)
+}
+
+// commitOn runs the commit transaction on c. sentCommit reports that COMMIT
+// was sent, after which a lost connection leaves the outcome unknown.
+func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest) (res txn.CommitResult, sentCommit bool, err error) {
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return res, false, err
+	}
+	defer func() {
+		if !sentCommit {
+			rctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			_ = tx.Rollback(rctx)
+			cancel()
+		}
+	}()
+
+	var last, horizon, now int64
+	if err := tx.QueryRow(ctx, lockSQL, db.advanced.Load()).Scan(&last, &horizon, &now); err != nil {
+		return res, false, err
+	}
+	cv := max(last+1, now)
+	if req.ReadVersion < horizon || cv-req.ReadVersion > udb.MVCCWindowVersions {
+		return res, false, udb.Error{Code: udb.CodeTransactionTooOld}
+	}
+	stamp := stampOf(cv)
+	writes := req.WriteConflicts
+	for _, m := range req.Mutations {
+		if m.Op == txn.OpAtomic && m.Atomic == udb.MutationSetVersionstampedKey && !m.NoWriteConflict {
+			k := stampedKey(m.Key, stamp)
+			writes = append(writes, txn.KeyRange{Begin: k, End: udb.KeyAfter(k)})
+		}
+	}
+	writes = mergeRanges(writes)
+	wbs, wes := splitRanges(writes)
+
+	// The reads, in one round trip: the conflict check, the version at each
+	// write range's end, and the newest values atomic operations need.
+	reads := &pgx.Batch{}
+	var conflict bool
+	if len(req.ReadConflicts) > 0 {
+		bs, es := splitRanges(req.ReadConflicts)
+		reads.Queue(conflictSQL, req.ReadVersion, bs, es).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&conflict)
+		})
+	}
+	endVersions := make([]int64, 0, len(wes))
+	if len(wes) > 0 {
+		reads.Queue(versionAtSQL, wes).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var v int64
+				if err := rows.Scan(&v); err != nil {
+					return err
+				}
+				endVersions = append(endVersions, v)
+			}
+			return rows.Err()
+		})
+	}
+	stored := map[string][]byte{} // the present ones among atomic operations' keys
+	if need := atomicKeys(req.Mutations); len(need) > 0 {
+		reads.Queue(newestSQL, need).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k, v []byte
+				if err := rows.Scan(&k, &v); err != nil {
+					return err
+				}
+				if v != nil {
+					stored[string(k)] = v
+				}
+			}
+			return rows.Err()
+		})
+	}
+	if reads.Len() > 0 {
+		if err := tx.SendBatch(ctx, reads).Close(); err != nil {
+			return res, false, err
+		}
+	}
+	if conflict {
+		return res, false, udb.Error{Code: udb.CodeNotCommitted}
+	}
+	if len(endVersions) != len(wes) {
+		return res, false, fmt.Errorf("read %d versions for %d write ranges", len(endVersions), len(wes))
+	}
+	code, applied := db.takeInjected()
+	if code != 0 && !applied {
+		return res, false, udb.Error{Code: code}
+	}
+
+	w := fold(req.Mutations, stored, stamp)
+	b := &pgx.Batch{}
+	if len(w.clears) > 0 {
+		bs, es := splitRanges(w.clears)
+		b.Queue(clearSQL, cv, bs, es, w.keys)
+	}
+	if len(w.keys) > 0 {
+		b.Queue(pointSQL, cv, w.keys, w.values)
+	}
+	if len(writes) > 0 {
+		b.Queue(writesEndSQL, wes, endVersions)
+		b.Queue(writesClearSQL, wbs, wes)
+		b.Queue(writesBeginSQL, wbs, cv)
+	}
+	b.Queue(`UPDATE udb_meta SET version = $1 WHERE id = 1`, cv)
+	if h := cv - udb.MVCCWindowVersions; h > horizon && db.pruneDue() {
+		b.Queue(pruneSupersededSQL, h)
+		b.Queue(pruneClearsSQL, h)
+		b.Queue(pruneWritesSQL, h, horizon)
+		var last []byte
+		var visited int
+		b.Queue(sweepWritesSQL, h, db.sweepFrom()).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&last, &visited); err != nil {
+				return err
+			}
+			db.sweptTo(last, visited)
+			return nil
+		})
+		b.Queue(pruneHorizonSQL, h)
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, strconv.FormatInt(cv, 10))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return res, false, err
+	}
+	sentCommit = true
+	if err := tx.Commit(ctx); err != nil {
+		return res, true, err
+	}
+	if code != 0 {
+		return res, true, udb.Error{Code: code} // injected after applying
+	}
+	return txn.CommitResult{Version: cv, Versionstamp: stamp}, true, nil
+}
+
+// sweepFrom is the key after which the next sweep of udb_writes starts.
+func (db *DB) sweepFrom() []byte {
+	db.prune.Lock()
+	defer db.prune.Unlock()
+	return nonNil(db.prune.sweep)
+}
+
+// sweptTo records where a sweep ended; a short one wraps around.
+func (db *DB) sweptTo(last []byte, visited int) {
+	db.prune.Lock()
+	defer db.prune.Unlock()
+	if visited < sweepSteps {
+		last = nil
+	}
+	db.prune.sweep = last
+}
+
+// pruneDue reports whether this process's commit should prune now.
+func (db *DB) pruneDue() bool {
+	db.prune.Lock()
+	defer db.prune.Unlock()
+	if time.Since(db.prune.last) < pruneEvery {
+		return false
+	}
+	db.prune.last = time.Now()
+	return true
+}
+
+// folded is a transaction's effect: cleared ranges (applied first, to the
+// keys not in keys) and the final value of each key it wrote (nil: absent).
+type folded struct {
+	clears []txn.KeyRange
+	keys   [][]byte
+	values [][]byte
+}
+
+// pending is one key's value while mutations fold.
+type pending struct {
+	key     []byte
+	value   []byte
+	present bool
+}
+
+// atomicKeys are the keys whose stored value atomic operations read.
+func atomicKeys(muts []txn.Mutation) [][]byte {
+	var need [][]byte
+	for _, m := range muts {
+		if m.Op == txn.OpAtomic && udb.IsAtomicOp(m.Atomic) {
+			need = append(need, nonNil(m.Key))
+		}
+	}
+	return need
+}
+
+// fold applies the mutations in order over the newest stored values of the
+// atomic operations' keys (stored holds the present ones). A range clear
+// makes keys in it absent for the operations after it.
+func fold(muts []txn.Mutation, stored map[string][]byte, stamp [10]byte) folded {
+	keys := btree.NewBTreeGOptions(func(a, b *pending) bool { return bytes.Compare(a.key, b.key) < 0 }, btree.Options{NoLocks: true})
+	var clears []txn.KeyRange
+	cleared := func(k []byte) bool {
+		for _, r := range clears {
+			if bytes.Compare(k, r.Begin) >= 0 && bytes.Compare(k, r.End) < 0 {
+				return true
+			}
+		}
+		return false
+	}
+	put := func(k, v []byte, present bool) {
+		keys.Set(&pending{key: k, value: v, present: present})
+	}
+	for _, m := range muts {
+		switch m.Op {
+		case txn.OpSet:
+			put(m.Key, m.Value, true)
+		case txn.OpClear:
+			put(m.Key, nil, false)
+		case txn.OpClearRange:
+			keys.Ascend(&pending{key: m.Key}, func(p *pending) bool {
+				if bytes.Compare(p.key, m.Value) >= 0 {
+					return false
+				}
+				p.value, p.present = nil, false
+				return true
+			})
+			clears = append(clears, txn.KeyRange{Begin: m.Key, End: m.Value})
+		case txn.OpAtomic:
+			switch m.Atomic {
+			case udb.MutationSetVersionstampedKey:
+				put(stampedKey(m.Key, stamp), m.Value, true)
+				continue
+			case udb.MutationSetVersionstampedValue:
+				put(m.Key, stampedKey(m.Value, stamp), true)
+				continue
+			}
+			var cur []byte
+			present := false
+			if p, ok := keys.Get(&pending{key: m.Key}); ok {
+				cur, present = p.value, p.present
+			} else if !cleared(m.Key) {
+				cur, present = stored[string(m.Key)]
+			}
+			v, keep := udb.ApplyAtomic(m.Atomic, cur, present, m.Value)
+			put(m.Key, v, keep)
+		}
+	}
+
+	f := folded{clears: mergeRanges(clears)}
+	keys.Scan(func(p *pending) bool {
+		f.keys = append(f.keys, nonNil(p.key))
+		if p.present {
+			f.values = append(f.values, nonNil(p.value))
+		} else {
+			f.values = append(f.values, nil)
+		}
+		return true
+	})
+	if f.keys == nil {
+		f.keys = [][]byte{} // an empty array, not NULL, for clearSQL's exclusion
+	}
+	return f
+}
+
+// mergeRanges sorts ranges and merges those that overlap or touch, dropping
+// empty ones.
+func mergeRanges(rs []txn.KeyRange) []txn.KeyRange {
+	out := make([]txn.KeyRange, 0, len(rs))
+	for _, r := range rs {
+		if bytes.Compare(r.Begin, r.End) < 0 {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b txn.KeyRange) int { return bytes.Compare(a.Begin, b.Begin) })
+	n := 0
+	for _, r := range out {
+		if n > 0 && bytes.Compare(r.Begin, out[n-1].End) <= 0 {
+			if bytes.Compare(r.End, out[n-1].End) > 0 {
+				out[n-1].End = r.End
+			}
+			continue
+		}
+		out[n] = r
+		n++
+	}
+	return out[:n]
+}
+
+func splitRanges(rs []txn.KeyRange) (begins, ends [][]byte) {
+	begins, ends = make([][]byte, len(rs)), make([][]byte, len(rs))
+	for i, r := range rs {
+		begins[i], ends[i] = nonNil(r.Begin), nonNil(r.End)
+	}
+	return begins, ends
+}
+
+// stampOf is a versionstamp: the commit version and batch index 0, since
+// every commit has a version of its own.
+func stampOf(version int64) [10]byte {
+	var s [10]byte
+	binary.BigEndian.PutUint64(s[:8], uint64(version))
+	return s
+}
+
+// stampedKey replaces the placeholder named by the trailing offset; the
+// transaction checked the offset when the operation was issued.
+func stampedKey(operand []byte, stamp [10]byte) []byte {
+	body := operand[:len(operand)-4]
+	pos := int(binary.LittleEndian.Uint32(operand[len(operand)-4:]))
+	out := append([]byte(nil), body...)
+	copy(out[pos:pos+10], stamp[:])
+	return out
+}

@@ -1,0 +1,292 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/internal/txn"
+	"github.com/jackc/pgx/v5"
+)
+
+// snapshot is one transaction's view: the rows at or below its version. It
+// holds no connection; every read is one statement that also checks, in the
+// same PostgreSQL snapshot, that the history it needs was not pruned.
+type snapshot struct {
+	db      *DB
+	version int64
+
+	// The version's age in versions is age0 plus the time since taken, plus
+	// what AdvanceVersions added since.
+	taken    time.Time
+	age0     int64
+	adv0     int64
+	released atomic.Bool
+
+	pageHint atomic.Int32 // rows the last closed iterator handed out
+}
+
+var _ txn.Snapshot = (*snapshot)(nil)
+
+func (db *DB) newSnapshot(version, now int64) *snapshot {
+	return &snapshot{db: db, version: version, taken: time.Now(), age0: max(0, now-version), adv0: db.advanced.Load()}
+}
+
+func (s *snapshot) Version() int64 { return s.version }
+
+func (s *snapshot) Release() { s.released.Store(true) }
+
+// live fails reads once the version has left the MVCC window.
+func (s *snapshot) live() error {
+	if s.released.Load() {
+		return udb.Error{Code: udb.CodeTransactionCancelled}
+	}
+	age := s.age0 + time.Since(s.taken).Microseconds()*(udb.VersionsPerSecond/1_000_000) + s.db.advanced.Load() - s.adv0
+	if age > udb.MVCCWindowVersions {
+		return udb.Error{Code: udb.CodeTransactionTooOld}
+	}
+	return nil
+}
+
+// pruned reports a read whose history may be gone.
+func (s *snapshot) pruned(horizon int64) error {
+	if s.version < horizon {
+		return udb.Error{Code: udb.CodeTransactionTooOld}
+	}
+	return nil
+}
+
+// query runs a read statement on a pooled connection, bounded by the DB's
+// lifetime and queryTimeout.
+func (s *snapshot) query(f func(ctx context.Context, c *pgx.Conn) error) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.db.ctx, queryTimeout)
+	defer cancel()
+	if err := s.db.pool.withConn(ctx, func(c *pgx.Conn) error { return f(ctx, c) }); err != nil {
+		if s.db.ctx.Err() != nil {
+			return errPoolClosed
+		}
+		return fmt.Errorf("postgres: read: %w", err)
+	}
+	return nil
+}
+
+// A row is visible at version v when version <= v < superseded_at (NULL:
+// still the newest), so each key has at most one visible row; a visible
+// clear row means absent.
+
+// getSQL reads one key at a version. The horizon comes from the same
+// PostgreSQL snapshot.
+const getSQL = `
+SELECT m.horizon, v.value FROM udb_meta m LEFT JOIN LATERAL (
+	SELECT value FROM udb_kv
+	WHERE key = $1 AND version <= $2 AND (superseded_at IS NULL OR superseded_at > $2)
+) v ON true WHERE m.id = 1`
+
+func (s *snapshot) Get(key []byte) ([]byte, error) {
+	var horizon int64
+	var value []byte
+	err := s.query(func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, getSQL, nonNil(key), s.version).Scan(&horizon, &value)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pruned(horizon); err != nil {
+		return nil, err
+	}
+	if value != nil && len(value) == 0 {
+		value = []byte{} // present and empty
+	}
+	return value, nil
+}
+
+// pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
+// key order or reverse key order, walking the primary key. The first column
+// is the horizon, from the same PostgreSQL snapshot; an empty page is one
+// row with a NULL key.
+func pageSQL(reverse bool) string {
+	dir := ""
+	if reverse {
+		dir = " DESC"
+	}
+	return `
+SELECT m.horizon, r.key, r.value FROM udb_meta m LEFT JOIN LATERAL (
+	SELECT key, value FROM udb_kv
+	WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
+		AND value IS NOT NULL
+	ORDER BY key` + dir + ` LIMIT $4
+) r ON true WHERE m.id = 1 ORDER BY r.key` + dir
+}
+
+var (
+	pageForwardSQL = pageSQL(false)
+	pageReverseSQL = pageSQL(true)
+)
+
+// Page sizes of a range read: small first, since many scans stop early
+// (selectors read one key), then growing, but to about pageBytes judging by
+// the rows read so far. The transaction layer reads a range in batches of
+// the same or doubling sizes, each with a new iterator, so an iterator's
+// first page is twice what the previous one handed out.
+const (
+	firstPage = 32
+	maxPage   = 4096
+	pageBytes = 1 << 20
+)
+
+func (s *snapshot) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
+	return &iter{s: s, begin: nonNil(begin), end: end, reverse: reverse}, nil
+}
+
+// estimateSQL sums the sizes of the newest rows of a range, stopping after
+// estimateRows of them: an estimate, as FoundationDB's is.
+const estimateSQL = `
+SELECT coalesce(sum(octet_length(key) + octet_length(value)), 0)::bigint FROM (
+	SELECT key, value FROM udb_kv
+	WHERE key >= $1 AND key < $2 AND superseded_at IS NULL AND value IS NOT NULL LIMIT 100000
+) s`
+
+func (s *snapshot) EstimateSize(begin, end []byte) (int64, error) {
+	var n int64
+	err := s.query(func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, estimateSQL, nonNil(begin), nonNil(end)).Scan(&n)
+	})
+	return n, err
+}
+
+// iter walks [begin, end) of a snapshot a page at a time.
+type iter struct {
+	s          *snapshot
+	begin, end []byte
+	reverse    bool
+
+	page   []udb.KeyValue
+	pos    int
+	full   bool // the page was as long as asked: more may follow
+	size   int  // the next page's size
+	rows   int64
+	bytes  int64 // rows and bytes read so far, to size pages
+	err    error
+	handed int // rows handed out
+}
+
+// fetch reads the page of [lo, hi) in the iteration order.
+func (it *iter) fetch(lo, hi []byte) bool {
+	it.page, it.pos, it.full = it.page[:0], 0, false
+	if it.err != nil || bytes.Compare(lo, hi) >= 0 {
+		return false
+	}
+	if it.size == 0 {
+		it.size = min(max(firstPage, 2*int(it.s.pageHint.Load())), maxPage)
+	}
+	n := it.size
+	it.size = min(it.size*4, maxPage)
+	q := pageForwardSQL
+	if it.reverse {
+		q = pageReverseSQL
+	}
+	if it.rows > 0 {
+		n = max(1, min(n, int(pageBytes*it.rows/it.bytes)))
+	}
+	var horizon int64
+	err := it.s.query(func(ctx context.Context, c *pgx.Conn) error {
+		rows, err := c.Query(ctx, q, lo, hi, it.s.version, n)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&horizon, &k, &v); err != nil {
+				return err
+			}
+			it.rows++
+			it.bytes += int64(len(k) + len(v) + 16)
+			if k != nil {
+				if v == nil {
+					v = []byte{}
+				}
+				it.page = append(it.page, udb.KeyValue{Key: k, Value: v})
+			}
+		}
+		return rows.Err()
+	})
+	if err == nil {
+		err = it.s.pruned(horizon)
+	}
+	if err != nil {
+		it.page, it.err = it.page[:0], err
+		return false
+	}
+	it.full = len(it.page) == n
+	return len(it.page) > 0
+}
+
+// counted counts the rows handed out.
+func (it *iter) counted(ok bool) bool {
+	if ok {
+		it.handed++
+	}
+	return ok
+}
+
+func (it *iter) First() bool { return it.counted(it.fetch(it.begin, it.end)) }
+
+func (it *iter) Next() bool { return it.counted(it.next()) }
+
+func (it *iter) next() bool {
+	if it.pos+1 < len(it.page) {
+		it.pos++
+		return true
+	}
+	if !it.full || len(it.page) == 0 {
+		it.page, it.pos = it.page[:0], 0
+		return false
+	}
+	last := it.page[len(it.page)-1].Key
+	if it.reverse {
+		return it.fetch(it.begin, last)
+	}
+	return it.fetch(udb.KeyAfter(last), it.end)
+}
+
+func (it *iter) Seek(key []byte) bool {
+	if it.reverse {
+		hi := it.end
+		if bytes.Compare(key, hi) < 0 {
+			hi = key
+		}
+		return it.counted(it.fetch(it.begin, hi))
+	}
+	lo := it.begin
+	if bytes.Compare(key, lo) > 0 {
+		lo = key
+	}
+	return it.counted(it.fetch(lo, it.end))
+}
+
+func (it *iter) Key() []byte   { return it.page[it.pos].Key }
+func (it *iter) Value() []byte { return it.page[it.pos].Value }
+func (it *iter) Err() error    { return it.err }
+
+func (it *iter) Close() error {
+	it.s.pageHint.Store(int32(min(it.handed, maxPage)))
+	return nil
+}
+
+// nonNil makes an empty key a present bytea: pgx sends a nil slice as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
