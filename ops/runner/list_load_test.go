@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,4 +209,40 @@ func TestRunnerReadCorrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeRecord builds a runner's rows from the input, any fields with any values and
+// any metadata chunk numbers: decodeRecord never panics, and fails only with store.corrupt.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte{15, 8, 0, 0, 1, 0, 0, 0, 0, 5, 19, 4, 'p', 'o', 'o', 'l'})
+	f.Add([]byte{15, 8, 0, 0, 0, 0, 0, 0, 0, 1, 44, 3, 1, 2, 3, 200, 1, 9})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rid := id.New(1)
+		prefix, _, _ := keys.RunnerFieldsRange(rid)
+		// Each row: a tag byte (200 and up: a metadata chunk numbered tag-200), a length
+		// byte, then the value.
+		rowsByKey := map[string][]byte{}
+		for len(in) >= 2 {
+			tag, n := int(in[0]), int(in[1])
+			in = in[2:]
+			n = min(n, len(in))
+			var key []byte
+			if tag >= 200 {
+				key = tuple.Tuple{int(keys.RunnerFieldMetadata), tag - 200}.AppendPack(append([]byte(nil), prefix...))
+			} else {
+				key = tuple.Tuple{tag}.AppendPack(append([]byte(nil), prefix...))
+			}
+			rowsByKey[string(key)] = in[:n]
+			in = in[n:]
+		}
+		var rows []udb.KeyValue
+		for k, v := range rowsByKey {
+			rows = append(rows, udb.KeyValue{Key: []byte(k), Value: v})
+		}
+		slices.SortFunc(rows, func(a, b udb.KeyValue) int { return bytes.Compare(a.Key, b.Key) })
+		_, _, err := decodeRecord(rid, prefix, rows, &scratch{})
+		if err != nil && !rerr.Is(err, "store", "corrupt") {
+			t.Fatalf("decodeRecord: %v; want store.corrupt", err)
+		}
+	})
 }
