@@ -277,3 +277,30 @@ func BenchmarkRangeRead1000(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDurableWrite: 64 writers each loop Transact { Set 16 keys of its
+// own to 256-byte values }, fsync on, over a key space of 1,000 keys a
+// writer, so that the store rewrites keys as a pinging fleet does and moves
+// enough bytes (4 KiB a commit) to fill and flush memtables.
+func BenchmarkDurableWrite(b *testing.B) {
+	const writers, perTxn, keysPerWriter = 64, 16, 1000
+	ctx := context.Background()
+	db, err := udb.Open(ctx, "file://"+b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	value := make([]byte, 256)
+	next := make([]int, writers)
+	b.SetBytes(perTxn * int64(len(value)))
+	runWriters(b, writers, "commits/s", func(w int) error {
+		_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			for i := range perTxn {
+				tx.Set(benchKey(fmt.Sprintf("write/%02d", w), (next[w]+i)%keysPerWriter), value)
+			}
+			return nil, nil
+		})
+		next[w] += perTxn
+		return err
+	})
+}
