@@ -240,7 +240,7 @@ func offered(r *http.Request) []string {
 	return out
 }
 
-// ServeHTTP serves one runner socket until it ends.
+// ServeHTTP accepts one runner socket, which is served until it ends (Close waits for it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		writeHTTPError(w, rerr.MethodNotAllowed())
@@ -287,9 +287,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close(websocket.StatusCode(rerr.CloseError), rerr.CloseReason(rerr.WS("going_away"), ray))
 		return
 	}
-	defer s.wg.Done()
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
-	c.run(r)
+	// The socket is served on a goroutine of its own and the handler returns, so that
+	// net/http lets go of the connection's state and 8 KiB of buffers (hijack.go).
+	go func() {
+		defer s.wg.Done()
+		c.run(r)
+	}()
 }
 
 // conn is one runner socket.
