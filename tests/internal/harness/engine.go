@@ -50,26 +50,20 @@ type Engine struct {
 	config string // the config file
 	log    string // the processes' output, appended by each start
 
+	st    Settings
+	dbURL string
+	ran   bool // started once: the ports are given out and stay
+
 	cmd    *exec.Cmd     // the current process
 	exited chan struct{} // closed once the current process has been waited for
 }
 
-// StartEngine starts berth with st and an in-memory store and waits until /health answers.
-func StartEngine(t testing.TB, st Settings) *Engine {
-	t.Helper()
-	e := NewEngine(t, st, "mem://")
-	e.Start()
-	return e
-}
-
-// NewEngine writes the configuration of an engine with st and the store dbURL on free
-// loopback ports; Start runs it. The test's cleanup prints the log if the test failed.
-func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
+// configure writes the configuration file with fresh loopback ports.
+func (e *Engine) configure() {
+	t, st := e.t, e.st
 	t.Helper()
 	ports := FreePorts(t, 2)
-	dir := t.TempDir()
-	e := &Engine{t: t, bin: Binary(t), env: st.Env, Token: st.AdminToken, URL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
-		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
+	e.URL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	pegboard := map[string]any{}
 	for name, v := range map[string]uint32{
 		"runner_lost_threshold":          st.LostThresholdMs,
@@ -92,7 +86,7 @@ func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
 		"guard":    map[string]any{"host": "127.0.0.1", "port": ports[0]},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[1]},
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
-		"database": map[string]any{"url": dbURL},
+		"database": map[string]any{"url": e.dbURL},
 		"pegboard": pegboard,
 	}
 	if st.AdminToken != "" {
@@ -105,6 +99,24 @@ func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
 	if err := os.WriteFile(e.config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// StartEngine starts berth with st and an in-memory store and waits until /health answers.
+func StartEngine(t testing.TB, st Settings) *Engine {
+	t.Helper()
+	e := NewEngine(t, st, "mem://")
+	e.Start()
+	return e
+}
+
+// NewEngine writes the configuration of an engine with st and the store dbURL on free
+// loopback ports; Start runs it. The test's cleanup prints the log if the test failed.
+func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
+	t.Helper()
+	dir := t.TempDir()
+	e := &Engine{t: t, bin: Binary(t), env: st.Env, Token: st.AdminToken, st: st, dbURL: dbURL,
+		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
+	e.configure()
 	transport := &http.Transport{MaxIdleConnsPerHost: 16}
 	t.Cleanup(transport.CloseIdleConnections)
 	e.Client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 10 * time.Second}
@@ -118,8 +130,24 @@ func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
 }
 
 // Start runs `berth start` in its own process group and waits until /health answers; the
-// test's cleanup kills the process.
+// test's cleanup kills the process. At the first start, a port taken meanwhile (FreePorts
+// only saw it free) makes it try again on fresh ports; later starts keep the ports.
 func (e *Engine) Start() {
+	e.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := e.start()
+		if err == nil {
+			e.ran = true
+			return
+		}
+		if e.ran || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			e.t.Fatal(err)
+		}
+		e.configure()
+	}
+}
+
+func (e *Engine) start() error {
 	t := e.t
 	t.Helper()
 	logf, err := os.OpenFile(e.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -150,7 +178,7 @@ func (e *Engine) Start() {
 		<-exited
 	})
 	e.cmd, e.exited = cmd, exited
-	e.waitHealthy()
+	return e.waitHealthy()
 }
 
 // PID is the current process's id.
@@ -196,8 +224,7 @@ func FreePorts(t testing.TB, n int) []int {
 	return out
 }
 
-func (e *Engine) waitHealthy() {
-	e.t.Helper()
+func (e *Engine) waitHealthy() error {
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(30 * time.Second)
@@ -206,16 +233,16 @@ func (e *Engine) waitHealthy() {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-e.exited:
-			e.t.Fatalf("berth exited before it was healthy:\n%s", Tail(e.Log(), 40))
+			return fmt.Errorf("berth exited before it was healthy:\n%s", Tail(e.Log(), 40))
 		case <-time.After(20 * time.Millisecond): // polling interval
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("berth not healthy after 30s (last error %v)", err)
+			return fmt.Errorf("berth not healthy after 30s (last error %v)", err)
 		}
 	}
 }
