@@ -48,9 +48,8 @@ const scanBatch = 256
 
 // Runners drives the runner lifecycle.
 type Runners struct {
-	o       Options
-	started time.Time
-	kick    chan struct{}
+	o    Options
+	loop scanLoop
 }
 
 // NewRunners returns the runner lifecycle; Run starts its loop.
@@ -61,13 +60,10 @@ func NewRunners(o Options) *Runners {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
-	if o.ScanInterval <= 0 {
-		o.ScanInterval = min(max(o.LostThreshold/15, 50*time.Millisecond), time.Second)
-	}
 	if o.Actors == nil {
 		o.Actors = NewActors(ActorsOptions{DB: o.DB, Sockets: o.Sockets, Log: o.Log, Metrics: o.Metrics, Config: actor.DefaultConfig()})
 	}
-	return &Runners{o: o, started: time.Now(), kick: make(chan struct{}, 1)}
+	return &Runners{o: o, loop: newScanLoop(o.LostThreshold, o.ScanInterval)}
 }
 
 // Actors is the actor lifecycle the runners' actors go through.
@@ -140,43 +136,15 @@ func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) err
 }
 
 // Run scans for lost and drain-timed-out runners until ctx ends.
-func (p *Runners) Run(ctx context.Context) {
-	t := time.NewTicker(p.o.ScanInterval)
-	defer t.Stop()
-	for {
-		for p.scan(ctx) && ctx.Err() == nil {
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-p.kick:
-		}
-	}
-}
+func (p *Runners) Run(ctx context.Context) { p.loop.run(ctx, p.scan) }
 
 // Kick makes the loop scan now.
-func (p *Runners) Kick() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
-
-// cutoff is the time before which a ping or a drain start is too old. For
-// one lost threshold after this node started, it counts from the start
-// instead, so runners get that long to reconnect after an engine restart.
-func (p *Runners) cutoff(now time.Time) int64 {
-	if grace := p.started.Add(p.o.LostThreshold); now.Before(grace) {
-		now = p.started
-	}
-	return now.Add(-p.o.LostThreshold).UnixMilli()
-}
+func (p *Runners) Kick() { p.loop.kickNow() }
 
 // scan handles one batch of each index; it reports whether to scan again
 // at once.
 func (p *Runners) scan(ctx context.Context) (more bool) {
-	before := p.cutoff(time.Now())
+	before := p.loop.cutoff(time.Now())
 	lost, err := p.list(ctx, func(r udb.ReadTransaction) ([]id.ID, error) {
 		return oprunner.ListUnpingedSince(ctx, r, before, scanBatch)
 	})

@@ -47,7 +47,7 @@ func (c *closed) count() int {
 // that they get that long to reconnect after an engine restart.
 func TestCutoffGrace(t *testing.T) {
 	start := time.UnixMilli(1_000_000)
-	p := &Runners{o: Options{LostThreshold: 15 * time.Second}, started: start}
+	p := &Runners{loop: scanLoop{lost: 15 * time.Second, started: start}}
 	for _, tc := range []struct {
 		since time.Duration
 		want  int64
@@ -57,7 +57,7 @@ func TestCutoffGrace(t *testing.T) {
 		{15 * time.Second, start.UnixMilli()},
 		{20 * time.Second, start.Add(5 * time.Second).UnixMilli()},
 	} {
-		if got := p.cutoff(start.Add(tc.since)); got != tc.want {
+		if got := p.loop.cutoff(start.Add(tc.since)); got != tc.want {
 			t.Errorf("cutoff %v after start = %d, want %d", tc.since, got, tc.want)
 		}
 	}

@@ -1,0 +1,30 @@
+// Package envoyws serves the envoy WebSocket, GET /envoys/connect (and /envoys/connect/), as
+// the Rivet engine's pegboard-envoy does for envoy protocol v8 (rivet-engine.md §4.6,
+// rivet-protocol.md §1.4).
+//
+// Handshake: the token is checked before the upgrade as for runners (engine/internal/wsconn).
+// The server answers subprotocol "rivet" when offered, then checks the query and closes a bad
+// one with 1011 "group.code#ray_id": protocol_version (8), namespace, pool_name (1–128 bytes),
+// envoy_key (3–128 of [A-Za-z0-9_-], not starting or ending with '-') and version (u32) are
+// required, else ws.invalid_request; an unknown namespace is namespace.not_found; a pool
+// without a runner config is ws.no_runner_config. The engine speaks first: ToEnvoyInit (the
+// lost and stop thresholds and the 20 MiB payload limit; no envoy id, the envoy named itself
+// in the URL). The envoy's first frame, within InitTimeout (else
+// ws.timed_out_waiting_for_init), is normally ToRivetMetadata; the envoy is then registered
+// in one transaction (ops/envoy.Register, with the runner config read serializably), its
+// metadata included. A newer registration of the same key evicts the older socket with
+// 1000 ws.eviction: at once on this node, and on another node at that socket's next pong,
+// which its connection id no longer fences.
+//
+// After registration the server sends ToEnvoyPing at once and then every PingInterval plus
+// 0–127 ms, records each ToRivetPong (last ping, RTT in ms, load-balancer entry moved) in a
+// batch transaction of shared workers, and closes the socket with 1011 ws.timed_out after
+// PingTimeout without a pong. A pong refused as stale closes with 1000 ws.eviction; one
+// refused because the envoy expired closes with 1011 envoy.expired, so that the envoy
+// reconnects and registers again. ToRivetStopping drains the envoy (out of the load-balancer
+// index, stop_ts set; engine/pegboard.Envoys.Stopping) and closes its socket with
+// ws.eviction. A socket that ends expires its envoy unless a newer socket took it over.
+//
+// Envoys host no actors yet: KV requests are answered "actor does not exist", and the SQLite
+// page-store and statement requests with a SqliteErrorResponse naming the missing feature.
+package envoyws

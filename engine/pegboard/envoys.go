@@ -1,0 +1,206 @@
+package pegboard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/berthhq/berth/keys"
+	openvoy "github.com/berthhq/berth/ops/envoy"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/tuple"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// EnvoySockets reaches the envoy sockets held by this node. It does not block on the peer.
+type EnvoySockets interface {
+	// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this node holds it.
+	CloseEnvoy(ns id.ID, envoyKey string, err error)
+}
+
+// EnvoysOptions configures Envoys.
+type EnvoysOptions struct {
+	DB      udb.Database
+	Sockets EnvoySockets
+	Log     *slog.Logger
+	// LostThreshold: an envoy not pinged for this long is expired (it leaves the
+	// load-balancer and active indexes). Rivet's envoy_lost_threshold.
+	LostThreshold time.Duration
+	// ScanInterval is how often the loop looks for lost envoys; zero means
+	// LostThreshold/15, within [50 ms, 1 s].
+	ScanInterval time.Duration
+}
+
+// Envoys drives the envoy lifecycle: stopping, disconnection and expiry of envoys whose
+// socket was lost with no one to notice (the node holding it died). Envoys have no actors
+// yet (placement on envoys is issue 7 item 4), so stopping has none to evict.
+type Envoys struct {
+	o    EnvoysOptions
+	loop scanLoop
+	// from is where the next scan of the active index starts (nil: at its start); owned by
+	// the loop's goroutine.
+	from []byte
+}
+
+// NewEnvoys returns the envoy lifecycle; Run starts its loop.
+func NewEnvoys(o EnvoysOptions) *Envoys {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Envoys{o: o, loop: newScanLoop(o.LostThreshold, o.ScanInterval)}
+}
+
+// Stopping handles an envoy's ToRivetStopping on socket connID: the envoy leaves the
+// load-balancer index at once and stop_ts is set (ops/envoy.Drain), then, having no actors
+// to evict, its socket is closed with 1000 ws.eviction; the socket's end expires it
+// (Disconnected). A stale socket gets envoy.stale_connection.
+func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID id.ID) error {
+	now := time.Now().UnixMilli()
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return openvoy.Drain(ctx, tx, openvoy.DrainInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
+	})
+	if err != nil {
+		return err
+	}
+	if res.(openvoy.DrainOutput).Drained {
+		p.o.Log.Info("envoy stopping", "namespace_id", ns.String(), "envoy_key", envoyKey)
+	}
+	// Actor eviction (actor_eviction_delay, _rate, _period) goes here once envoys host actors.
+	if p.o.Sockets != nil {
+		p.o.Sockets.CloseEnvoy(ns, envoyKey, rerr.WS("eviction"))
+	}
+	return nil
+}
+
+// Disconnected expires the envoy whose socket connID ended (Rivet's pegboard_envoy_expire
+// without skip_if_fresh). A socket a newer one replaced changes nothing.
+func (p *Envoys) Disconnected(ctx context.Context, ns id.ID, envoyKey string, connID id.ID) error {
+	now := time.Now().UnixMilli()
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
+	})
+	switch {
+	case rerr.Is(err, "envoy", "stale_connection"), rerr.Is(err, "envoy", "not_found"):
+		return nil
+	case err != nil:
+		return err
+	}
+	if res.(openvoy.ExpireOutput).Expired {
+		p.o.Log.Info("envoy expired", "namespace_id", ns.String(), "envoy_key", envoyKey, "reason", "disconnected")
+	}
+	return nil
+}
+
+// Run scans for lost envoys until ctx ends.
+func (p *Envoys) Run(ctx context.Context) { p.loop.run(ctx, p.scan) }
+
+// Kick makes the loop scan now.
+func (p *Envoys) Kick() { p.loop.kickNow() }
+
+// scan checks one batch of the active envoys of every namespace and expires those not
+// pinged since the cutoff; it reports whether to scan again at once (the batch was full).
+//
+// Envoys have no ping-time index (Rivet finds stale envoys while allocating and through the
+// actors' liveness checks), so the loop walks the active index, scanBatch entries at a
+// time, reading each envoy's last ping at snapshot isolation; the expiry itself rechecks
+// the ping serializably (PingBeforeMs), so a ping that lands in between wins.
+func (p *Envoys) scan(ctx context.Context) (more bool) {
+	before := p.loop.cutoff(time.Now())
+	begin, end := activeEnvoysRange()
+	if p.from != nil {
+		begin = p.from
+	}
+	type due struct {
+		ns  id.ID
+		key string
+	}
+	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		snap := r.Snapshot()
+		kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
+			udb.RangeOptions{Limit: scanBatch, Mode: udb.StreamingModeWantAll}).All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			due  []due
+			next []byte
+		}
+		for _, kv := range kvs {
+			k, err := keys.UnpackActiveEnvoyKey(kv.Key)
+			if err != nil {
+				return nil, err
+			}
+			ping, _, err := keys.Get(ctx, snap, keys.EnvoyLastPingTsKey{Namespace: k.Namespace, EnvoyKey: k.EnvoyKey})
+			if err != nil {
+				return nil, err
+			}
+			if ping < before {
+				out.due = append(out.due, due{k.Namespace, k.EnvoyKey})
+			}
+		}
+		if len(kvs) == scanBatch {
+			out.next = udb.KeyAfter(kvs[len(kvs)-1].Key)
+		}
+		return out, nil
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.o.Log.Warn("envoy scan failed", "error", err)
+		}
+		return false
+	}
+	out := res.(struct {
+		due  []due
+		next []byte
+	})
+	ok := true
+	for _, d := range out.due {
+		ok = p.expire(ctx, d.ns, d.key, before) && ok
+	}
+	p.from = out.next
+	return ok && out.next != nil
+}
+
+// expire expires envoy (ns, key) if it still has not pinged since before, and closes its
+// socket if this node holds one. False if the store failed.
+func (p *Envoys) expire(ctx context.Context, ns id.ID, key string, before int64) bool {
+	now := time.Now().UnixMilli()
+	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: key, PingBeforeMs: before, NowMs: now})
+	})
+	switch {
+	case rerr.Is(err, "envoy", "not_found"):
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			p.o.Log.Warn("envoy expire failed", "namespace_id", ns.String(), "envoy_key", key, "error", err)
+		}
+		return false
+	}
+	if res.(openvoy.ExpireOutput).Expired {
+		p.o.Log.Info("envoy expired", "namespace_id", ns.String(), "envoy_key", key, "reason", "lost")
+		if p.o.Sockets != nil {
+			// A socket that still exists here is not answering: it must reconnect.
+			p.o.Sockets.CloseEnvoy(ns, key, rerr.EnvoyExpired(key))
+		}
+	}
+	return true
+}
+
+// activeEnvoysRange is the ActiveEnvoyKey entries of every namespace: keys has the range of
+// one namespace only, so the common prefix is what an entry's key keeps once the packed
+// tail (namespace_id, create_ts, envoy_key) is cut off (tuple encoding concatenates
+// elements).
+func activeEnvoysRange() (begin, end []byte) {
+	ns := id.New(0)
+	k := keys.ActiveEnvoyKey{Namespace: ns, CreateTs: 0, EnvoyKey: "x"}.Pack()
+	tail := tuple.Tuple{ns, int64(0), "x"}.Pack()
+	if !bytes.HasSuffix(k, tail) {
+		panic(errors.New("pegboard: ActiveEnvoyKey does not end in its packed fields")) // a keys change; TestActiveEnvoysRange
+	}
+	prefix := k[:len(k)-len(tail)]
+	return append(bytes.Clone(prefix), 0x00), append(bytes.Clone(prefix), 0xff)
+}
