@@ -13,6 +13,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/internal/txn"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tidwall/btree"
 )
 
@@ -143,12 +144,20 @@ func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitRes
 		return res, nil
 	case isCode(err):
 		return txn.CommitResult{}, err
-	case sentCommit && connBroken(err):
+	case sentCommit && commitMayHaveApplied(err):
 		// COMMIT may or may not have reached the server.
 		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w: %w", udb.Error{Code: udb.CodeCommitUnknownResult}, err)
 	default:
 		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w", err)
 	}
+}
+
+// commitMayHaveApplied reports whether a failed COMMIT leaves the outcome
+// unknown: anything but an ERROR reported by the server, which rolled the
+// transaction back (a lost connection, a FATAL termination).
+func commitMayHaveApplied(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr) || pgErr.Severity != "ERROR"
 }
 
 func isCode(err error) bool {
@@ -277,6 +286,9 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest)
 	b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, strconv.FormatInt(cv, 10))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, false, err
+	}
+	if db.beforeCommit != nil {
+		db.beforeCommit(c)
 	}
 	sentCommit = true
 	if err := tx.Commit(ctx); err != nil {

@@ -66,6 +66,10 @@ type DB struct {
 
 	watches *watcher
 
+	// beforeCommit, set by tests, runs on the commit's connection just
+	// before COMMIT is sent.
+	beforeCommit func(c *pgx.Conn)
+
 	closeOnce sync.Once
 }
 
