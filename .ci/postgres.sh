@@ -12,7 +12,7 @@ berth_pg_start() {
 		return 0
 	fi
 	local bin
-	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1) || true
 	if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
 		echo "postgres: installing PostgreSQL from Debian's packages"
 		apt-get update -qq
