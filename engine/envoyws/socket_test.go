@@ -1,0 +1,385 @@
+package envoyws_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/engine/envoyws"
+	openvoy "github.com/berthhq/berth/ops/envoy"
+	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// The engine speaks first (ToEnvoyInit with the thresholds), then registers the envoy with
+// every field of the connect URL and the metadata, in the active list and the load-balancer
+// index; a reconnect keeps create_ts and moves the connection id.
+func TestRegistration(t *testing.T) {
+	e := start(t, envoyws.Options{EnvoyLostThreshold: 12000, ActorStopThreshold: 34000})
+	before := time.Now().UnixMilli()
+	s, init := connect(t, e, e.hs, "envoy-1")
+	want := proto.ProtocolMetadata{EnvoyLostThreshold: 12000, ActorStopThreshold: 34000, MaxResponsePayloadSize: 20 << 20}
+	if init.Metadata != want {
+		t.Fatalf("init %+v, want %+v", init.Metadata, want)
+	}
+	// A ping comes at once, before any interval.
+	next[proto.ToEnvoyPing](s)
+	got := get(t, e, "envoy-1")
+	if got.PoolName != pool || got.Version != 3 || got.NamespaceID != e.ns || got.EnvoyKey != "envoy-1" ||
+		got.CreateTs < before || got.LastPingTs != got.CreateTs || got.LastConnectedTs == nil || *got.LastConnectedTs != got.CreateTs ||
+		got.StopTs != nil || string(got.Metadata) != `{"host":"a"}` || got.Slots != 0 {
+		t.Fatalf("registered %+v", got)
+	}
+	if a := active(t, e); !slices.Equal(a, []string{"envoy-1"}) {
+		t.Fatalf("active %v", a)
+	}
+	if lb := lbEntries(t, e); len(lb) != 1 || lb[0].EnvoyKey != "envoy-1" || lb[0].Version != 3 || lb[0].LastPingTs != got.LastPingTs {
+		t.Fatalf("load-balancer index %+v", lb)
+	}
+	pv, _ := read(t, e, keysProtocolVersion(e, "envoy-1"))
+	if pv != 8 {
+		t.Fatalf("protocol version %d", pv)
+	}
+	first := connID(t, e, "envoy-1")
+
+	// The same key again (this node): the old socket is evicted, create_ts kept.
+	time.Sleep(5 * time.Millisecond)
+	s2, _ := connect(t, e, e.hs, "envoy-1")
+	s.closed(websocket.StatusNormalClosure, "ws.eviction")
+	again := get(t, e, "envoy-1")
+	if again.CreateTs != got.CreateTs || *again.LastConnectedTs <= got.CreateTs || connID(t, e, "envoy-1") == first {
+		t.Fatalf("after reconnect %+v (first %+v)", again, got)
+	}
+	if lb := lbEntries(t, e); len(lb) != 1 {
+		t.Fatalf("load-balancer index after reconnect %+v", lb)
+	}
+	// The evicted socket's end does not expire the envoy the new one holds.
+	next[proto.ToEnvoyPing](s2)
+	if expired(t, e, "envoy-1") || !slices.Equal(active(t, e), []string{"envoy-1"}) {
+		t.Fatal("the evicted socket expired the envoy")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	with := func(k, v string) url.Values {
+		q := query("envoy-1")
+		if v == "<del>" {
+			q.Del(k)
+		} else {
+			q.Set(k, v)
+		}
+		return q
+	}
+	for _, tc := range []struct {
+		name string
+		q    url.Values
+		want string
+	}{
+		{"no protocol version", with("protocol_version", "<del>"), "ws.invalid_request"},
+		{"protocol version 7", with("protocol_version", "7"), "ws.invalid_request"},
+		{"protocol version text", with("protocol_version", "v8"), "ws.invalid_request"},
+		{"no namespace", with("namespace", "<del>"), "ws.invalid_request"},
+		{"unknown namespace", with("namespace", "nope"), "namespace.not_found"},
+		{"no pool", with("pool_name", "<del>"), "ws.invalid_request"},
+		{"pool too long", with("pool_name", strings.Repeat("p", 129)), "ws.invalid_request"},
+		{"no envoy key", with("envoy_key", "<del>"), "ws.invalid_request"},
+		{"envoy key too short", with("envoy_key", "ab"), "ws.invalid_request"},
+		{"envoy key too long", with("envoy_key", strings.Repeat("k", 129)), "ws.invalid_request"},
+		{"envoy key leading dash", with("envoy_key", "-abc"), "ws.invalid_request"},
+		{"envoy key trailing dash", with("envoy_key", "abc-"), "ws.invalid_request"},
+		{"envoy key space", with("envoy_key", "a bc"), "ws.invalid_request"},
+		{"no version", with("version", "<del>"), "ws.invalid_request"},
+		{"version over u32", with("version", "4294967296"), "ws.invalid_request"},
+		{"pool without runner config", with("pool_name", "other"), "ws.no_runner_config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, err := dial(t, wsURL(e.hs, tc.q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Closed before ToEnvoyInit: the first read is the close.
+			s.closed(websocket.StatusInternalError, tc.want)
+		})
+	}
+	// Limits that pass: a 3- and a 128-character key, a 128-byte pool name (no config: the
+	// validation passed and the config check answered).
+	for _, q := range []url.Values{with("envoy_key", "a_b"), with("envoy_key", strings.Repeat("k", 128)), with("pool_name", strings.Repeat("p", 128))} {
+		s, _, err := dial(t, wsURL(e.hs, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Get("pool_name") != pool {
+			s.closed(websocket.StatusInternalError, "ws.no_runner_config")
+			continue
+		}
+		next[proto.ToEnvoyInit](s)
+	}
+	if active(t, e) != nil {
+		t.Fatalf("registered %v without metadata", active(t, e))
+	}
+}
+
+func TestFirstFrame(t *testing.T) {
+	e := start(t, envoyws.Options{InitTimeout: 300 * time.Millisecond})
+	open := func() *sock {
+		s, _, err := dial(t, wsURL(e.hs, query("envoy-1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next[proto.ToEnvoyInit](s)
+		return s
+	}
+	t.Run("timeout", func(t *testing.T) {
+		open().closed(websocket.StatusInternalError, "ws.timed_out_waiting_for_init")
+	})
+	t.Run("text", func(t *testing.T) {
+		s := open()
+		_ = s.c.Write(context.Background(), websocket.MessageText, []byte("hi"))
+		s.closed(websocket.StatusInternalError, "ws.invalid_initial_packet")
+	})
+	t.Run("garbage", func(t *testing.T) {
+		s := open()
+		_ = s.c.Write(context.Background(), websocket.MessageBinary, []byte{0xff, 1, 2})
+		s.closed(websocket.StatusInternalError, "ws.invalid_packet")
+	})
+	t.Run("bad metadata", func(t *testing.T) {
+		s := open()
+		md := `[1,2]`
+		s.send(proto.ToRivetMetadata{Metadata: &md})
+		s.closed(websocket.StatusInternalError, "ws.invalid_packet")
+	})
+	if active(t, e) != nil {
+		t.Fatalf("registered %v", active(t, e))
+	}
+	// Another first message registers the envoy without metadata, and is handled.
+	s := open()
+	s.send(proto.ToRivetKvRequest{ActorID: "x", RequestID: 7, Data: proto.KvDropRequest{}})
+	if r := next[proto.ToEnvoyKvResponse](s); r.RequestID != 7 {
+		t.Fatalf("kv response %+v", r)
+	}
+	if got := get(t, e, "envoy-1"); got.Metadata != nil || got.PoolName != pool {
+		t.Fatalf("registered %+v", got)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	e := start(t, envoyws.Options{AdminToken: "secret"})
+	u := wsURL(e.hs, query("envoy-1"))
+	for _, tc := range []struct {
+		protocols []string
+		status    int
+	}{
+		{[]string{"rivet"}, http.StatusBadRequest},
+		{[]string{"rivet", "rivet_token.wrong"}, http.StatusForbidden},
+	} {
+		_, resp, err := dial(t, u, tc.protocols...)
+		if err == nil || resp == nil || resp.StatusCode != tc.status {
+			t.Fatalf("%v: err %v, response %v, want %d", tc.protocols, err, resp, tc.status)
+		}
+	}
+	s, _, err := dial(t, u, "rivet", "rivet_token.secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.c.Subprotocol() != "rivet" {
+		t.Fatalf("subprotocol %q", s.c.Subprotocol())
+	}
+	next[proto.ToEnvoyInit](s)
+}
+
+// Target routing: any path with the rivet_target.envoy subprotocol reaches the socket.
+func TestTargetRouting(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	u := "ws" + strings.TrimPrefix(e.hs.URL, "http") + "/elsewhere?" + query("envoy-1").Encode()
+	s, _, err := dial(t, u, "rivet", "rivet_target.envoy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next[proto.ToEnvoyInit](s)
+	if _, resp, err := dial(t, u, "rivet", "rivet_target.runner"); err == nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("runner target reached the envoy socket: %v", err)
+	}
+}
+
+// Pongs record the last ping, the RTT in milliseconds and move the load-balancer entry to
+// the new ping time.
+func TestPingsRecordRTT(t *testing.T) {
+	e := start(t, envoyws.Options{PingInterval: 100 * time.Millisecond})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	reg := get(t, e, "envoy-1")
+	for range 3 {
+		p := next[proto.ToEnvoyPing](s)
+		time.Sleep(60 * time.Millisecond)
+		s.send(proto.ToRivetPong{Ts: p.Ts})
+	}
+	eventually(t, "an RTT recorded", func() bool { return get(t, e, "envoy-1").LastRtt >= 60 })
+	got := get(t, e, "envoy-1")
+	if got.LastRtt > 5000 || got.LastPingTs <= reg.LastPingTs {
+		t.Fatalf("after pongs %+v (registered %+v)", got, reg)
+	}
+	if lb := lbEntries(t, e); len(lb) != 1 || lb[0].LastPingTs != got.LastPingTs {
+		t.Fatalf("load-balancer index %+v, last ping %d", lb, got.LastPingTs)
+	}
+}
+
+// A socket that answers no ping for the ping timeout is closed with ws.timed_out, and its
+// envoy expires (out of the index and the active list).
+func TestPongTimeout(t *testing.T) {
+	e := start(t, envoyws.Options{PingInterval: 50 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	s.closed(websocket.StatusInternalError, "ws.timed_out")
+	eventually(t, "expiry", func() bool { return expired(t, e, "envoy-1") })
+	if lb, a := lbEntries(t, e), active(t, e); lb != nil || a != nil {
+		t.Fatalf("after expiry: index %+v, active %v", lb, a)
+	}
+}
+
+// The pong of an envoy that was expired meanwhile (by another node's loop) is refused with
+// its own outcome: the socket closes with 1011 envoy.expired, and the envoy reconnects.
+func TestExpiredEnvoyPong(t *testing.T) {
+	e := start(t, envoyws.Options{PingInterval: 100 * time.Millisecond})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	p := next[proto.ToEnvoyPing](s)
+	if _, err := e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		return openvoy.Expire(context.Background(), tx, openvoy.ExpireInput{Namespace: e.ns, EnvoyKey: "envoy-1", NowMs: time.Now().UnixMilli()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.send(proto.ToRivetPong{Ts: p.Ts})
+	s.closed(websocket.StatusInternalError, "envoy.expired")
+	// Reconnecting registers it again.
+	s2, _ := connect(t, e, e.hs, "envoy-1")
+	next[proto.ToEnvoyPing](s2)
+	if expired(t, e, "envoy-1") || len(lbEntries(t, e)) != 1 {
+		t.Fatal("the reconnected envoy is not back")
+	}
+}
+
+// Reconnect while an old ping is in flight: the envoy registers again on another node while
+// its old socket still has a ping to answer. The old socket's pong is refused as stale (it
+// writes nothing) and that socket is evicted with 1000 ws.eviction; the new registration
+// stands, and the old socket's end does not expire the envoy.
+func TestReconnectWhilePingInFlight(t *testing.T) {
+	e := start(t, envoyws.Options{PingInterval: time.Hour})
+	_, hs2 := serve(t, e.db, envoyws.Options{PingInterval: time.Hour})
+	old, _ := connect(t, e, e.hs, "envoy-1")
+	p := next[proto.ToEnvoyPing](old) // in flight: not answered yet
+	oldConn := connID(t, e, "envoy-1")
+
+	s2, _ := connect(t, e, hs2, "envoy-1")
+	newConn := connID(t, e, "envoy-1")
+	p2 := next[proto.ToEnvoyPing](s2)
+	s2.send(proto.ToRivetPong{Ts: p2.Ts})
+	eventually(t, "the new socket's ping", func() bool { return get(t, e, "envoy-1").LastPingTs >= p2.Ts })
+	fresh := get(t, e, "envoy-1")
+
+	time.Sleep(20 * time.Millisecond)
+	old.send(proto.ToRivetPong{Ts: p.Ts - 500}) // an RTT of at least 500 ms, were it recorded
+	old.closed(websocket.StatusNormalClosure, "ws.eviction")
+
+	if c := connID(t, e, "envoy-1"); c != newConn || c == oldConn {
+		t.Fatalf("connection %v, want the new %v", c, newConn)
+	}
+	got := get(t, e, "envoy-1")
+	if got.LastPingTs != fresh.LastPingTs || got.LastRtt != fresh.LastRtt {
+		t.Fatalf("the stale pong was recorded: %+v, before %+v", got, fresh)
+	}
+	time.Sleep(50 * time.Millisecond) // the old socket's disconnect has run or is refused
+	if expired(t, e, "envoy-1") || len(lbEntries(t, e)) != 1 || !slices.Equal(active(t, e), []string{"envoy-1"}) {
+		t.Fatal("the old socket's end expired the envoy")
+	}
+}
+
+// ToRivetStopping takes the envoy out of the load-balancer index at once with stop_ts set,
+// then (no actors to evict) the socket closes with ws.eviction and the envoy expires.
+func TestStopping(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	next[proto.ToEnvoyPing](s)
+	before := time.Now().UnixMilli()
+	s.send(proto.ToRivetStopping{})
+	s.closed(websocket.StatusNormalClosure, "ws.eviction")
+	got := get(t, e, "envoy-1")
+	if got.StopTs == nil || *got.StopTs < before {
+		t.Fatalf("stop_ts %v, want ≥ %d", got.StopTs, before)
+	}
+	if lb := lbEntries(t, e); lb != nil {
+		t.Fatalf("still in the index: %+v", lb)
+	}
+	eventually(t, "expiry", func() bool { return expired(t, e, "envoy-1") })
+	if a := active(t, e); a != nil {
+		t.Fatalf("still active: %v", a)
+	}
+}
+
+// Every SQLite request is answered under its request id with a SqliteErrorResponse naming
+// the feature; the socket stays usable.
+func TestSqliteRequestsRefused(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	reqs := []proto.ToRivet{
+		proto.ToRivetSqliteGetPagesRequest{RequestID: 1, Data: proto.SqliteGetPagesRequest{ActorID: "a", Pgnos: []uint32{1}}},
+		proto.ToRivetSqliteCommitRequest{RequestID: 2, Data: proto.SqliteCommitRequest{ActorID: "a"}},
+		proto.ToRivetSqliteCommitStageBeginRequest{RequestID: 3, Data: proto.SqliteCommitStageBeginRequest{ActorID: "a"}},
+		proto.ToRivetSqliteCommitStageSegmentRequest{RequestID: 4, Data: proto.SqliteCommitStageSegmentRequest{ActorID: "a"}},
+		proto.ToRivetSqliteCommitFinalizeRequest{RequestID: 5, Data: proto.SqliteCommitFinalizeRequest{ActorID: "a"}},
+		proto.ToRivetSqliteExecRequest{RequestID: 6, Data: proto.SqliteExecRequest{ActorID: "a", SQL: "select 1"}},
+		proto.ToRivetSqliteExecuteRequest{RequestID: 7, Data: proto.SqliteExecuteRequest{ActorID: "a", SQL: "select 1"}},
+		proto.ToRivetSqliteExecuteBatchRequest{RequestID: 8, Data: proto.SqliteExecuteBatchRequest{ActorID: "a"}},
+	}
+	for _, r := range reqs {
+		s.send(r)
+	}
+	check := func(want uint32, gotID uint32, data any) {
+		t.Helper()
+		er, ok := data.(proto.SqliteErrorResponse)
+		if !ok || gotID != want || er.Group != "actor" || er.Code != "sqlite_not_supported" || !strings.Contains(er.Message, "SQLite") {
+			t.Fatalf("response %d: id %d, %#v", want, gotID, data)
+		}
+	}
+	r1 := next[proto.ToEnvoySqliteGetPagesResponse](s)
+	check(1, r1.RequestID, r1.Data)
+	r2 := next[proto.ToEnvoySqliteCommitResponse](s)
+	check(2, r2.RequestID, r2.Data)
+	r3 := next[proto.ToEnvoySqliteCommitStageBeginResponse](s)
+	check(3, r3.RequestID, r3.Data)
+	r4 := next[proto.ToEnvoySqliteCommitStageSegmentResponse](s)
+	check(4, r4.RequestID, r4.Data)
+	r5 := next[proto.ToEnvoySqliteCommitFinalizeResponse](s)
+	check(5, r5.RequestID, r5.Data)
+	r6 := next[proto.ToEnvoySqliteExecResponse](s)
+	check(6, r6.RequestID, r6.Data)
+	r7 := next[proto.ToEnvoySqliteExecuteResponse](s)
+	check(7, r7.RequestID, r7.Data)
+	r8 := next[proto.ToEnvoySqliteExecuteBatchResponse](s)
+	check(8, r8.RequestID, r8.Data)
+	// Still open and served.
+	s.send(proto.ToRivetKvRequest{ActorID: "a", RequestID: 9, Data: proto.KvGetRequest{Keys: [][]byte{{1}}}})
+	kv := next[proto.ToEnvoyKvResponse](s)
+	if er, ok := kv.Data.(proto.KvErrorResponse); !ok || kv.RequestID != 9 || er.Message != "actor does not exist" {
+		t.Fatalf("kv response %#v", kv)
+	}
+}
+
+// Close ends live sockets with ws.going_away; the envoy is expired (it reconnects elsewhere).
+func TestCloseGoingAway(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	done := make(chan struct{})
+	go func() { // Close waits for the close handshake, which the reader below answers
+		defer close(done)
+		e.srv.Close()
+	}()
+	s.closed(websocket.StatusInternalError, "ws.going_away")
+	<-done
+	if !expired(t, e, "envoy-1") {
+		t.Fatal("not expired after the node closed")
+	}
+}
