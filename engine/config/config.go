@@ -147,6 +147,19 @@ type Pegboard struct {
 	// sleeps is restored at the actor's next start if the gateway kept it alive this
 	// recently. Default 90000.
 	HibernatingRequestEligibleThreshold uint32 `json:"hibernating_request_eligible_threshold"`
+	// EnvoyLostThreshold is how long an envoy may go without a ping before it is expired
+	// (out of the load-balancer and active indexes); envoys are told it in ToEnvoyInit.
+	// Default 15000.
+	EnvoyLostThreshold uint32 `json:"envoy_lost_threshold"`
+	// EnvoyPingTimeout closes an envoy socket that answered no ping for this long.
+	// Default 15000.
+	EnvoyPingTimeout uint32 `json:"envoy_ping_timeout"`
+	// EnvoyUpdatePingInterval is how often the engine pings each envoy (plus 0–127 ms
+	// jitter). Default 3000.
+	EnvoyUpdatePingInterval uint32 `json:"envoy_update_ping_interval"`
+	// EnvoyEligibleThreshold: an envoy not pinged for this long gets no new actors.
+	// Default 10000.
+	EnvoyEligibleThreshold uint32 `json:"envoy_eligible_threshold"`
 }
 
 // Ms turns a millisecond setting into a duration.
@@ -175,6 +188,11 @@ const (
 	DefaultRetryResetDuration         = 600000  // ms
 	DefaultRescheduleBackoffMaxExp    = 8
 	DefaultHibernatingRequestEligible = 90000 // ms
+
+	DefaultEnvoyLostThreshold      = 15000 // ms
+	DefaultEnvoyPingTimeout        = 15000 // ms
+	DefaultEnvoyUpdatePingInterval = 3000  // ms
+	DefaultEnvoyEligibleThreshold  = 10000 // ms
 )
 
 // Default returns the configuration used when nothing is configured: one datacenter, no auth,
@@ -208,6 +226,10 @@ func Default() *Config {
 			RetryResetDuration:                  DefaultRetryResetDuration,
 			RescheduleBackoffMaxExponent:        DefaultRescheduleBackoffMaxExp,
 			HibernatingRequestEligibleThreshold: DefaultHibernatingRequestEligible,
+			EnvoyLostThreshold:                  DefaultEnvoyLostThreshold,
+			EnvoyPingTimeout:                    DefaultEnvoyPingTimeout,
+			EnvoyUpdatePingInterval:             DefaultEnvoyUpdatePingInterval,
+			EnvoyEligibleThreshold:              DefaultEnvoyEligibleThreshold,
 		},
 	}
 	c.fill()

@@ -36,7 +36,7 @@ func TestDefault(t *testing.T) {
 		c.Database.URL != "file://data/berth" || c.Auth.AdminToken != "" || c.APIPublic.DatacenterTimeoutMs != 5000 {
 		t.Errorf("defaults = %+v", c)
 	}
-	if want := (Pegboard{15000, 10000, 3000, 15000, 1800000, 30000, 2000, 600000, 8, 90000}); c.Pegboard != want {
+	if want := (Pegboard{15000, 10000, 3000, 15000, 1800000, 30000, 2000, 600000, 8, 90000, 15000, 15000, 3000, 10000}); c.Pegboard != want {
 		t.Errorf("pegboard defaults = %+v, want %+v (Rivet's)", c.Pegboard, want)
 	}
 	if c.Metrics.Port != 6430 {
@@ -195,6 +195,14 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"pegboard.runner_lost_threshold: must be greater than 0"}},
 		{name: "ping timeout not above interval", yaml: "pegboard: {runner_update_ping_interval_ms: 5000, runner_ping_timeout_ms: 5000}\n",
 			want: []string{"pegboard.runner_ping_timeout_ms: 5000 must be longer than pegboard.runner_update_ping_interval_ms (5000)"}},
+		{name: "envoy lost threshold under the ping interval", env: []string{"BERTH__pegboard__envoy_lost_threshold=3128"},
+			want: []string{"pegboard.envoy_lost_threshold: 3128 must be longer than pegboard.envoy_update_ping_interval (3000) plus 128 ms of jitter"}},
+		{name: "envoy eligible threshold under the ping interval", yaml: "pegboard: {envoy_update_ping_interval: 20000}\n",
+			want: []string{"pegboard.envoy_lost_threshold: 15000 must be longer than pegboard.envoy_update_ping_interval (20000)",
+				"pegboard.envoy_eligible_threshold: 10000 must be longer", "pegboard.envoy_ping_timeout: 15000 must be longer than pegboard.envoy_update_ping_interval (20000)"}},
+		{name: "zero envoy keys", yaml: "pegboard: {envoy_lost_threshold: 0, envoy_ping_timeout: 0, envoy_update_ping_interval: 0, envoy_eligible_threshold: 0}\n",
+			want: []string{"pegboard.envoy_lost_threshold: must be greater than 0", "pegboard.envoy_ping_timeout: must be greater than 0",
+				"pegboard.envoy_update_ping_interval: must be greater than 0", "pegboard.envoy_eligible_threshold: must be greater than 0"}, wantErr: 4},
 		{name: "every error at once", yaml: "guard: {port: x, host: 'a b'}\napi_peer: {port: y}\n",
 			want: []string{"guard.port", "guard.host", "api_peer.port"}, wantErr: 3},
 		{name: "top level list", yaml: "- a\n", want: []string{"the top level must be a mapping"}},

@@ -124,28 +124,46 @@ func (c *Config) validate() []*FieldError {
 		{"base_retry_timeout", pb.BaseRetryTimeout},
 		{"retry_reset_duration", pb.RetryResetDuration},
 		{"hibernating_request_eligible_threshold", pb.HibernatingRequestEligibleThreshold},
+		{"envoy_lost_threshold", pb.EnvoyLostThreshold},
+		{"envoy_ping_timeout", pb.EnvoyPingTimeout},
+		{"envoy_update_ping_interval", pb.EnvoyUpdatePingInterval},
+		{"envoy_eligible_threshold", pb.EnvoyEligibleThreshold},
 	} {
 		if f.ms == 0 {
 			bad("pegboard."+f.name, "must be greater than 0")
 		}
 	}
-	// A live runner is pinged every interval plus up to 127 ms of jitter: thresholds at or
-	// under that would expire (or deem ineligible) runners that answer every ping.
-	if iv := pb.RunnerUpdatePingIntervalMs; iv != 0 {
+	// A live runner or envoy is pinged every interval plus up to 127 ms of jitter:
+	// thresholds at or under that would expire (or deem ineligible) hosts that answer every
+	// ping, and a ping timeout at or under the interval would close them.
+	for _, h := range []struct {
+		interval                  string
+		iv                        uint32
+		lost, eligible, timeout   string
+		lostMs, eligibleMs, outMs uint32
+	}{
+		{"runner_update_ping_interval_ms", pb.RunnerUpdatePingIntervalMs, "runner_lost_threshold", "runner_eligible_threshold", "runner_ping_timeout_ms",
+			pb.RunnerLostThreshold, pb.RunnerEligibleThreshold, pb.RunnerPingTimeoutMs},
+		{"envoy_update_ping_interval", pb.EnvoyUpdatePingInterval, "envoy_lost_threshold", "envoy_eligible_threshold", "envoy_ping_timeout",
+			pb.EnvoyLostThreshold, pb.EnvoyEligibleThreshold, pb.EnvoyPingTimeout},
+	} {
+		if h.iv == 0 {
+			continue
+		}
 		for _, f := range []struct {
 			name string
 			ms   uint32
-		}{{"runner_lost_threshold", pb.RunnerLostThreshold}, {"runner_eligible_threshold", pb.RunnerEligibleThreshold}} {
-			if f.ms != 0 && uint64(f.ms) <= uint64(iv)+128 {
-				bad("pegboard."+f.name, "%d must be longer than pegboard.runner_update_ping_interval_ms (%d) plus 128 ms of jitter", f.ms, iv)
+		}{{h.lost, h.lostMs}, {h.eligible, h.eligibleMs}} {
+			if f.ms != 0 && uint64(f.ms) <= uint64(h.iv)+128 {
+				bad("pegboard."+f.name, "%d must be longer than pegboard.%s (%d) plus 128 ms of jitter", f.ms, h.interval, h.iv)
 			}
+		}
+		if h.outMs != 0 && h.outMs <= h.iv {
+			bad("pegboard."+h.timeout, "%d must be longer than pegboard.%s (%d)", h.outMs, h.interval, h.iv)
 		}
 	}
 	if pb.RescheduleBackoffMaxExponent > 30 {
 		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
-	}
-	if pb.RunnerUpdatePingIntervalMs != 0 && pb.RunnerPingTimeoutMs != 0 && pb.RunnerPingTimeoutMs <= pb.RunnerUpdatePingIntervalMs {
-		bad("pegboard.runner_ping_timeout_ms", "%d must be longer than pegboard.runner_update_ping_interval_ms (%d)", pb.RunnerPingTimeoutMs, pb.RunnerUpdatePingIntervalMs)
 	}
 	return errs
 }
