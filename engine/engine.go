@@ -13,6 +13,7 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/envoyws"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/guard"
@@ -51,6 +52,7 @@ type Engine struct {
 	peer    *listener // api-peer
 	metrics *listener // Prometheus /metrics
 	runners *runnerws.Server
+	envoys  *envoyws.Server
 	timeout time.Duration
 
 	// stopLoops ends the background loops (pegboard); loops waits for them.
@@ -127,6 +129,18 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		ActorStopThreshold:  int64(pb.ActorStopThreshold),
 	})
 	undo = append(undo, e.runners.Close)
+	// So does the envoy socket (/envoys/connect).
+	e.envoys = envoyws.New(envoyws.Options{
+		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log,
+		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
+			return peer.ResolveNamespace(ctx, name)
+		},
+		PingInterval:       config.Ms(pb.EnvoyUpdatePingInterval),
+		PingTimeout:        config.Ms(pb.EnvoyPingTimeout),
+		EnvoyLostThreshold: int64(pb.EnvoyLostThreshold),
+		ActorStopThreshold: int64(pb.ActorStopThreshold),
+	})
+	undo = append(undo, e.envoys.Close)
 	lifecycle := e.runners.Runners()
 	peer = apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
@@ -138,7 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
-	publicAPI = e.runners.Wrap(publicAPI)
+	publicAPI = e.envoys.Wrap(e.runners.Wrap(publicAPI))
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
@@ -163,6 +177,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	e.stopLoops = stopLoops
 	e.loops.Go(func() { lifecycle.Run(loopCtx) })
 	e.loops.Go(func() { lifecycle.Actors().Run(loopCtx) })
+	e.loops.Go(func() { e.envoys.Envoys().Run(loopCtx) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {
@@ -199,9 +214,10 @@ func (e *Engine) Failed() <-chan error { return e.failed }
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.stopOnce.Do(func() {
 		e.log.Info("berth stopping")
-		// Runner sockets are hijacked connections the HTTP servers do not track: close them
-		// (ws.going_away) while the store is still open for their disconnects.
+		// Runner and envoy sockets are hijacked connections the HTTP servers do not track:
+		// close them (ws.going_away) while the store is still open for their disconnects.
 		e.runners.Close()
+		e.envoys.Close()
 		e.stopLoops()
 		e.loops.Wait()
 		err := stopAll(ctx, e.public, e.peer, e.metrics)
