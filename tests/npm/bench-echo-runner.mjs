@@ -1,0 +1,84 @@
+// The echo runner of the gateway benchmark (tests/gatewaybench), built on the unmodified npm
+// package @rivetkit/engine-runner 2.2.1: the same script runs against berth and against the
+// Rivet engine. Its actors answer every HTTP request with 200 "ok" and send every WebSocket
+// message back as it came.
+//
+// Configuration, from the environment:
+//   BERTH_ENDPOINT   engine URL (http://127.0.0.1:PORT); without it no runner starts
+//   BERTH_NAMESPACE  namespace, default "default"
+//   RUNNER_NAME      runner name (pool), default "bench"
+//   PLAIN_PORT       when set, also serve the same handlers from a plain node server on
+//                    127.0.0.1:PLAIN_PORT (HTTP, and WebSocket on any path through the ws
+//                    package), the baseline without an engine
+//
+// Every event is one JSON object per line on stdout, with "ev" naming it:
+//   connected   {runnerId}      onConnected
+//   actorStart  {actorId}       onActorStart
+//   plain       {}              the plain server listens
+//   error       {message}
+// The runner's own log lines (warn and above) go to stderr. The process exits when stdin ends.
+import { createServer } from "node:http";
+import { createInterface } from "node:readline";
+import { Runner } from "@rivetkit/engine-runner";
+import { WebSocketServer } from "ws";
+
+const emit = (ev, fields = {}) => process.stdout.write(JSON.stringify({ ev, ...fields }) + "\n");
+
+const logger = {
+	child() {
+		return logger;
+	},
+	...Object.fromEntries(
+		["trace", "debug", "info", "warn", "error", "fatal"].map((level) => [
+			level,
+			(obj, msg) => {
+				if (level !== "warn" && level !== "error" && level !== "fatal") return;
+				const rec = typeof obj === "string" ? { msg: obj } : { ...obj, msg: obj?.msg ?? msg };
+				process.stderr.write(`${level} ${JSON.stringify(rec, (_k, v) => (typeof v === "bigint" ? String(v) : v))}\n`);
+			},
+		]),
+	),
+};
+
+createInterface({ input: process.stdin }).on("close", () => process.exit(0));
+process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
+
+if (process.env.PLAIN_PORT) {
+	const server = createServer((_req, res) => {
+		res.writeHead(200, { "content-type": "text/plain" });
+		res.end("ok");
+	});
+	new WebSocketServer({ server }).on("connection", (ws) => {
+		ws.on("message", (data, isBinary) => ws.send(data, { binary: isBinary }));
+	});
+	server.listen(Number(process.env.PLAIN_PORT), "127.0.0.1", () => emit("plain"));
+}
+
+if (process.env.BERTH_ENDPOINT) {
+	const runner = new Runner({
+		logger,
+		endpoint: process.env.BERTH_ENDPOINT,
+		namespace: process.env.BERTH_NAMESPACE ?? "default",
+		runnerName: process.env.RUNNER_NAME ?? "bench",
+		version: 1,
+		totalSlots: 10,
+		metadata: {},
+		prepopulateActorNames: { echo: { metadata: {} } },
+		noAutoShutdown: true,
+		onConnected: () => emit("connected", { runnerId: runner.runnerId }),
+		onDisconnected: () => {},
+		onShutdown: () => {},
+		onActorStart: async (actorId) => emit("actorStart", { actorId }),
+		onActorStop: async () => {},
+		fetch: async () => new Response("ok", { status: 200, headers: { "content-type": "text/plain" } }),
+		websocket: async (_runner, _actorId, ws) => {
+			ws.addEventListener("message", (ev) => ws.send(ev.data));
+		},
+		hibernatableWebSocket: { canHibernate: () => false },
+	});
+	try {
+		await runner.start();
+	} catch (err) {
+		emit("error", { message: `start: ${err?.stack ?? err}` });
+	}
+}
