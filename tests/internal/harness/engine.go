@@ -316,3 +316,21 @@ func (e *Engine) PostJSON(t testing.TB, path string, out any) {
 	t.Helper()
 	e.CallJSON(t, http.MethodPost, path, nil, out)
 }
+
+// MetricsURL is the Prometheus endpoint of the current process (its port is chosen at
+// start), from the log line announcing the start; "" if not found.
+func (e *Engine) MetricsURL() string {
+	lines := strings.Split(string(e.Log()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.Contains(lines[i], `msg="berth started"`) {
+			continue
+		}
+		for _, f := range strings.Fields(lines[i]) {
+			if addr, ok := strings.CutPrefix(f, "metrics="); ok {
+				return "http://" + addr + "/metrics"
+			}
+		}
+		return ""
+	}
+	return ""
+}
