@@ -29,19 +29,18 @@ package runnerws
 import (
 	"context"
 	crand "crypto/rand"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/ops/actor"
@@ -110,7 +109,7 @@ type Server struct {
 
 	gateway proto.GatewayID             // this process's gateway id, random
 	tunnels map[proto.RequestID]*Tunnel // open gateway requests
-	pongs   pongQueue                   // pongs waiting to be recorded (ping.go)
+	pongs   wsconn.Batcher[pongJob]     // pongs waiting to be recorded (ping.go)
 	wg      sync.WaitGroup
 }
 
@@ -151,7 +150,7 @@ func New(o Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
 	_, _ = crand.Read(s.gateway[:])
-	s.pongs.notFull.L = &s.pongs.mu
+	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg}
 	if s.o.Runners == nil {
 		cfg := actor.DefaultConfig()
 		if o.ActorConfig != nil {
@@ -179,17 +178,7 @@ func IsConnectPath(path string) bool {
 // IsRunnerTarget reports whether r names the runner socket by target, as Rivet's guard
 // routes after the path rules: a rivet_target.runner subprotocol, or x-rivet-target: runner.
 // Paths under /gateway/ belong to the actor gateway and are never runner targets.
-func IsRunnerTarget(r *http.Request) bool {
-	if strings.HasPrefix(r.URL.Path, "/gateway/") {
-		return false
-	}
-	for _, p := range offered(r) {
-		if t, ok := strings.CutPrefix(p, "rivet_target."); ok {
-			return t == "runner"
-		}
-	}
-	return r.Header.Get("X-Rivet-Target") == "runner"
-}
+func IsRunnerTarget(r *http.Request) bool { return wsconn.IsTarget(r, "runner") }
 
 // Wrap serves the runner socket in front of next, which gets every other request: the
 // /runners/connect paths, and any other path whose target is the runner (IsRunnerTarget).
@@ -220,55 +209,12 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-func writeHTTPError(w http.ResponseWriter, err *rerr.Error) {
-	b, _ := json.Marshal(err)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(rerr.HTTPStatus(err))
-	_, _ = w.Write(b)
-}
-
-// offered returns the subprotocols of the request.
-func offered(r *http.Request) []string {
-	var out []string
-	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for p := range strings.SplitSeq(h, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
 // ServeHTTP accepts one runner socket, which is served until it ends (Close waits for it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeHTTPError(w, rerr.MethodNotAllowed())
+	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken) {
 		return
 	}
-	if s.o.AdminToken != "" {
-		// As Rivet's guard: the token from the rivet_token.<t> subprotocol or the
-		// x-rivet-token header; missing is guard.missing_header, wrong is api.forbidden.
-		tok, has := "", false
-		for _, p := range offered(r) {
-			if t, ok := strings.CutPrefix(p, "rivet_token."); ok {
-				tok, has = t, true
-				break
-			}
-		}
-		if !has {
-			tok, has = r.Header.Get("X-Rivet-Token"), r.Header.Get("X-Rivet-Token") != ""
-		}
-		if !has {
-			writeHTTPError(w, rerr.New("guard", "missing_header"))
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.AdminToken)) != 1 {
-			writeHTTPError(w, rerr.Forbidden())
-			return
-		}
-	}
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"rivet"},
 		OriginPatterns: []string{"*"}, // runners are not browsers; Rivet checks no origin
 	})
@@ -314,7 +260,7 @@ type conn struct {
 
 	pongMu   sync.Mutex
 	lastPong time.Time
-	pinger   pinger // the heartbeat schedule (ping.go)
+	hb       wsconn.Heartbeat // the heartbeat schedule (ping.go)
 
 	pool actor.Pool // the runner's pool, for its pending queue
 
@@ -371,10 +317,10 @@ func (c *conn) run(r *http.Request) {
 		c.drain()
 		return
 	}
-	c.startPings()
+	c.hb.Start(wsconn.Jitter(c.s.o.PingInterval), c.s.o.PingInterval, c.ping)
 	defer func() {
 		c.fail(nil) // a running ping's write ends with the socket
-		c.stopPings()
+		c.hb.Stop()
 	}()
 	c.afterInit(c.pool)
 	c.readLoop()
