@@ -29,6 +29,9 @@ type resolver struct {
 	// version set a boundary, while that version is above the horizon.
 	touched []touchedKeys
 	head    int
+
+	it      btree.IterG[bound] // reused by expire
+	scratch []bound            // reused for boundaries to delete
 }
 
 type bound struct {
@@ -96,7 +99,7 @@ func (r *resolver) write(version int64, ranges []txn.KeyRange) {
 			continue
 		}
 		after := r.versionAt(rg.End)
-		var drop []bound
+		drop := r.scratch[:0]
 		r.bounds.Ascend(bound{key: rg.Begin}, func(b bound) bool {
 			if bytes.Compare(b.key, rg.End) > 0 {
 				return false
@@ -107,6 +110,8 @@ func (r *resolver) write(version int64, ranges []txn.KeyRange) {
 		for _, b := range drop {
 			r.bounds.Delete(b)
 		}
+		clear(drop)
+		r.scratch = drop[:0]
 		r.bounds.Set(bound{key: rg.Begin, version: version})
 		r.bounds.Set(bound{key: rg.End, version: after})
 		if touched == nil {
@@ -155,39 +160,33 @@ func (r *resolver) forget(horizon int64) {
 // it reads 0, or goes if the boundary before it is also old, and any old
 // boundaries right after it go, since the old one before them covers them.
 func (r *resolver) expire(key []byte, horizon int64) {
-	b, ok := r.bounds.Get(bound{key: key})
-	if !ok || b.version > horizon {
-		return // gone, or set again since
+	it := &r.it
+	it.Init(r.bounds, false)
+	defer it.Release()
+	if !it.Seek(bound{key: key}) || !bytes.Equal(it.Item().key, key) {
+		return // gone
 	}
-	prevOld := false
-	r.bounds.Descend(b, func(p bound) bool {
-		if bytes.Equal(p.key, key) {
-			return true
-		}
-		prevOld = p.version <= horizon
-		return false
-	})
+	b := it.Item()
+	if b.version > horizon {
+		return // set again since
+	}
+	drop := r.scratch[:0]
+	for it.Next() && it.Item().version <= horizon {
+		drop = append(drop, it.Item())
+	}
+	it.Seek(b)
+	prevOld := it.Prev() && it.Item().version <= horizon
 	switch {
 	case prevOld:
 		r.bounds.Delete(b)
 	case b.version != 0:
 		r.bounds.Set(bound{key: b.key, version: 0})
 	}
-	for {
-		var next bound
-		found := false
-		r.bounds.Ascend(b, func(n bound) bool {
-			if bytes.Equal(n.key, key) {
-				return true
-			}
-			next, found = n, n.version <= horizon
-			return false
-		})
-		if !found {
-			return
-		}
-		r.bounds.Delete(next)
+	for _, n := range drop {
+		r.bounds.Delete(n)
 	}
+	clear(drop)
+	r.scratch = drop[:0]
 }
 
 // size is the number of boundaries held.
