@@ -147,7 +147,7 @@ func readState(ctx context.Context, r udb.ReadTransaction, rid id.ID) (state, bo
 		r = tx.Snapshot()
 	}
 	rec := startRecord(r, rid)
-	rows, err := rec.rows(ctx, r, nil)
+	rows, err := rec.rows(ctx, r, make([]udb.KeyValue, 0, recordRowLimit))
 	if err != nil {
 		return state{}, false, err
 	}
