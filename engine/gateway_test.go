@@ -32,6 +32,7 @@ type echoRunner struct {
 	// their actor stops; sockets holds the open ones by request, with their actor.
 	hibernate bool
 	sockets   map[proto.RequestID]string
+	lastIndex map[proto.RequestID]uint16
 	gateway   proto.GatewayID
 	// next event index by actor generation
 	idx    map[proto.ActorCheckpoint]int64
@@ -41,7 +42,7 @@ type echoRunner struct {
 func newEchoRunner(t *testing.T, ctx context.Context, e *Engine) *echoRunner {
 	c, _ := connectRunner(t, ctx, e.PublicAddr(), "echo-"+id.New(1).String(), "tok")
 	r := &echoRunner{t: t, c: c, idx: map[proto.ActorCheckpoint]int64{}, starts: make(chan proto.ActorCheckpoint, 16),
-		sockets: map[proto.RequestID]string{}}
+		sockets: map[proto.RequestID]string{}, lastIndex: map[proto.RequestID]uint16{}}
 	go r.serve(ctx)
 	return r
 }
@@ -126,9 +127,14 @@ func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) 
 	case proto.ToClientWebSocketMessage:
 		r.mu.Lock()
 		_, open := r.sockets[m.MessageID.RequestID]
+		last, seen := r.lastIndex[m.MessageID.RequestID]
+		dup := seen && int16(m.MessageID.MessageIndex-last) <= 0
+		if open && !dup {
+			r.lastIndex[m.MessageID.RequestID] = m.MessageID.MessageIndex
+		}
 		r.mu.Unlock()
-		if !open {
-			return // not restored (yet): the gateway sends it again
+		if !open || dup {
+			return // not restored (yet): the gateway sends it again; or seen already, as runner 2.2.1 drops it
 		}
 		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketMessage{Data: k.Data, Binary: k.Binary})
 		if r.hibernate {

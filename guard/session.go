@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -128,8 +129,23 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 		}
 	}()
 	defer tun.Close()
+	// The npm runner keeps a hibernatable socket silently when its actor stops: the
+	// actor's own lifecycle says when the socket hibernates.
+	var actorStopped <-chan struct{}
+	if s.canHibernate {
+		stopped := make(chan struct{})
+		actorStopped = stopped
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			s.watchStop(tctx, stopped)
+		}()
+		defer func() { stop(); <-watching }()
+	}
 	for {
 		select {
+		case <-actorStopped:
+			return true
 		case f := <-frames:
 			if f.err != nil {
 				code, reason := closeOf(f.err)
@@ -176,6 +192,35 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 			}
 			s.closeClient(rerr.New("guard", "websocket_service_unavailable"))
 			return false
+		}
+	}
+}
+
+// watchStop closes stopped once the actor leaves the placement it has now (it stops, or
+// runs again as another generation), or returns when ctx ends.
+func (s *session) watchStop(ctx context.Context, stopped chan<- struct{}) {
+	var gen *uint32
+	for {
+		changed := s.g.o.Actors.Watch(s.actorID)
+		st, found, err := s.g.state(ctx, s.actorID)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			if gen == nil {
+				gen = &st.Generation
+			}
+			placed := st.Phase == keys.PhaseRunning || st.Phase == keys.PhaseStarting
+			if !found || !placed || st.Generation != *gen {
+				close(stopped)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-time.After(time.Second): // a change made on another node
 		}
 	}
 }
