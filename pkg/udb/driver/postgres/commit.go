@@ -144,6 +144,8 @@ func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitRes
 		return res, nil
 	case isCode(err):
 		return txn.CommitResult{}, err
+	case keyTooLarge(err):
+		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w: %w", udb.Error{Code: udb.CodeKeyTooLarge}, err)
 	case sentCommit && commitMayHaveApplied(err):
 		// COMMIT may or may not have reached the server.
 		return txn.CommitResult{}, fmt.Errorf("postgres: commit: %w: %w", udb.Error{Code: udb.CodeCommitUnknownResult}, err)
@@ -158,6 +160,13 @@ func (db *DB) commit(ctx context.Context, req *txn.CommitRequest) (txn.CommitRes
 func commitMayHaveApplied(err error) bool {
 	var pgErr *pgconn.PgError
 	return !errors.As(err, &pgErr) || pgErr.Severity != "ERROR"
+}
+
+// keyTooLarge reports PostgreSQL refusing a key longer than its btree
+// indexes take (about 2,700 bytes once compressed): see the package doc.
+func keyTooLarge(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "54000"
 }
 
 func isCode(err error) bool {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"testing"
 
@@ -58,6 +59,28 @@ func TestConnectionLostAtCommit(t *testing.T) {
 	tx = mustTx(t, db)
 	if v, err := tx.Get(ctx, []byte("lost")); err != nil || v != nil {
 		t.Errorf("the lost commit's write: %q, %v; want absent (PostgreSQL rolled it back)", v, err)
+	}
+	put(t, db, "after", "ok")
+}
+
+// TestKeyLongerThanIndexLimit: PostgreSQL's btree indexes refuse keys past
+// about 2,700 bytes (incompressible); such a commit fails with
+// key_too_large, writes nothing, and the database goes on working.
+func TestKeyLongerThanIndexLimit(t *testing.T) {
+	_, dbs := openHandles(t, 1)
+	db := dbs[0]
+	ctx := t.Context()
+	key := make([]byte, 3000)
+	_, _ = rand.Read(key)
+	tx := mustTx(t, db)
+	tx.Set(key, []byte("v"))
+	tx.Set([]byte("beside"), []byte("v"))
+	if err := tx.Commit(ctx); !udb.HasCode(err, udb.CodeKeyTooLarge) {
+		t.Fatalf("commit of a 3,000-byte random key: got %v, want key_too_large", err)
+	}
+	tx = mustTx(t, db)
+	if v, err := tx.Get(ctx, []byte("beside")); err != nil || v != nil {
+		t.Errorf("the failed commit's other write: %q, %v; want absent", v, err)
 	}
 	put(t, db, "after", "ok")
 }

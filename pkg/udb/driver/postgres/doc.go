@@ -13,4 +13,10 @@
 // the newest values, and records its own write ranges. Because the check and
 // the writes happen inside PostgreSQL under that lock, the rules hold across
 // processes. History older than the 5 s window is pruned.
+//
+// One limit is PostgreSQL's, not FoundationDB's: keys live in btree indexes,
+// whose entries hold at most about 2,700 bytes after compression, so a commit
+// writing a longer incompressible key fails with key_too_large (2102) and
+// writes nothing (FoundationDB allows 10,000 bytes). Engine keys are tuples
+// far below that.
 package postgres

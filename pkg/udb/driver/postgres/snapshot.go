@@ -3,7 +3,10 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +29,18 @@ type snapshot struct {
 	adv0     int64
 	released atomic.Bool
 
-	pageHint atomic.Int32 // rows the last closed iterator handed out
+	// What the last two closed iterators were asked for, to size the
+	// next one's first page; see firstPageSize.
+	lastAsked, prevAsked atomic.Int32
+
+	// pages caches pages read at this version: the rows visible at a
+	// version never change, and transactions often read a range again (the
+	// transaction layer rereads what it resolved selectors over).
+	pages struct {
+		sync.Mutex
+		byQuery map[string][]udb.KeyValue
+		bytes   int
+	}
 }
 
 var _ txn.Snapshot = (*snapshot)(nil)
@@ -37,7 +51,50 @@ func (db *DB) newSnapshot(version, now int64) *snapshot {
 
 func (s *snapshot) Version() int64 { return s.version }
 
-func (s *snapshot) Release() { s.released.Store(true) }
+func (s *snapshot) Release() {
+	s.released.Store(true)
+	s.pages.Lock()
+	s.pages.byQuery, s.pages.bytes = nil, 0
+	s.pages.Unlock()
+}
+
+// pageCacheBytes bounds the pages a snapshot keeps.
+const pageCacheBytes = 4 << 20
+
+func pageKey(lo, hi []byte, reverse bool, n int) string {
+	b := binary.AppendUvarint(nil, uint64(len(lo)))
+	b = append(b, lo...)
+	b = append(b, hi...)
+	b = binary.AppendUvarint(b, uint64(n))
+	if reverse {
+		b = append(b, 1)
+	}
+	return string(b)
+}
+
+func (s *snapshot) cached(k string) ([]udb.KeyValue, bool) {
+	s.pages.Lock()
+	defer s.pages.Unlock()
+	p, ok := s.pages.byQuery[k]
+	return p, ok
+}
+
+func (s *snapshot) cache(k string, page []udb.KeyValue) {
+	size := len(k)
+	for _, kv := range page {
+		size += len(kv.Key) + len(kv.Value) + 48
+	}
+	s.pages.Lock()
+	defer s.pages.Unlock()
+	if s.released.Load() || s.pages.bytes+size > pageCacheBytes {
+		return
+	}
+	if s.pages.byQuery == nil {
+		s.pages.byQuery = map[string][]udb.KeyValue{}
+	}
+	s.pages.byQuery[k] = slices.Clone(page)
+	s.pages.bytes += size
+}
 
 // live fails reads once the version has left the MVCC window.
 func (s *snapshot) live() error {
@@ -107,33 +164,37 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
-// key order or reverse key order, walking the primary key. The first column
-// is the horizon, from the same PostgreSQL snapshot; an empty page is one
-// row with a NULL key.
+// key order or reverse key order, walking the primary key. Each row carries
+// the horizon, from the same PostgreSQL snapshot; after an empty page,
+// horizonSQL reads it. The horizon only grows, so a later one at or below
+// the read version vouches for the earlier snapshot too.
 func pageSQL(reverse bool) string {
 	dir := ""
 	if reverse {
 		dir = " DESC"
 	}
 	return `
-SELECT m.horizon, r.key, r.value FROM udb_meta m LEFT JOIN LATERAL (
-	SELECT key, value FROM udb_kv
-	WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
-		AND value IS NOT NULL
-	ORDER BY key` + dir + ` LIMIT $4
-) r ON true WHERE m.id = 1 ORDER BY r.key` + dir
+SELECT key, value, (SELECT horizon FROM udb_meta WHERE id = 1) FROM udb_kv
+WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
+	AND value IS NOT NULL
+ORDER BY key` + dir + ` LIMIT $4`
 }
+
+const horizonSQL = `SELECT horizon FROM udb_meta WHERE id = 1`
 
 var (
 	pageForwardSQL = pageSQL(false)
 	pageReverseSQL = pageSQL(true)
 )
 
-// Page sizes of a range read: small first, since many scans stop early
-// (selectors read one key), then growing, but to about pageBytes judging by
-// the rows read so far. The transaction layer reads a range in batches of
-// the same or doubling sizes, each with a new iterator, so an iterator's
-// first page is twice what the previous one handed out.
+// Page sizes of a range read. The transaction layer reads a range in
+// batches of n rows, each with a new iterator that it asks for n+1 rows (the
+// last to learn whether more follow) and then closes; n stays the same or
+// doubles from one batch to the next, by streaming mode. So an iterator's
+// first page is the next n predicted from the last two, plus one, and with
+// no history a small one, since many scans stop early (selectors read one
+// key). Later pages of one iterator grow, but to about pageBytes judging by
+// the rows read so far.
 const (
 	firstPage = 32
 	maxPage   = 4096
@@ -186,7 +247,7 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		return false
 	}
 	if it.size == 0 {
-		it.size = min(max(firstPage, 2*int(it.s.pageHint.Load())), maxPage)
+		it.size = it.s.firstPageSize()
 	}
 	n := it.size
 	it.size = min(it.size*4, maxPage)
@@ -197,6 +258,16 @@ func (it *iter) fetch(lo, hi []byte) bool {
 	if it.rows > 0 {
 		n = max(1, min(n, int(pageBytes*it.rows/it.bytes)))
 	}
+	ck := pageKey(lo, hi, it.reverse, n)
+	if page, ok := it.s.cached(ck); ok {
+		if err := it.s.live(); err != nil {
+			it.err = err
+			return false
+		}
+		it.page = append(it.page, page...)
+		it.full = len(it.page) == n
+		return len(it.page) > 0
+	}
 	var horizon int64
 	err := it.s.query(func(ctx context.Context, c *pgx.Conn) error {
 		rows, err := c.Query(ctx, q, lo, hi, it.s.version, n)
@@ -206,19 +277,20 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		defer rows.Close()
 		for rows.Next() {
 			var k, v []byte
-			if err := rows.Scan(&horizon, &k, &v); err != nil {
+			if err := rows.Scan(&k, &v, &horizon); err != nil {
 				return err
 			}
 			it.rows++
 			it.bytes += int64(len(k) + len(v) + 16)
-			if k != nil {
-				if v == nil {
-					v = []byte{}
-				}
-				it.page = append(it.page, udb.KeyValue{Key: k, Value: v})
+			if v == nil {
+				v = []byte{}
 			}
+			it.page = append(it.page, udb.KeyValue{Key: k, Value: v})
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil || len(it.page) > 0 {
+			return err
+		}
+		return c.QueryRow(ctx, horizonSQL).Scan(&horizon)
 	})
 	if err == nil {
 		err = it.s.pruned(horizon)
@@ -228,6 +300,7 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		return false
 	}
 	it.full = len(it.page) == n
+	it.s.cache(ck, it.page)
 	return len(it.page) > 0
 }
 
@@ -279,8 +352,22 @@ func (it *iter) Value() []byte { return it.page[it.pos].Value }
 func (it *iter) Err() error    { return it.err }
 
 func (it *iter) Close() error {
-	it.s.pageHint.Store(int32(min(it.handed, maxPage)))
+	it.s.prevAsked.Store(it.s.lastAsked.Load())
+	it.s.lastAsked.Store(int32(min(max(it.handed-1, 1), maxPage)))
 	return nil
+}
+
+// firstPageSize predicts the rows the next iterator is asked for.
+func (s *snapshot) firstPageSize() int {
+	last, prev := int(s.lastAsked.Load()), int(s.prevAsked.Load())
+	switch {
+	case last == 0:
+		return firstPage
+	case prev > 0 && last < 2*prev:
+		return min(last+1, maxPage) // the same again
+	default:
+		return min(2*last+1, maxPage) // doubling, or not known yet
+	}
 }
 
 // nonNil makes an empty key a present bytea: pgx sends a nil slice as NULL.
