@@ -29,6 +29,7 @@ type benchConfig struct {
 	Clients  int           // ACTORS_BENCH_CLIENTS, default 16: concurrent creators
 	Window   time.Duration // ACTORS_BENCH_WINDOW, default 10s: how long they create
 	Sleeping int           // ACTORS_BENCH_SLEEPING, default 100000: sleeping actors for the memory figure
+	DBQuery  string        // ACTORS_BENCH_DB_QUERY: appended to the store URL, e.g. ?sync=false
 }
 
 func loadBenchConfig(b *testing.B) benchConfig {
@@ -42,6 +43,10 @@ func loadBenchConfig(b *testing.B) benchConfig {
 			}
 			*into = n
 		}
+	}
+	c.DBQuery = os.Getenv("ACTORS_BENCH_DB_QUERY")
+	if c.DBQuery != "" && !strings.HasPrefix(c.DBQuery, "?") {
+		b.Fatalf("ACTORS_BENCH_DB_QUERY=%q: want a query string such as ?sync=false", c.DBQuery)
 	}
 	if v := os.Getenv("ACTORS_BENCH_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -77,7 +82,7 @@ func BenchmarkActors(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // fixed work, not per op
 	loadBefore := loadavg()
 
-	e := harness.NewEngine(b, harness.Settings{}, "file://"+filepath.Join(b.TempDir(), "db"))
+	e := harness.NewEngine(b, harness.Settings{}, "file://"+filepath.Join(b.TempDir(), "db")+cfg.DBQuery)
 	e.Start()
 	starts := newStartLog()
 	for i := range benchRunners {
@@ -164,7 +169,7 @@ type memResult struct {
 // sleepingMemory creates cfg.Sleeping actors that sleep at once on a fresh engine and
 // measures its memory around it.
 func sleepingMemory(b *testing.B, cfg benchConfig) memResult {
-	e := harness.NewEngine(b, harness.Settings{}, "file://"+filepath.Join(b.TempDir(), "db"))
+	e := harness.NewEngine(b, harness.Settings{}, "file://"+filepath.Join(b.TempDir(), "db")+cfg.DBQuery)
 	e.Start()
 	// A runner of the pool connects once (the pool's runner config is made) and leaves.
 	r := startBenchRunner(b, e.URL, "dormant", "dormant", 1, newStartLog())
