@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -189,7 +190,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	local, _ := cfg.Topology.Local()
 	log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
 		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", pb.RunnerLostThreshold,
-		"datacenter", local.Name, "label", local.DatacenterLabel, "db", cfg.Database.URL,
+		"datacenter", local.Name, "label", local.DatacenterLabel, "db", redactURL(cfg.Database.URL),
 		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version)
 	return e, nil
 }
@@ -247,6 +248,15 @@ func Run(ctx context.Context, opts Options) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 	defer cancel()
 	return errors.Join(cause, e.Shutdown(sctx))
+}
+
+// redactURL hides the password of a store URL for logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // limitOrOff maps a configured limit to guard/core's: 0 (off) is negative there.

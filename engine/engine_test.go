@@ -279,3 +279,15 @@ func waitRefused(t *testing.T, addr string) {
 	}
 	t.Fatalf("%s still accepts connections during shutdown", addr)
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@db:5432/berth?sslmode=disable": "postgres://u:xxxxx@db:5432/berth?sslmode=disable",
+		"file://data/berth": "file://data/berth",
+		"postgres://%zz":    "(unparsable URL)",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
