@@ -442,7 +442,9 @@ func heapMiB(e *harness.Engine) float64 {
 	if u == "" {
 		return 0
 	}
-	resp, err := http.Get(u)
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(u)
 	if err != nil {
 		return 0
 	}
