@@ -87,6 +87,8 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 			"metrics":    map[string]any{"host": "127.0.0.1", "port": 0},
 			"api_public": map[string]any{"datacenter_timeout_ms": dcTimeout.Milliseconds()},
 			"database":   map[string]any{"url": d.dbURL},
+			// The seeded runners and envoys have no socket: an hour before they count as lost.
+			"pegboard": map[string]any{"runner_lost_threshold": 3_600_000, "envoy_lost_threshold": 3_600_000},
 		}
 		b, err := json.MarshalIndent(cfg, "", "  ")
 		if err != nil {

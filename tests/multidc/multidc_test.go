@@ -22,6 +22,10 @@ import (
 // this one millisecond.
 const t0 = 1_750_000_000_000
 
+// freshPing is the last ping the seeded runners and envoys get: the test's start, so that
+// with the hour-long lost thresholds the engines are given (cluster_test.go) none is lost.
+var freshPing = time.Now().UnixMilli()
+
 // TestMultiDatacenter starts three berth processes (a, the leader, b and c), each with its
 // own file store seeded beforehand, and lists runners, runner names and envoys through the
 // public API of each, with every filter and several page sizes.
@@ -111,11 +115,16 @@ func (w *world) seedRunners(t *testing.T, db udb.Database, d *dc, ns id.ID, nsNa
 				if i%4 == 0 {
 					name = "only-" + d.name
 				}
+				conn := id.New(d.label)
 				out, err := runner.Register(bg, tx, runner.RegisterInput{
 					Namespace: ns, Name: name, Key: fmt.Sprintf("%d-%d", nowMs, i), Version: 1, TotalSlots: 8, ProtocolVersion: 7,
-					ConnID: id.New(d.label), NewRunnerID: id.New(d.label), NowMs: nowMs,
+					ConnID: conn, NewRunnerID: id.New(d.label), NowMs: nowMs,
 				})
 				if err != nil {
+					return nil, err
+				}
+				// Pinged now, so that the engines' loss detection leaves it alone while the test runs.
+				if _, err := runner.UpdatePing(bg, tx, runner.UpdatePingInput{RunnerID: out.RunnerID, ConnID: conn, NowMs: freshPing}); err != nil {
 					return nil, err
 				}
 				stopped := i%5 == 0
@@ -135,8 +144,13 @@ func (w *world) seedRunners(t *testing.T, db udb.Database, d *dc, ns id.ID, nsNa
 func (w *world) seedEnvoys(t *testing.T, db udb.Database, d *dc, n int) {
 	t.Helper()
 	register := func(tx udb.Transaction, key, pool string, nowMs int64) error {
-		_, err := envoy.Register(bg, tx, envoy.RegisterInput{Namespace: w.defaultNs, EnvoyKey: key, PoolName: pool,
-			Version: 1, ProtocolVersion: 6, ConnID: id.New(d.label), NowMs: nowMs})
+		conn := id.New(d.label)
+		if _, err := envoy.Register(bg, tx, envoy.RegisterInput{Namespace: w.defaultNs, EnvoyKey: key, PoolName: pool,
+			Version: 1, ProtocolVersion: 6, ConnID: conn, NowMs: nowMs}); err != nil {
+			return err
+		}
+		// Pinged now, so that the engines' expiry loop leaves it alone while the test runs.
+		_, err := envoy.UpdatePing(bg, tx, envoy.UpdatePingInput{Namespace: w.defaultNs, EnvoyKey: key, ConnID: conn, NowMs: freshPing})
 		return err
 	}
 	recs := transact(t, db, func(tx udb.Transaction) ([]envoyRec, error) {
