@@ -1,10 +1,12 @@
 package actor
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
@@ -93,24 +95,7 @@ func (m *machine) place(a *actor, force, fromQueue bool) error {
 	if err != nil {
 		return err
 	}
-	// Most free slots first (index order); among equals, the freshest ping.
-	best := -1
-	for i, c := range cands {
-		if best < 0 || c.RemainingMillislots > cands[best].RemainingMillislots ||
-			(c.RemainingMillislots == cands[best].RemainingMillislots && c.LastPingTs > cands[best].LastPingTs) {
-			best = i
-		}
-	}
-	// Try the best, then the others: one may have changed since the snapshot.
-	order := make([]int, 0, len(cands))
-	if best >= 0 {
-		order = append(order, best)
-	}
-	for i := range cands {
-		if i != best {
-			order = append(order, i)
-		}
-	}
+	order := placementOrder(cands, m.cfg.jitter)
 	for _, i := range order {
 		gen := st.NextGeneration
 		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
@@ -134,6 +119,37 @@ func (m *machine) noCapacity(a *actor, force bool) error {
 		return m.sleep(a, errorJSON("no_capacity"))
 	}
 	return m.enqueue(a)
+}
+
+// placementOrder is the order in which place tries the candidates: first one drawn at
+// random among those with nearly the most free slots (within 10% of the best), so that
+// concurrent placements in a pool spread over its runners instead of all conflicting on
+// the emptiest one (Rivet draws among its candidates too); then the others, most free
+// slots first and, among equals, the freshest ping.
+func placementOrder(cands []oprunner.Candidate, random func(n int64) int64) []int {
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := cands[a], cands[b]
+		if c := cmp.Compare(cb.RemainingMillislots, ca.RemainingMillislots); c != 0 {
+			return c
+		}
+		return cmp.Compare(cb.LastPingTs, ca.LastPingTs)
+	})
+	if len(order) < 2 {
+		return order
+	}
+	best := cands[order[0]].RemainingMillislots
+	tier := 1
+	for tier < len(order) && cands[order[tier]].RemainingMillislots*10 >= best*9 {
+		tier++
+	}
+	if pick := int(random(int64(tier))); pick > 0 {
+		order[0], order[pick] = order[pick], order[0]
+	}
+	return order
 }
 
 // start records a's placement on runner rid and sends the start command (index 0).
