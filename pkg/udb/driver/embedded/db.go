@@ -27,11 +27,13 @@ var versionKey = []byte("\xff\xff\xff/berth/udb/version")
 // into it (each range read's first step) shallower.
 const memTableSize = 8 << 20
 
-// blockCacheSize is pebble's block cache (its default is 8 MiB). With a small
-// memtable most reads reach the sstables; at 5,000 pinging runners 8 MiB
-// missed enough that decoding blocks and reading index blocks took about 10%
-// of the engine's CPU.
-const blockCacheSize = 16 << 20
+// blockCacheSize caps pebble's block cache (its default is 8 MiB). With a small
+// memtable most reads reach the sstables: at 5,000 pinging runners 8 MiB missed
+// enough that decoding blocks took about 10% of the engine's CPU, and listing
+// 10,000 runners needs about 64 MiB of blocks to stay out of decompression
+// (BenchmarkRunnersList p50 3.6 ms with 16 MiB, 1.35 ms with 64). The cache
+// fills only with blocks actually read, so a store that reads little stays small.
+const blockCacheSize = 64 << 20
 
 // Options configure an embedded database.
 type Options struct {
