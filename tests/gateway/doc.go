@@ -4,6 +4,6 @@
 // /gateway path forms, query routing (rvt-*) and header routing, sleep and wake through a
 // request, retries while an actor moves off a drained runner, and every rvt-* error
 // (rivet-engine.md §5, rivet-protocol.md §3.5, §6.2–6.3). The tests skip when node or
-// tests/npm/node_modules is missing (`npm ci --prefix tests/npm` installs it).
+// tests/npm/node_modules is missing (`npm install --prefix tests/npm` installs it).
 // BERTH_TEST_BINARY names a prebuilt berth binary to use instead of building one.
 package gateway

@@ -6,6 +6,6 @@
 // codes, eviction, graceful stop and operator drain, a killed runner's loss, a frozen runner's
 // ping timeout, reconnection across an engine restart, and that one runner's bad frame leaves
 // the others alone (rivet-protocol.md §2, §3.6, §6.3; rivet-engine.md §4, §12). The tests skip
-// when node or tests/npm/node_modules is missing (`npm ci --prefix tests/npm` installs it).
+// when node or tests/npm/node_modules is missing (`npm install --prefix tests/npm` installs it).
 // The processes are run by tests/internal/harness; BERTH_TEST_BINARY names a prebuilt berth binary.
 package runner
