@@ -29,7 +29,7 @@ func needRivetkit(t *testing.T) {
 	harness.NeedNode(t)
 	for _, p := range []string{node22, filepath.Join("node_modules", "rivetkit", "package.json")} {
 		if _, err := os.Stat(filepath.Join(harness.NPMDir, p)); err != nil {
-			t.Fatalf("tests/npm/%s is missing: run `npm ci --prefix tests/npm` (%v)", p, err)
+			t.Fatalf("tests/npm/%s is missing: run `npm install --prefix tests/npm` (%v)", p, err)
 		}
 	}
 }

@@ -16,11 +16,11 @@ import (
 // TestNpmVectors runs tests/npm/envoy-vectors.mjs, which encodes messages with the official
 // @rivetkit/engine-envoy-protocol (pinned in tests/npm/package-lock.json), and checks that each
 // frame decodes in Go to the same value (compared field by field with the JSON the script
-// printed) and re-encodes byte for byte. It needs the node packages: npm ci --prefix tests/npm.
+// printed) and re-encodes byte for byte. It needs the node packages: npm install --prefix tests/npm.
 func TestNpmVectors(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "tests", "npm")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@rivetkit", "engine-envoy-protocol")); err != nil {
-		t.Skip("tests/npm/node_modules is missing: run `npm ci --prefix tests/npm` to check the npm vectors")
+		t.Skip("tests/npm/node_modules is missing: run `npm install --prefix tests/npm` to check the npm vectors")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed")

@@ -14,11 +14,11 @@ import (
 // TestNpmVectors runs tests/npm/runner-vectors.mjs, which encodes messages with the official
 // @rivetkit/engine-runner-protocol (pinned in tests/npm/package-lock.json), and checks that each
 // frame decodes in Go as the same top-level message and re-encodes byte for byte. It needs the
-// node packages: npm ci --prefix tests/npm.
+// node packages: npm install --prefix tests/npm.
 func TestNpmVectors(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "tests", "npm")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@rivetkit", "engine-runner-protocol")); err != nil {
-		t.Skip("tests/npm/node_modules is missing: run `npm ci --prefix tests/npm` to check the npm vectors")
+		t.Skip("tests/npm/node_modules is missing: run `npm install --prefix tests/npm` to check the npm vectors")
 	}
 	cmd := exec.Command("node", "runner-vectors.mjs")
 	cmd.Dir = dir
