@@ -98,22 +98,39 @@ func (r *resolver) write(version int64, ranges []txn.KeyRange) {
 		if bytes.Compare(rg.Begin, rg.End) >= 0 {
 			continue
 		}
-		after := r.versionAt(rg.End)
+		// One pass over the boundaries in [Begin, End]: those strictly inside
+		// go; one at Begin is replaced; one at End stays, and its version is
+		// what End keeps. after is the version of the last boundary at or
+		// before End, that is, what the keys from End on were written at.
+		after, atEnd := int64(-1), false
 		drop := r.scratch[:0]
 		r.bounds.Ascend(bound{key: rg.Begin}, func(b bound) bool {
-			if bytes.Compare(b.key, rg.End) > 0 {
+			c := bytes.Compare(b.key, rg.End)
+			if c > 0 {
 				return false
 			}
-			drop = append(drop, b)
+			after = b.version
+			if c == 0 {
+				atEnd = true
+				return false
+			}
+			if !bytes.Equal(b.key, rg.Begin) {
+				drop = append(drop, b)
+			}
 			return true
 		})
+		if after < 0 {
+			after = r.versionAt(rg.Begin) // no boundary in [Begin, End]
+		}
 		for _, b := range drop {
 			r.bounds.Delete(b)
 		}
 		clear(drop)
 		r.scratch = drop[:0]
 		r.bounds.Set(bound{key: rg.Begin, version: version})
-		r.bounds.Set(bound{key: rg.End, version: after})
+		if !atEnd {
+			r.bounds.Set(bound{key: rg.End, version: after})
+		}
 		if touched == nil {
 			touched = r.touchedAt(version)
 		}
