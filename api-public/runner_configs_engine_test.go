@@ -53,7 +53,9 @@ func tryStartEngines(t *testing.T, token string, names []string) (map[string]str
 	var started []*engine.Engine
 	stopAll := func() {
 		for _, e := range started {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// Over 5 s: net/http's Shutdown waits up to 5 s for a connection that was
+			// opened but never carried a request (an http.Transport's spare dial).
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := e.Shutdown(ctx); err != nil {
 				t.Errorf("Shutdown: %v", err)
 			}

@@ -338,6 +338,33 @@ type listener struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{} // closed when serve returns
+
+	// fresh holds the connections accepted that have not begun a request: net/http's
+	// Shutdown waits up to 5 s for those (an http.Transport's spare dial never sends one).
+	mu    sync.Mutex
+	fresh map[net.Conn]struct{}
+}
+
+// track follows the connections that have not begun a request.
+func (l *listener) track(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st == http.StateNew {
+		l.fresh[c] = struct{}{}
+	} else {
+		delete(l.fresh, c)
+	}
+}
+
+// closeFresh closes the connections that have not begun a request: at shutdown they have
+// nothing in flight, and a client that sends one later retries elsewhere.
+func (l *listener) closeFresh() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.fresh {
+		_ = c.Close()
+		delete(l.fresh, c)
+	}
 }
 
 func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger) (*listener, error) {
@@ -346,7 +373,7 @@ func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, addr, err)
 	}
-	return &listener{
+	l := &listener{
 		name: name,
 		ln:   ln,
 		srv: &http.Server{
@@ -356,7 +383,10 @@ func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Lo
 			ErrorLog:          slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),
 		},
 		served: make(chan struct{}),
-	}, nil
+		fresh:  map[net.Conn]struct{}{},
+	}
+	l.srv.ConnState = l.track
+	return l, nil
 }
 
 // serve runs until the server is shut down (nil) or fails (the error).
@@ -376,6 +406,7 @@ func stopAll(ctx context.Context, ls ...*listener) error {
 	var wg sync.WaitGroup
 	for i, l := range ls {
 		wg.Go(func() {
+			l.srv.RegisterOnShutdown(l.closeFresh)
 			if err := l.srv.Shutdown(ctx); err != nil {
 				_ = l.srv.Close()
 				errs[i] = fmt.Errorf("%s: in-flight requests cut off: %w", l.name, err)

@@ -291,3 +291,26 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// A connection that never began a request does not hold up Shutdown (net/http would wait
+// 5 s for it: an http.Transport's spare dial looks like that).
+func TestShutdownClosesIdleNewConnections(t *testing.T) {
+	e, err := Start(context.Background(), Options{Config: testConfig(""), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Dial("tcp", e.PublicAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// A request on another connection makes sure the server has accepted raw's by now.
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	call(t, client, e.PublicAddr(), "/health", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a connection that sent nothing: %v", err)
+	}
+}

@@ -33,7 +33,7 @@ const memTableSize = 8 << 20
 // 10,000 runners needs about 64 MiB of blocks to stay out of decompression
 // (BenchmarkRunnersList p50 3.6 ms with 16 MiB, 1.35 ms with 64). The cache
 // fills only with blocks actually read, so a store that reads little stays small.
-const blockCacheSize = 64 << 20
+const blockCacheSize = 32 << 20
 
 // Options configure an embedded database.
 type Options struct {
