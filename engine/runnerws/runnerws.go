@@ -150,7 +150,7 @@ func New(o Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
 	_, _ = crand.Read(s.gateway[:])
-	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1}
+	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Linger: 500 * time.Microsecond}
 	if s.o.Runners == nil {
 		cfg := actor.DefaultConfig()
 		if o.ActorConfig != nil {

@@ -167,3 +167,36 @@ func TestIsTarget(t *testing.T) {
 		}
 	}
 }
+
+// With Linger, jobs that come while a worker waits after a short batch join the next one.
+func TestBatcherLinger(t *testing.T) {
+	var wg sync.WaitGroup
+	entered, release := make(chan struct{}), make(chan struct{})
+	sizes := make(chan int, 8)
+	q := &Batcher[int]{WG: &wg, Workers: 1, Linger: 300 * time.Millisecond, Run: func(b []int) {
+		if b[0] == 0 {
+			close(entered)
+			<-release // hold the first batch while more jobs queue
+		}
+		sizes <- len(b)
+	}}
+	wg.Add(1) // the pusher is counted, as Push requires
+	q.Push(0)
+	<-entered
+	for i := 1; i <= 5; i++ {
+		q.Push(i)
+	}
+	close(release)
+	if n := <-sizes; n != 1 {
+		t.Fatalf("first batch %d jobs, want 1", n)
+	}
+	// The worker now lingers: these join the 5 already waiting.
+	for i := 6; i <= 8; i++ {
+		q.Push(i)
+	}
+	if n := <-sizes; n != 8 {
+		t.Fatalf("second batch %d jobs, want 8 (5 queued + 3 during the linger)", n)
+	}
+	wg.Done()
+	wg.Wait()
+}
