@@ -18,13 +18,11 @@ import (
 )
 
 // ActorsService is the actor lifecycle of this datacenter the handlers write through
-// (engine/pegboard.Actors). A create runs its transaction here (ops/actor.Create) and hands
-// the committed effects to Apply; the other writes are the service's own transitions.
+// (engine/pegboard.Actors).
 type ActorsService interface {
-	// Config is the lifecycle timings a create places the actor with.
-	Config() actor.Config
-	// Apply carries out a committed transaction's effects (commands to runners, queues).
-	Apply(eff actor.Effects)
+	// Create and GetOrCreate run ops/actor.Create and GetOrCreate, drawing the actor id.
+	Create(ctx context.Context, in actor.CreateInput) (actor.Actor, error)
+	GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error)
 	// Destroy destroys an actor and, with wait, returns once it is destroyed or ctx ends.
 	Destroy(ctx context.Context, aid id.ID, wait bool) error
 	Sleep(ctx context.Context, aid id.ID) error
@@ -198,8 +196,8 @@ func (s *Server) listActorNames(c echo.Context) error {
 	return c.JSON(http.StatusOK, resp)
 }
 
-// createInput binds a create's query and body into the ops input, the actor id drawn here
-// (once, so that every retry of the transaction creates the same actor).
+// createInput binds a create's query and body into the ops input (the lifecycle draws the
+// actor id).
 func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
 	var q ActorsQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
@@ -217,9 +215,8 @@ func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
 		return actor.CreateInput{}, rerr.Internal(errNoActors)
 	}
 	in := actor.CreateInput{
-		NamespaceName: q.Namespace, ActorID: id.New(s.deps.Topology.Local), Name: body.Name, Key: body.Key, Input: input,
-		Selector: body.RunnerNameSelector, CrashPolicy: body.CrashPolicy, NowMs: time.Now().UnixMilli(),
-		Datacenter: s.deps.Topology.LocalDatacenter().Name, Config: s.deps.Actors.Config(),
+		NamespaceName: q.Namespace, Name: body.Name, Key: body.Key, Input: input,
+		Selector: body.RunnerNameSelector, CrashPolicy: body.CrashPolicy,
 	}
 	// The body is checked before the namespace is looked up: a bad request is a bad request
 	// in every namespace.
@@ -234,24 +231,6 @@ func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
 	return in, nil
 }
 
-// transact runs the lifecycle transaction f and, once it has committed, hands its effects to
-// the actor lifecycle.
-func transact[T any](ctx context.Context, s *Server, f func(tx udb.Transaction) (T, actor.Effects, error)) (T, error) {
-	var out T
-	var eff actor.Effects
-	_, err := s.deps.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		var err error
-		out, eff, err = f(tx)
-		return nil, err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	s.deps.Actors.Apply(eff)
-	return out, nil
-}
-
 // createActor serves POST /actors: a new actor of this datacenter, placed on a runner of its
 // pool, queued, or (crash policy sleep, no capacity) asleep. A key held by a live actor of
 // the name is 409 actor.duplicate_key naming it.
@@ -261,10 +240,7 @@ func (s *Server) createActor(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	a, err := transact(ctx, s, func(tx udb.Transaction) (actor.Actor, actor.Effects, error) {
-		out, err := actor.Create(ctx, tx, in)
-		return out.Actor, out.Effects, err
-	})
+	a, err := s.deps.Actors.Create(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -279,14 +255,11 @@ func (s *Server) getOrCreateActor(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	out, err := transact(ctx, s, func(tx udb.Transaction) (actor.GetOrCreateOutput, actor.Effects, error) {
-		out, err := actor.GetOrCreate(ctx, tx, in)
-		return out, out.Effects, err
-	})
+	a, created, err := s.deps.Actors.GetOrCreate(ctx, in)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ActorsGetOrCreateResponse{Actor: out.Actor, Created: out.Created})
+	return c.JSON(http.StatusOK, ActorsGetOrCreateResponse{Actor: a, Created: created})
 }
 
 // actorOf binds the calls on one actor: its id, the namespace, and the actor's state, which

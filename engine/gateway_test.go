@@ -13,7 +13,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
@@ -181,7 +180,7 @@ func TestGateway(t *testing.T) {
 	defer cancel()
 	r := newEchoRunner(t, ctx, e)
 	actors := e.runners.Runners().Actors()
-	a, err := actors.Create(ctx, pegboard.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
+	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
 		Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +311,7 @@ func TestGatewayHibernation(t *testing.T) {
 	r.hibernate = true
 	r.mu.Unlock()
 	actors := e.runners.Runners().Actors()
-	a, err := actors.Create(ctx, pegboard.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
+	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
 		Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)

@@ -36,15 +36,11 @@ type Tunnels interface {
 }
 
 // Actors is the actor lifecycle of this datacenter (engine/pegboard.Actors): it wakes actors,
-// reports their changes, and carries out the effects of the get-or-create transactions that
-// query routing runs (ops/actor.GetOrCreate, as api-peer does).
+// reports their changes, and gets or creates the actors of query routing.
 type Actors interface {
 	Wake(ctx context.Context, aid id.ID) error
 	Watch(aid id.ID) <-chan struct{}
-	// Config is the lifecycle timings a create places the actor with.
-	Config() actor.Config
-	// Apply carries out a committed transaction's effects (commands to runners, queues).
-	Apply(eff actor.Effects)
+	GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error)
 }
 
 // Options configures a Gateway. Zero durations and limits mean Rivet's defaults.

@@ -25,8 +25,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeActors is an actor lifecycle whose change channels the test closes.
+// fakeActors is an actor lifecycle whose change channels the test closes; its
+// get-or-create runs the real op on the fixture's store (no runner gets commands).
 type fakeActors struct {
+	db       udb.Database
 	mu       sync.Mutex
 	watchers map[id.ID]chan struct{}
 	wakes    int
@@ -58,8 +60,15 @@ func (f *fakeActors) changed(aid id.ID) {
 	}
 }
 
-func (f *fakeActors) Config() actor.Config { return actor.DefaultConfig() }
-func (f *fakeActors) Apply(actor.Effects)  {}
+func (f *fakeActors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
+	in.ActorID, in.NowMs, in.Config = id.New(1), time.Now().UnixMilli(), actor.DefaultConfig()
+	res, err := f.db.Transact(ctx, func(tx udb.Transaction) (any, error) { return actor.GetOrCreate(ctx, tx, in) })
+	if err != nil {
+		return actor.Actor{}, false, err
+	}
+	out := res.(actor.GetOrCreateOutput)
+	return out.Actor, out.Created, nil
+}
 
 // fakeRunners answers tunnelled requests with answer, per runner, and counts them.
 type fakeRunners struct {
@@ -122,7 +131,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	f := &fixture{db: db, actors: &fakeActors{watchers: map[id.ID]chan struct{}{}},
+	f := &fixture{db: db, actors: &fakeActors{db: db, watchers: map[id.ID]chan struct{}{}},
 		runners: &fakeRunners{calls: map[id.ID]int{}, answer: func(id.ID) proto.ToServerResponseStart {
 			return proto.ToServerResponseStart{Status: 200, Body: []byte("ok")}
 		}}}

@@ -264,22 +264,14 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 		}
 		return out.Actors[0].ActorID, nil, nil
 	}
-	in := actor.CreateInput{
-		Namespace: ns.NamespaceID, NamespaceName: ns.Name, ActorID: id.New(g.o.Topology.Local), Name: q.Name, Key: &key,
-		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, NowMs: time.Now().UnixMilli(),
-		Datacenter: local, Config: g.o.Actors.Config(),
-	}
-	var out actor.GetOrCreateOutput
-	_, err = g.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		var err error
-		out, err = actor.GetOrCreate(ctx, tx, in)
-		return nil, err
+	a, _, err := g.o.Actors.GetOrCreate(ctx, actor.CreateInput{
+		Namespace: ns.NamespaceID, NamespaceName: ns.Name, Name: q.Name, Key: &key,
+		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, Datacenter: local,
 	})
 	if err != nil {
 		return id.ID{}, nil, err
 	}
-	g.o.Actors.Apply(out.Effects)
-	return out.Actor.ActorID, nil, nil
+	return a.ActorID, nil, nil
 }
 
 var errNoQueries = errors.New("guard: query routing has no namespace resolver (Options.ResolveNamespace)")

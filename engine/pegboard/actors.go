@@ -238,39 +238,37 @@ func (p *Actors) warn(ctx context.Context, what string, err error) {
 
 // MARK: API
 
-// CreateInput is a new actor, as the API gives it.
-type CreateInput struct {
-	Namespace     id.ID
-	NamespaceName string
-	Name          string
-	Key           *string
-	Input         []byte
-	Selector      string
-	CrashPolicy   string
-}
-
-func (p *Actors) createInput(in CreateInput) actor.CreateInput {
-	return actor.CreateInput{
-		Namespace: in.Namespace, NamespaceName: in.NamespaceName, ActorID: id.New(p.o.Label), Name: in.Name, Key: in.Key,
-		Input: in.Input, Selector: in.Selector, CrashPolicy: in.CrashPolicy, NowMs: now(), Datacenter: p.o.Datacenter,
-		Config: p.o.Config,
+// fill completes a create with what the lifecycle decides: the actor id (drawn once, so
+// that every retry of the transaction creates the same actor), the time, the timings and
+// this datacenter.
+func (p *Actors) fill(in actor.CreateInput) actor.CreateInput {
+	if in.ActorID.IsZero() {
+		in.ActorID = id.New(p.o.Label)
 	}
+	if in.NowMs == 0 {
+		in.NowMs = now()
+	}
+	if in.Datacenter == "" {
+		in.Datacenter = p.o.Datacenter
+	}
+	in.Config = p.o.Config
+	return in
 }
 
-// Create creates and places an actor.
-func (p *Actors) Create(ctx context.Context, in CreateInput) (actor.Actor, error) {
-	ci := p.createInput(in)
+// Create creates and places an actor (ops/actor.Create).
+func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor, error) {
+	in = p.fill(in)
 	return Transact(ctx, p, func(tx udb.Transaction) (actor.Actor, actor.Effects, error) {
-		out, err := actor.Create(ctx, tx, ci)
+		out, err := actor.Create(ctx, tx, in)
 		return out.Actor, out.Effects, err
 	})
 }
 
-// GetOrCreate returns the live actor holding the key, or creates it.
-func (p *Actors) GetOrCreate(ctx context.Context, in CreateInput) (actor.Actor, bool, error) {
-	ci := p.createInput(in)
+// GetOrCreate returns the live actor holding the key, or creates it (ops/actor.GetOrCreate).
+func (p *Actors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
+	in = p.fill(in)
 	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.GetOrCreateOutput, actor.Effects, error) {
-		out, err := actor.GetOrCreate(ctx, tx, ci)
+		out, err := actor.GetOrCreate(ctx, tx, in)
 		return out, out.Effects, err
 	})
 	return out.Actor, out.Created, err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
@@ -143,7 +142,7 @@ func runActors(t *testing.T, e *env) {
 
 func createActor(t *testing.T, e *env, policy string) actor.Actor {
 	t.Helper()
-	a, err := e.srv.Runners().Actors().Create(context.Background(), pegboard.CreateInput{
+	a, err := e.srv.Runners().Actors().Create(context.Background(), actor.CreateInput{
 		Namespace: defaultNamespace(t, e), NamespaceName: "default", Name: "counter", Input: []byte("hi"),
 		Selector: "pool", CrashPolicy: policy,
 	})

@@ -57,7 +57,7 @@ func startActorEnv(t *testing.T) *actorEnv {
 func (e *actorEnv) create(t *testing.T, name, policy string, input []byte) id.ID {
 	t.Helper()
 	key := "key-" + t.Name()
-	a, err := e.actors.Create(context.Background(), pegboard.CreateInput{
+	a, err := e.actors.Create(context.Background(), actor.CreateInput{
 		Namespace: e.ns, NamespaceName: "default", Name: name, Key: &key, Input: input, Selector: "pool", CrashPolicy: policy,
 	})
 	if err != nil {
