@@ -62,11 +62,20 @@ func (p *Actors) Config() actor.Config { return p.o.Config }
 // now is the lifecycle clock, in milliseconds.
 func now() int64 { return time.Now().UnixMilli() }
 
+// lifecycleMaxRetryDelay caps the backoff of a lifecycle transaction that conflicted.
+// Concurrent placements on one runner conflict on its slot count; with FoundationDB's
+// 1 s cap an unlucky create kept backing off for seconds while the others won
+// (BenchmarkActors: one create in ~10,000 passed api-public's 5 s limit).
+const lifecycleMaxRetryDelay = 50 * time.Millisecond
+
 // Transact runs f, a lifecycle transaction that returns effects, and carries them out
 // once it has committed.
 func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) (T, actor.Effects, error)) (T, error) {
 	var eff actor.Effects
 	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		if err := tx.Options().SetMaxRetryDelay(lifecycleMaxRetryDelay); err != nil {
+			return nil, err
+		}
 		out, e, err := f(tx)
 		eff = e
 		return out, err
