@@ -22,6 +22,8 @@ type Config struct {
 	Database  Database  `json:"database"`
 	Pegboard  Pegboard  `json:"pegboard"`
 	Metrics   Metrics   `json:"metrics"`
+	Log       Log       `json:"log"`
+	OTel      OTel      `json:"otel"`
 }
 
 // Topology lists every datacenter and says which one this engine is.
@@ -215,6 +217,7 @@ func Default() *Config {
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
 		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
+		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pegboard: Pegboard{
 			RunnerLostThreshold:                 DefaultRunnerLostThreshold,
 			RunnerEligibleThreshold:             DefaultRunnerEligibleThreshold,

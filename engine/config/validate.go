@@ -165,6 +165,7 @@ func (c *Config) validate() []*FieldError {
 	if pb.RescheduleBackoffMaxExponent > 30 {
 		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
 	}
+	c.validateObservability(bad)
 	return errs
 }
 
