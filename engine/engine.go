@@ -172,7 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
-	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), m.Handler(), log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), m.Handler(cfg.Metrics.Pprof), log); err != nil {
 		return nil, err
 	}
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))

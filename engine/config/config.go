@@ -106,6 +106,10 @@ type Metrics struct {
 	Host string `json:"host"`
 	// Port to listen on; default 6430. 0 picks a free port.
 	Port uint16 `json:"port"`
+	// Pprof also serves Go's runtime profiles at /debug/pprof/ on this listener (heap, CPU,
+	// goroutines). Default false: profiles reveal internals, turn it on where the metrics
+	// port is private.
+	Pprof bool `json:"pprof"`
 }
 
 // Addr returns host:port for net.Listen.

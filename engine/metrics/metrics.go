@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	httppprof "net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,10 +50,18 @@ func New() *Metrics {
 	return m
 }
 
-// Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler {
+// Handler serves the metrics in the Prometheus text format and, with pprof, Go's runtime
+// profiles under /debug/pprof/.
+func (m *Metrics) Handler(pprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	if pprof {
+		mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", httppprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", httppprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", httppprof.Trace)
+	}
 	return mux
 }
 
