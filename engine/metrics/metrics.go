@@ -22,6 +22,9 @@ type Metrics struct {
 	// RunnerTransitions counts runner lifecycle transitions by kind
 	// (drained, stopped, expired).
 	RunnerTransitions *prometheus.CounterVec
+
+	// Observed is the request, gateway, store and census metrics (observe.go).
+	Observed
 }
 
 // New returns the engine's metrics, with the Go runtime and process collectors.
@@ -47,6 +50,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.RunnerPingTxn, m.RunnerSockets, m.RunnerTransitions,
 	)
+	m.Observed = newObserved(m.reg)
 	return m
 }
 
