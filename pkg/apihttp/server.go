@@ -74,10 +74,20 @@ func requestContext(log *slog.Logger, label uint16) echo.MiddlewareFunc {
 			req := c.Request()
 			ray := id.New(label).String()
 			c.Response().Header().Set(HeaderRayID, ray)
-			ctx := withRequest(req.Context(), ray, log)
+			ri := RequestInfoFrom(req.Context())
+			reqLog := log
+			if ri != nil {
+				reqLog = log.With("request_id", ri.ID)
+			}
+			ctx := withRequest(req.Context(), ray, reqLog)
 			c.SetRequest(req.WithContext(ctx))
 			if err := next(c); err != nil {
 				c.Error(err)
+			}
+			if ri != nil {
+				// The engine's outer layer writes the access line, with this route.
+				ri.Route = c.Path()
+				return nil
 			}
 			Logger(ctx).LogAttrs(ctx, slog.LevelDebug, "request",
 				slog.String("method", req.Method), slog.String("path", req.URL.Path),
