@@ -71,6 +71,8 @@ type Options struct {
 	// RouteCacheTTL is how long a resolved route is reused by first attempts (10 min, as
 	// Rivet's route_cache_ttl); negative turns the cache off.
 	RouteCacheTTL time.Duration
+	// Telemetry is where spans and measurements go (telemetry.go); zero reports nothing.
+	Telemetry Telemetry
 }
 
 // maxWakes bounds how often a request re-wakes an actor that keeps stopping (Rivet: 8).
@@ -342,7 +344,7 @@ func (g *Gateway) routeFor(ctx context.Context, req actorRequest, attempt int) (
 			return rt, nil
 		}
 	}
-	rt, changed, connectable, err := g.resolve(ctx, req.ActorID, req.SkipReadyWait)
+	rt, changed, connectable, err := g.resolveTraced(ctx, req.ActorID, req.SkipReadyWait)
 	if err != nil {
 		g.routes.Delete(req.ActorID)
 		return route{}, routeError{err}
@@ -382,7 +384,7 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 				return route{}, nil, false, rerr.New("guard", "actor_wake_retries_exceeded")
 			}
 			wakes++
-			if err := g.o.Actors.Wake(ctx, aid); err != nil {
+			if err := g.wake(ctx, aid); err != nil {
 				return route{}, nil, false, ctxCause(ctx, err)
 			}
 			continue

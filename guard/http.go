@@ -34,11 +34,12 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 	ctx := r.Context()
 	var resp response
 	err = g.o.Retry.Do(ctx, retryableHTTP, func(attempt int) error {
+		g.retried("http", attempt)
 		rt, err := g.routeFor(ctx, req, attempt)
 		if err != nil {
 			return err
 		}
-		resp, err = g.exchange(ctx, rt, start)
+		resp, err = g.tunnelHTTP(ctx, rt, start)
 		return err
 	})
 	var ex *core.Exhausted

@@ -65,7 +65,8 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 	var canHibernate bool
 	err = g.o.Retry.Do(ctx, retryableWebSocket, func(attempt int) error {
 		var err error
-		tun, canHibernate, err = g.openWebSocket(ctx, req, attempt, open)
+		g.retried("websocket", attempt)
+		tun, canHibernate, err = g.openWebSocketTraced(ctx, req, attempt, open)
 		return err
 	})
 	if err != nil {
