@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/pegboard"
 	openvoy "github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/ops/namespace"
@@ -56,6 +57,8 @@ type Options struct {
 	PingTimeout        time.Duration
 	EnvoyLostThreshold int64 // ms
 	ActorStopThreshold int64 // ms
+	// Metrics, when set, records the pongs' round-trip times.
+	Metrics *metrics.Metrics
 }
 
 // Server is the envoy WebSocket endpoint and the registry of its live sockets.

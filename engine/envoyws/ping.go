@@ -52,6 +52,9 @@ func (c *conn) pong(m proto.ToRivetPong) {
 	c.lastPong = now
 	c.pongMu.Unlock()
 	rtt := min(max(now.UnixMilli()-m.Ts, 0), int64(^uint32(0)))
+	if c.s.o.Metrics != nil {
+		c.s.o.Metrics.EnvoyPingRTT.Observe(float64(rtt) / 1000)
+	}
 	c.s.pongs.Push(pongJob{c: c, in: openvoy.UpdatePingInput{
 		Namespace: c.nsID, EnvoyKey: c.key, ConnID: c.connID, RttMs: uint32(rtt), NowMs: now.UnixMilli(),
 	}})

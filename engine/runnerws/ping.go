@@ -57,6 +57,7 @@ func (c *conn) pong(m proto.ToServerPong) {
 	c.pongMu.Unlock()
 	rtt := max(now.UnixMilli()-m.Ts, 0)
 	rtt = min(rtt, int64(^uint32(0)))
+	c.s.o.Metrics.RunnerPingRTT.Observe(float64(rtt) / 1000)
 	c.s.pongs.Push(pongJob{c: c, at: now, in: oprunner.UpdatePingInput{
 		RunnerID: c.runnerID, ConnID: c.connID, RttMs: uint32(rtt), NowMs: now.UnixMilli(),
 	}})
