@@ -131,3 +131,41 @@ func TestReadsAfterClose(t *testing.T) {
 		t.Error("Commit after Close succeeded")
 	}
 }
+
+// TestClearRangeFromEmptyKey clears from the empty key, as clearing a whole
+// key space does: a non-nil empty lower bound crashed pebble's invariant
+// checks in race builds.
+func TestClearRangeFromEmptyKey(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, n := range []int{3, smallClear + 5} {
+		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			tx.Set([]byte{}, []byte("empty key"))
+			for i := range n {
+				tx.Set([]byte(fmt.Sprintf("k%03d", i)), []byte("v"))
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			tx.ClearRange([]byte{}, []byte{0xff})
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+			return tx.GetRange(udb.FirstGreaterOrEqual(nil), udb.FirstGreaterOrEqual([]byte{0xff}), udb.RangeOptions{}).All(ctx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kvs := got.([]udb.KeyValue); len(kvs) != 0 {
+			t.Fatalf("%d keys: after clearing [\"\", \\xff) %d keys remain, first %q", n, len(kvs), kvs[0].Key)
+		}
+	}
+}

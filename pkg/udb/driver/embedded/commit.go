@@ -282,7 +282,13 @@ const smallClear = 16
 // clearRange deletes the keys in [begin, end): one by one when there are
 // few, else with a range deletion.
 func clearRange(b *pebble.Batch, begin, end []byte) error {
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: begin, UpperBound: end})
+	lower := begin
+	if len(lower) == 0 {
+		// The empty key as a non-nil bound: pebble's invariant checks (on in
+		// race builds) index its first byte. nil means the same, unbounded.
+		lower = nil
+	}
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: end})
 	if err != nil {
 		return err
 	}
