@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/berthhq/berth/engine"
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/sdk/client"
+	"github.com/berthhq/berth/sdk/runner"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitFor bounds every wait: generous, so that a loaded machine never fails a test.
+const waitFor = 30 * time.Second
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// startEngine runs an engine in process on loopback ports with an in-memory store and
+// returns its public URL.
+func startEngine(t *testing.T, token string) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Database.URL = "mem://"
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	cfg.Auth.AdminToken = token
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return "http://" + e.PublicAddr().String()
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+// berth runs the command line in process with env as its whole environment.
+func berth(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	defer cancel()
+	code := run(ctx, args, stdio{in: strings.NewReader(""), out: &out, err: &errOut, environ: env})
+	return result{out.String(), errOut.String(), code}
+}
+
+// ok runs the command line and fails the test unless it exits 0.
+func ok(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	r := berth(t, env, args...)
+	if r.code != 0 {
+		t.Fatalf("berth %q: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.out, r.err)
+	}
+	return r
+}
+
+func decodeJSON[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("output is not JSON of %T: %v\n%s", v, err, s)
+	}
+	return v
+}
+
+func TestNamespaces(t *testing.T) {
+	env := []string{"BERTH_ENDPOINT=" + startEngine(t, "")}
+
+	r := ok(t, env, "namespaces", "list")
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME ") || !strings.HasPrefix(lines[1], "default ") {
+		t.Fatalf("namespaces list table:\n%s", r.out)
+	}
+	// Columns are aligned: each header starts where its values start.
+	if col := strings.Index(lines[0], "DISPLAY NAME"); col < 0 || lines[1][col:col+len("Default")] != "Default" {
+		t.Errorf("columns not aligned:\n%s", r.out)
+	}
+
+	created := decodeJSON[client.Namespace](t, ok(t, env, "namespaces", "create", "team-a", "--display-name", "Team A", "--json").out)
+	if created.Name != "team-a" || created.DisplayName != "Team A" || created.NamespaceId == "" {
+		t.Errorf("created %+v", created)
+	}
+	got := decodeJSON[client.Namespace](t, ok(t, env, "namespaces", "get", "team-a", "--json").out)
+	if got != created {
+		t.Errorf("get = %+v, want %+v", got, created)
+	}
+	all := decodeJSON[[]client.Namespace](t, ok(t, env, "namespaces", "list", "--json").out)
+	if len(all) != 2 {
+		t.Errorf("list --json = %+v, want 2 namespaces", all)
+	}
+	if r := ok(t, env, "namespaces", "list", "--limit", "1", "--json"); len(decodeJSON[[]client.Namespace](t, r.out)) != 1 {
+		t.Errorf("list --limit 1 = %s", r.out)
+	}
+
+	// Errors of the API show as group.code: message, exit 1.
+	r = berth(t, env, "namespaces", "create", "team-a")
+	if r.code != 1 || !strings.Contains(r.err, "berth: namespace.name_not_unique: ") {
+		t.Errorf("duplicate create: exit %d, stderr %q", r.code, r.err)
+	}
+	r = berth(t, env, "namespaces", "get", "nope")
+	if r.code != 1 || !strings.Contains(r.err, "namespace.not_found: ") || r.out != "" {
+		t.Errorf("get missing: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+}
+
+// Flags win over the environment, which wins over the defaults.
+func TestClientSettingsPrecedence(t *testing.T) {
+	url := startEngine(t, "tok")
+	dead := "http://127.0.0.1:1" // nothing listens there
+
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string // in stderr; "" for success
+	}{
+		{"env endpoint and token", []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}, nil, ""},
+		{"flag endpoint wins", []string{"BERTH_ENDPOINT=" + dead, "BERTH_TOKEN=tok"}, []string{"--endpoint", url}, ""},
+		{"env endpoint used", []string{"BERTH_ENDPOINT=" + dead, "BERTH_TOKEN=tok"}, nil, "127.0.0.1:1"},
+		{"flag token wins", []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=wrong"}, []string{"--token", "tok"}, ""},
+		{"wrong env token", []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=wrong"}, nil, "api.forbidden: "},
+		{"no token", []string{"BERTH_ENDPOINT=" + url}, nil, "api.unauthorized: "},
+		{"env namespace used", []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok", "BERTH_NAMESPACE=nope"}, nil, "namespace.not_found: "},
+		{"flag namespace wins", []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok", "BERTH_NAMESPACE=nope"}, []string{"-n", "default"}, ""},
+		{"default endpoint", []string{"BERTH_TOKEN=tok"}, []string{"--endpoint", ""}, "--endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := berth(t, tt.env, append([]string{"runners", "list"}, tt.args...)...)
+			switch {
+			case tt.want == "" && r.code != 0:
+				t.Errorf("exit %d, stderr %q", r.code, r.err)
+			case tt.want == "" && !strings.HasPrefix(r.out, "ID "):
+				t.Errorf("stdout %q, want a table", r.out)
+			case tt.want != "" && (r.code != 1 && r.code != 2 || !strings.Contains(r.err, tt.want)):
+				t.Errorf("exit %d, stderr %q, want an error containing %q", r.code, r.err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"actors"},
+		{"actors", "bogus"},
+		{"actors", "list", "--bogus"},
+		{"actors", "list", "extra"},
+		{"actors", "list", "--key", "k"},
+		{"actors", "create"},
+		{"actors", "create", "--name", "x"},
+		{"actors", "create", "--name", "x", "--runner-name-selector", "p", "--crash-policy", "boom"},
+		{"actors", "create", "--name", "x", "--runner-name-selector", "p", "--count", "0"},
+		{"actors", "delete"},
+		{"runners", "get"},
+		{"runners", "get", "a", "b"},
+		{"runners", "drain"},
+		{"runners", "drain", "x", "--timeout", "soon"},
+		{"namespaces", "create"},
+		{"namespaces", "list", "--limit", "many"},
+		{"start", "extra"},
+		{"start", "--log-level"},
+		{"version", "x"},
+		{"config"},
+		{"config", "print", "x"},
+		{"config", "validate", "--nope"},
+	} {
+		r := berth(t, nil, args...)
+		if r.code != 2 || !strings.Contains(r.err, "--help' for usage") {
+			t.Errorf("berth %q: exit %d, stderr %q; want 2 and a pointer to --help", args, r.code, r.err)
+		}
+		if r.out != "" {
+			t.Errorf("berth %q wrote to stdout: %q", args, r.out)
+		}
+	}
+	if r := ok(t, nil, "actors", "--help"); !strings.Contains(r.out, "create") {
+		t.Errorf("actors --help:\n%s", r.out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if r := ok(t, nil, "version"); !strings.HasPrefix(r.out, "berth dev (commit ") {
+		t.Errorf("version = %q", r.out)
+	}
+	if b := decodeJSON[map[string]string](t, ok(t, nil, "version", "--json").out); b["version"] != "dev" {
+		t.Errorf("version --json = %v", b)
+	}
+}
+
+func TestConfigPrintAndValidate(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "berth.yaml")
+	if err := os.WriteFile(file, []byte("auth:\n  admin_token: supersecret\nguard:\n  port: 7000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"BERTH__api_peer__port=7001"}
+	db := "postgres://berth:hunter2@db.internal:5432/berth?sslmode=disable&password=hunter3"
+	for _, format := range []string{"yaml", "json"} {
+		args := []string{"config", "print", "--config", file, "--db", db}
+		if format == "json" {
+			args = append(args, "--json")
+		}
+		r := ok(t, env, args...)
+		for _, secret := range []string{"supersecret", "hunter2", "hunter3"} {
+			if strings.Contains(r.out, secret) {
+				t.Errorf("%s output shows the secret %q:\n%s", format, secret, r.out)
+			}
+		}
+		if format == "json" {
+			c := decodeJSON[config.Config](t, r.out)
+			if c.Auth.AdminToken != config.Mask || c.Guard.Port != 7000 || c.APIPeer.Port != 7001 ||
+				!strings.HasPrefix(c.Database.URL, "postgres://berth:"+config.Mask+"@db.internal:5432/berth?") ||
+				c.Pegboard.RunnerLostThreshold != config.DefaultRunnerLostThreshold {
+				t.Errorf("config print --json = %+v", c)
+			}
+			continue
+		}
+		for _, want := range []string{"admin_token: '" + config.Mask + "'", "port: 7000", "port: 7001", "runner_lost_threshold: 15000", "berth:" + config.Mask + "@db.internal"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("yaml output lacks %q:\n%s", want, r.out)
+			}
+		}
+	}
+	// What print shows loads again, the mask included.
+	printed := filepath.Join(dir, "printed.yaml")
+	if err := os.WriteFile(printed, []byte(ok(t, nil, "config", "print", "--config", file).out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, nil, "config", "validate", "--config", printed)
+
+	if r := ok(t, env, "config", "validate", "--config", file); r.out != "configuration OK\n" {
+		t.Errorf("validate = %q", r.out)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"guard": {"prot": 1}, "database": {"url": "redis://x"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := berth(t, []string{"BERTH__pegboard__runner_lost_threshold=soon"}, "config", "validate", "--config", bad)
+	for _, want := range []string{"guard.prot: unknown key", "bad.json:1:", `database.url: invalid URL "redis://x"`, "pegboard.runner_lost_threshold: want an integer", "env BERTH__pegboard__runner_lost_threshold"} {
+		if r.code != 1 || !strings.Contains(r.err, want) {
+			t.Errorf("validate bad: exit %d, stderr lacks %q:\n%s", r.code, want, r.err)
+		}
+	}
+	if r := berth(t, nil, "config", "print", "--config", bad); r.code != 1 || r.out != "" {
+		t.Errorf("print of a bad config: exit %d, stdout %q", r.code, r.out)
+	}
+}
+
+// idle is an actor that does nothing.
+type idle struct{}
+
+func (idle) Start(context.Context, *runner.ActorContext) error { return nil }
+func (idle) Stop(context.Context, *runner.ActorContext) error  { return nil }
+
+// Actors created in bulk, listed, read and destroyed, and the runner that hosts them
+// drained with --wait.
+func TestActorsAndDrain(t *testing.T) {
+	url := startEngine(t, "tok")
+	env := []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}
+
+	r, err := runner.New(runner.Config{Endpoint: url, Namespace: "default", Name: "pool", TotalSlots: 10, Token: "tok",
+		Logger: quiet, Actors: map[string]func() runner.Actor{"idle": func() runner.Actor { return idle{} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.Shutdown(context.Background(), true)
+		<-r.Done()
+	})
+
+	out := ok(t, env, "actors", "create", "--name", "idle", "--runner-name-selector", "pool", "--key", "k", "--count", "3", "--input", "hi")
+	if !strings.Contains(out.err, "creating actors: 3/3 created") {
+		t.Errorf("no progress on stderr: %q", out.err)
+	}
+	if rows := strings.Split(strings.TrimSpace(out.out), "\n"); len(rows) != 4 || !strings.HasPrefix(rows[0], "ID ") {
+		t.Fatalf("create --count 3 table:\n%s", out.out)
+	}
+	actors := decodeJSON[[]client.Actor](t, ok(t, env, "actors", "list", "--json").out)
+	if len(actors) != 3 {
+		t.Fatalf("actors list --json = %d actors, want 3", len(actors))
+	}
+	keys := map[string]bool{}
+	for _, a := range actors {
+		keys[*a.Key] = true
+	}
+	if !keys["k-0"] || !keys["k-1"] || !keys["k-2"] {
+		t.Errorf("keys %v, want k-0, k-1, k-2", keys)
+	}
+	one := decodeJSON[client.Actor](t, ok(t, env, "actors", "get", actors[0].ActorId, "--json").out)
+	if one.ActorId != actors[0].ActorId || one.RunnerNameSelector != "pool" || one.CrashPolicy != client.CrashSleep {
+		t.Errorf("actors get = %+v", one)
+	}
+	if r := berth(t, env, "actors", "create", "--name", "idle", "--runner-name-selector", "pool", "--key", "k-0"); r.code != 1 || !strings.Contains(r.err, "actor.duplicate_key: ") {
+		t.Errorf("duplicate key: exit %d, stderr %q", r.code, r.err)
+	}
+
+	// Wait until every actor runs, so that the drain has actors to move.
+	deadline := time.Now().Add(waitFor)
+	for {
+		running := 0
+		for _, a := range decodeJSON[[]client.Actor](t, ok(t, env, "actors", "list", "--name", "idle", "--json").out) {
+			if actorState(a) == "running" {
+				running++
+			}
+		}
+		if running == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 actors running after %s", running, waitFor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ok(t, env, "actors", "delete", actors[2].ActorId)
+	if a := decodeJSON[client.Actor](t, ok(t, env, "actors", "get", actors[2].ActorId, "--json").out); a.DestroyTs == nil {
+		t.Errorf("destroyed actor = %+v", a)
+	}
+
+	runners := decodeJSON[[]client.Runner](t, ok(t, env, "runners", "list", "--json").out)
+	if len(runners) != 1 || runners[0].Name != "pool" {
+		t.Fatalf("runners = %+v", runners)
+	}
+	id := runners[0].RunnerId
+	if r := ok(t, env, "runners", "get", id); !strings.Contains(r.out, " active ") {
+		t.Errorf("runners get table:\n%s", r.out)
+	}
+	drained := ok(t, env, "runners", "drain", id, "--wait", "--json", "--timeout", waitFor.String())
+	if got := decodeJSON[client.Runner](t, drained.out); got.StopTs == nil || got.DrainTs == nil {
+		t.Errorf("drain --wait returned a runner that has not stopped: %+v", got)
+	}
+	if !strings.Contains(drained.err, "draining runner "+id+": ") || !strings.Contains(drained.err, " done") {
+		t.Errorf("no drain progress on stderr: %q", drained.err)
+	}
+	if r := ok(t, env, "runners", "list", "--include-stopped"); !strings.Contains(r.out, " stopped ") {
+		t.Errorf("runners list --include-stopped:\n%s", r.out)
+	}
+	if r := berth(t, env, "runners", "get", actors[0].ActorId); r.code != 1 || !strings.Contains(r.err, "runner.not_found: ") {
+		t.Errorf("get missing runner: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+func TestProgressOnATerminalAndOff(t *testing.T) {
+	var buf bytes.Buffer
+	c := &cli{stdio: stdio{err: &buf}, progressEvery: time.Hour}
+	p := c.newProgress("copying", "keys", 10)
+	for range 10 {
+		p.Add(1)
+	}
+	p.Done()
+	// Not a terminal: the first report, then only the last; no control characters.
+	if got := buf.String(); strings.Count(got, "\n") != 2 || !strings.HasPrefix(got, "copying: 1/10 keys") ||
+		!strings.Contains(got, "copying: 10/10 keys") || strings.ContainsAny(got, "\r\033") {
+		t.Errorf("plain progress:\n%q", got)
+	}
+
+	buf.Reset()
+	p = &progress{w: &buf, tty: true, label: "copying", total: 4, started: time.Now()}
+	p.Set(2, -1)
+	p.Done()
+	if got := buf.String(); !strings.Contains(got, "\r\033[Kcopying [===============               ] 2/4") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("terminal progress:\n%q", got)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthhq/berth/engine"
+	"github.com/berthhq/berth/engine/config"
+)
+
+// configFlags are the flags that say where the configuration comes from: berth start,
+// berth config validate and berth config print take the same ones.
+type configFlags struct {
+	files    []string
+	listen   string
+	db       string
+	logLevel string // berth start only
+}
+
+func (f *configFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.files, "config", nil, "config file, JSON (.json) or YAML (.yaml, .yml); repeat to merge several, later ones win")
+	fs.StringVar(&f.listen, "listen", "", "guard and public API address, host:port (overrides guard.host and guard.port; default :6420)")
+	fs.StringVar(&f.db, "db", "", "store URL: file://PATH, mem://, postgres://..., fdb://CLUSTER_FILE (overrides database.url; default file://data/berth)")
+}
+
+// load reads the defaults, the files, the environment and the flags, and validates.
+func (f *configFlags) load(cmd *cobra.Command, environ []string) (*config.Config, error) {
+	var overrides []config.Override
+	if cmd.Flags().Changed("listen") {
+		host, port, err := net.SplitHostPort(f.listen)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %q: want host:port or :port: %w", f.listen, err)
+		}
+		overrides = append(overrides,
+			config.Override{Path: "guard.host", Value: host, Source: "flag --listen"},
+			config.Override{Path: "guard.port", Value: port, Source: "flag --listen"})
+	}
+	if cmd.Flags().Changed("db") {
+		overrides = append(overrides, config.Override{Path: "database.url", Value: f.db, Source: "flag --db"})
+	}
+	if cmd.Flags().Changed("log-level") {
+		overrides = append(overrides, config.Override{Path: "log.level", Value: f.logLevel, Source: "flag --log-level"})
+	}
+	cfg, err := config.Load(config.Sources{Files: f.files, Environ: environ, Overrides: overrides})
+	if err != nil {
+		return nil, fmt.Errorf("configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+const configHelp = `Configuration comes from the defaults, then each --config file in order, then environment
+variables BERTH__section__key (e.g. BERTH__auth__admin_token, BERTH__api_peer__port), then
+the flags. Unknown keys and bad values are errors that name them. Every key is described in
+docs/config.md.`
+
+func (c *cli) startCommand() *cobra.Command {
+	var cf configFlags
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the engine",
+		Long: `Run the engine until SIGINT or SIGTERM: the public API, the runner and envoy sockets and the
+actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 6430.
+
+` + configHelp + ` Unknown keys and bad values stop the engine before it starts.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("start: unexpected arguments %q", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load(cmd, c.environ)
+			if err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
+			log, err := newLogger(c.err, cfg.Log)
+			if err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
+			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log})
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&cf.logLevel, "log-level", "", "log level: debug, info, warn or error (overrides log.level; default info)")
+	return cmd
+}
+
+// newLogger returns the engine's logger: text or JSON lines on w, at the configured level.
+func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
+	var level slog.Level
+	if c.Level != "" {
+		if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+			return nil, fmt.Errorf("log.level: %w", err)
+		}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// start runs `berth start args` until ctx ends, with environ as the environment.
+func start(ctx context.Context, args, environ []string) error {
+	var out, errOut strings.Builder
+	c := &cli{stdio: stdio{out: &out, err: &errOut, environ: environ}}
+	root := c.rootCommand()
+	root.SetArgs(append([]string{"start"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	return root.ExecuteContext(ctx)
+}
+
+func (c *cli) versionCommand() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			b := buildInfo()
+			if jsonOut {
+				return c.printJSON(map[string]string{"version": b.Version, "git_sha": b.GitSHA,
+					"build_timestamp": b.BuildTimestamp, "go_version": b.GoVersion})
+			}
+			_, err := fmt.Fprintf(c.out, "berth %s (commit %s, built %s, %s)\n", b.Version, b.GitSHA, b.BuildTimestamp, b.GoVersion)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
