@@ -15,7 +15,6 @@ import (
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/envoyws"
-	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -43,6 +42,8 @@ type Options struct {
 	// ShutdownTimeout bounds how long Run's shutdown waits for in-flight requests; zero means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Observability holds test hooks of the tracing and the store census (observe.go).
+	Observability ObservabilityOptions
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -56,6 +57,7 @@ type Engine struct {
 	runners *runnerws.Server
 	envoys  *envoyws.Server
 	timeout time.Duration
+	obs     *observability
 
 	// stopLoops ends the background loops (pegboard); loops waits for them.
 	stopLoops context.CancelFunc
@@ -79,11 +81,12 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: invalid config:\n%w", err)
 	}
-	log := opts.Log
-	if log == nil {
-		log = slog.Default()
+	obs, err := newObservability(opts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3)}
+	log := obs.log
+	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs}
 	if e.timeout <= 0 {
 		e.timeout = DefaultShutdownTimeout
 	}
@@ -100,7 +103,8 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open store: %w", err)
 	}
-	undo = append(undo, func() { _ = e.db.Close() })
+	undo = append(undo, func() { _ = e.db.Close() }, func() { _ = obs.tracing.Shutdown(context.Background()) })
+	e.db = obs.metrics.InstrumentDB(e.db)
 
 	topo := Topology(cfg.Topology)
 	if err := ensureDefaultNamespace(ctx, e.db, topo); err != nil {
@@ -114,7 +118,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		LocalLabel: topo.Local, Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { peerAPI.ServeHTTP(w, r) }),
 	})
 	undo = append(undo, e.peers.Close)
-	m := metrics.New()
+	m := obs.metrics
 	pb := cfg.Pegboard
 	var peer *apipeer.Server
 	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
@@ -141,6 +145,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		PingTimeout:        config.Ms(pb.EnvoyPingTimeout),
 		EnvoyLostThreshold: int64(pb.EnvoyLostThreshold),
 		ActorStopThreshold: int64(pb.ActorStopThreshold),
+		Metrics:            m,
 	})
 	undo = append(undo, e.envoys.Close)
 	lifecycle := e.runners.Runners()
@@ -154,6 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
+	apiOnly := publicAPI
 	publicAPI = e.envoys.Wrap(e.runners.Wrap(publicAPI))
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
@@ -161,14 +167,15 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace: peer.ResolveNamespace,
 		RateLimit:        core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		Telemetry:        obs.gateway(),
 	})
-	publicAPI = gateway.Wrap(publicAPI)
+	publicAPI = obs.public(gateway.Wrap(publicAPI), apiOnly, cfg, e.db, topo.Local)
 
 	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), peerAPI, log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), obs.peer(peerAPI), log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
@@ -180,6 +187,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	e.loops.Go(func() { lifecycle.Run(loopCtx) })
 	e.loops.Go(func() { lifecycle.Actors().Run(loopCtx) })
 	e.loops.Go(func() { e.envoys.Envoys().Run(loopCtx) })
+	e.loops.Go(func() { obs.runCensus(loopCtx, e.db, opts.Observability.CensusInterval) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {
@@ -226,6 +234,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.peers.Close()
 		if cerr := e.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+		if terr := e.obs.tracing.Shutdown(ctx); terr != nil {
+			e.log.Warn("tracing: spans not exported at shutdown", "error", terr)
 		}
 		e.stopErr = err
 		e.log.Info("berth stopped", "error", err)

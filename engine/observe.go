@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/berthhq/berth/engine/census"
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/engine/telemetry"
+	"github.com/berthhq/berth/engine/ui"
+	"github.com/berthhq/berth/guard"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// ObservabilityOptions are the Options that only tests and embedders need.
+type ObservabilityOptions struct {
+	// SpanExporter, when set, receives the spans in place of the OTLP exporter of
+	// otel.endpoint (tracing is then on).
+	SpanExporter telemetry.SpanExporter
+	// CensusInterval is how often the store gauges are recounted (census.DefaultInterval).
+	CensusInterval time.Duration
+}
+
+// observability is the engine's logs, tracing and metrics wiring.
+type observability struct {
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	tracing *telemetry.Tracing
+}
+
+// newObservability builds the logger (opts.Log, else log.format and log.level on stderr),
+// the metrics and the tracing (otel.endpoint, or the no-op tracer).
+func newObservability(opts Options) (*observability, error) {
+	log := opts.Log
+	if log == nil {
+		var err error
+		if log, err = telemetry.NewLogger(os.Stderr, opts.Config.Log); err != nil {
+			return nil, err
+		}
+	}
+	tr, err := telemetry.NewTracing(telemetry.TracingOptions{
+		Endpoint: opts.Config.OTel.Endpoint, Exporter: opts.Observability.SpanExporter,
+		Service: "berth", Version: opts.Build.Version, BatchTimeout: batchTimeout(opts),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &observability{log: log, metrics: metrics.New(), tracing: tr}, nil
+}
+
+func batchTimeout(opts Options) time.Duration {
+	if opts.Observability.SpanExporter != nil {
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
+// gateway is the guard's telemetry: spans when tracing is on, retries and phase times.
+func (o *observability) gateway() guard.Telemetry {
+	t := guard.Telemetry{
+		Retry: func(protocol string) { o.metrics.GatewayRetries.WithLabelValues(protocol).Inc() },
+		Phase: func(phase string, d time.Duration) {
+			o.metrics.GatewayPhase.WithLabelValues(phase).Observe(d.Seconds())
+		},
+	}
+	if o.tracing.Enabled {
+		t.Tracer, t.Propagator = o.tracing.Tracer, o.tracing.Propagator
+	}
+	return t
+}
+
+// public is the guard listener's outer layers: request telemetry, then the dashboard at
+// /ui, then next (the gateway, sockets and public API). api is the public API alone, which
+// the dashboard calls in process.
+func (o *observability) public(next, api http.Handler, cfg *config.Config, db udb.Database, label uint16) http.Handler {
+	dash := ui.Handler(ui.Options{AdminToken: cfg.Auth.AdminToken, API: api, DB: db, Label: label})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ui.IsPath(r.URL.Path) && r.Header.Get("X-Rivet-Target") == "" {
+			dash.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	return telemetry.Handler(h, telemetry.HTTPOptions{Listener: "api-public", Log: o.log, Metrics: o.metrics, Tracing: o.tracing})
+}
+
+// peer is the api-peer listener's outer layer.
+func (o *observability) peer(next http.Handler) http.Handler {
+	return telemetry.Handler(next, telemetry.HTTPOptions{Listener: "api-peer", Log: o.log, Metrics: o.metrics, Tracing: o.tracing})
+}
+
+// runCensus keeps the store gauges current until ctx ends.
+func (o *observability) runCensus(ctx context.Context, db udb.Database, interval time.Duration) {
+	census.New(census.Options{DB: db, Metrics: o.metrics, Log: o.log, Interval: interval}).Run(ctx)
+}
