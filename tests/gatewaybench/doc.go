@@ -7,6 +7,9 @@
 // connection), requests per second with 16 keep-alive connections, engine CPU per request,
 // and WebSocket echo round trips p50/p99, with the ratios berth/reference.
 //
+// The reference engine's installation and start and the measurements themselves are
+// bench/sidebyside's, shared with `make bench-compare` (bench/compare).
+//
 // The reference binary (97 MB) is installed with npm into the user's cache directory
 // (berth/rivet-engine-2.3.19) on first use, or named by BERTH_RIVET_ENGINE; the benchmark
 // skips when node, tests/npm/node_modules or the binary cannot be had.

@@ -1,22 +1,30 @@
-// The echo runner of the gateway benchmark (tests/gatewaybench), built on the unmodified npm
-// package @rivetkit/engine-runner 2.2.1: the same script runs against berth and against the
-// Rivet engine. Its actors answer every HTTP request with 200 "ok" and send every WebSocket
-// message back as it came.
+// The echo runner of the side-by-side benchmarks (tests/gatewaybench, bench/compare), built on
+// the unmodified npm package @rivetkit/engine-runner 2.2.1: the same script runs against berth
+// and against the Rivet engine. Its actors answer every HTTP request with 200 "ok" and send
+// every WebSocket message back as it came.
 //
 // Configuration, from the environment:
 //   BERTH_ENDPOINT   engine URL (http://127.0.0.1:PORT); without it no runner starts
 //   BERTH_NAMESPACE  namespace, default "default"
 //   RUNNER_NAME      runner name (pool), default "bench"
+//   RUNNER_SLOTS     total slots of that runner, default 10
 //   PLAIN_PORT       when set, also serve the same handlers from a plain node server on
 //                    127.0.0.1:PLAIN_PORT (HTTP, and WebSocket on any path through the ws
 //                    package), the baseline without an engine
 //
 // Every event is one JSON object per line on stdout, with "ev" naming it:
-//   connected   {runnerId}      onConnected
+//   connecting  {name}          a runner started by `connect` is about to open its socket
+//   connected   {runnerId, name} onConnected
 //   actorStart  {actorId}       onActorStart
 //   plain       {}              the plain server listens
 //   error       {message}
-// The runner's own log lines (warn and above) go to stderr. The process exits when stdin ends.
+// The runner's own log lines (warn and above) go to stderr.
+//
+// Commands, one per line on stdin:
+//   connect NAME COUNT SLOTS [PARALLEL]
+//        start COUNT more runners in pool NAME with SLOTS slots each, PARALLEL (default 1)
+//        at a time: each batch starts once the previous one has connected
+// The process exits when stdin ends.
 import { createServer } from "node:http";
 import { createInterface } from "node:readline";
 import { Runner } from "@rivetkit/engine-runner";
@@ -40,7 +48,23 @@ const logger = {
 	),
 };
 
-createInterface({ input: process.stdin }).on("close", () => process.exit(0));
+const commands = createInterface({ input: process.stdin });
+commands.on("close", () => process.exit(0));
+commands.on("line", async (line) => {
+	const [cmd, name, count, slots, parallel = "1"] = line.trim().split(/\s+/);
+	if (cmd !== "connect" || !process.env.BERTH_ENDPOINT) {
+		emit("error", { message: `unknown command ${JSON.stringify(line)}` });
+		return;
+	}
+	for (let i = 0; i < Number(count); i += Number(parallel)) {
+		const batch = [];
+		for (let j = i; j < Math.min(Number(count), i + Number(parallel)); j++) {
+			emit("connecting", { name });
+			batch.push(startRunner(name, Number(slots)));
+		}
+		await Promise.all(batch);
+	}
+});
 process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
 
 if (process.env.PLAIN_PORT) {
@@ -54,31 +78,40 @@ if (process.env.PLAIN_PORT) {
 	server.listen(Number(process.env.PLAIN_PORT), "127.0.0.1", () => emit("plain"));
 }
 
-if (process.env.BERTH_ENDPOINT) {
-	const runner = new Runner({
-		logger,
-		endpoint: process.env.BERTH_ENDPOINT,
-		namespace: process.env.BERTH_NAMESPACE ?? "default",
-		runnerName: process.env.RUNNER_NAME ?? "bench",
-		version: 1,
-		totalSlots: 10,
-		metadata: {},
-		prepopulateActorNames: { echo: { metadata: {} } },
-		noAutoShutdown: true,
-		onConnected: () => emit("connected", { runnerId: runner.runnerId }),
-		onDisconnected: () => {},
-		onShutdown: () => {},
-		onActorStart: async (actorId) => emit("actorStart", { actorId }),
-		onActorStop: async () => {},
-		fetch: async () => new Response("ok", { status: 200, headers: { "content-type": "text/plain" } }),
-		websocket: async (_runner, _actorId, ws) => {
-			ws.addEventListener("message", (ev) => ws.send(ev.data));
-		},
-		hibernatableWebSocket: { canHibernate: () => false },
+// startRunner starts one echo runner in pool name and resolves once it has connected.
+function startRunner(name, slots) {
+	return new Promise((resolve) => {
+		const runner = new Runner({
+			logger,
+			endpoint: process.env.BERTH_ENDPOINT,
+			namespace: process.env.BERTH_NAMESPACE ?? "default",
+			runnerName: name,
+			version: 1,
+			totalSlots: slots,
+			metadata: {},
+			prepopulateActorNames: { echo: { metadata: {} } },
+			noAutoShutdown: true,
+			onConnected: () => {
+				emit("connected", { runnerId: runner.runnerId, name });
+				resolve();
+			},
+			onDisconnected: () => {},
+			onShutdown: () => {},
+			onActorStart: async (actorId) => emit("actorStart", { actorId }),
+			onActorStop: async () => {},
+			fetch: async () => new Response("ok", { status: 200, headers: { "content-type": "text/plain" } }),
+			websocket: async (_runner, _actorId, ws) => {
+				ws.addEventListener("message", (ev) => ws.send(ev.data));
+			},
+			hibernatableWebSocket: { canHibernate: () => false },
+		});
+		runner.start().catch((err) => {
+			emit("error", { message: `start: ${err?.stack ?? err}` });
+			resolve();
+		});
 	});
-	try {
-		await runner.start();
-	} catch (err) {
-		emit("error", { message: `start: ${err?.stack ?? err}` });
-	}
+}
+
+if (process.env.BERTH_ENDPOINT) {
+	await startRunner(process.env.RUNNER_NAME ?? "bench", Number(process.env.RUNNER_SLOTS ?? 10));
 }

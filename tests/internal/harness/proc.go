@@ -1,69 +1,22 @@
 package harness
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/tests/proc"
 )
 
-// Event is one JSON line of a helper process; each program fills the fields it knows (the
-// scripts in tests/npm and the Go programs in tests/ document theirs).
-type Event struct {
-	Ev string `json:"ev"`
-
-	// Runners.
-	RunnerKey                  string `json:"runnerKey"`
-	RunnerID                   string `json:"runnerId"`
-	RunnerLostThreshold        *int64 `json:"runnerLostThreshold"`
-	ActorStopThreshold         *int64 `json:"actorStopThreshold"`
-	ServerlessDrainGracePeriod *int64 `json:"serverlessDrainGracePeriod"`
-	Ts                         int64  `json:"ts"`
-	Code                       int    `json:"code"`
-	Reason                     string `json:"reason"`
-	Command                    string `json:"command"`
-	Message                    string `json:"message"`
-	Protocol                   string `json:"protocol"`
-	Tag                        string `json:"tag"`
-	What                       string `json:"what"`
-	Status                     int    `json:"status"`
-	Body                       string `json:"body"`
-
-	// Actors.
-	ActorID    string  `json:"actorId"`
-	Generation int     `json:"generation"`
-	Name       string  `json:"name"`
-	Key        *string `json:"key"`
-	Input      *string `json:"input"` // base64
-
-	At   time.Time `json:"-"` // when the line was read
-	Line string    `json:"-"`
-}
+// Event is one JSON line of a helper process (see package tests/proc).
+type Event = proc.Event
 
 // Proc is a helper process in its own process group whose stdout is read line by line as
-// Events; commands go to its stdin.
+// Events; commands go to its stdin. It is a proc.Proc whose waits fail the test.
 type Proc struct {
-	Name string
-
-	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *lockedBuffer
-	exited chan struct{} // closed after the output is read and the process waited for
-
-	mu     sync.Mutex
-	events []Event
-	done   bool          // the output ended
-	wake   chan struct{} // closed and replaced at each new event
-	cursor int           // events before it have been consumed by Await
+	*proc.Proc
+	t testing.TB
 }
 
 // StartNode runs `node script args...` in tests/npm with extra environment env.
@@ -79,76 +32,26 @@ func StartNode(t testing.TB, name, script string, env []string, args ...string) 
 // cleanup closes its stdin, kills it and prints its output if the test failed.
 func StartProc(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 	t.Helper()
-	p := &Proc{t: t, Name: name, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{}), wake: make(chan struct{})}
-	p.cmd.Stderr = p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := p.cmd.StdoutPipe()
+	p, err := proc.Start(name, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go p.read(stdout)
 	t.Cleanup(func() {
-		p.stdin.Close()
-		p.Kill()
-		<-p.exited
+		p.Stop()
 		if t.Failed() {
-			t.Logf("%s output:\n%s\n%s stderr:\n%s", name, p.Transcript(), name, Tail(p.stderr.Bytes(), 30))
+			t.Logf("%s output:\n%s\n%s stderr:\n%s", name, p.Transcript(), name, Tail(p.Stderr(), 30))
 		}
 	})
-	return p
+	return &Proc{Proc: p, t: t}
 }
-
-// read collects the process's events until its output ends, then waits for the process.
-func (p *Proc) read(stdout io.Reader) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		ev := Event{At: time.Now(), Line: sc.Text()}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			ev = Event{Ev: "unparsed", At: ev.At, Line: ev.Line}
-		}
-		p.mu.Lock()
-		p.events = append(p.events, ev)
-		close(p.wake)
-		p.wake = make(chan struct{})
-		p.mu.Unlock()
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	_ = p.cmd.Wait()
-	p.mu.Lock()
-	p.done = true
-	close(p.wake)
-	p.mu.Unlock()
-	close(p.exited)
-}
-
-// Exited is closed once the process has exited and its output is read.
-func (p *Proc) Exited() <-chan struct{} { return p.exited }
-
-// PID is the process's id.
-func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // Send writes one command line to the process's stdin. A process that has already ended
 // cannot take it; the next Await reports that if it matters.
 func (p *Proc) Send(line string) {
 	p.t.Helper()
-	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
-		p.t.Logf("%s: send %q: %v", p.Name, line, err)
+	if err := p.Proc.Send(line); err != nil {
+		p.t.Log(err)
 	}
-}
-
-// Kill sends SIGKILL to the process group.
-func (p *Proc) Kill() { p.Signal(syscall.SIGKILL) }
-
-// Signal sends sig to the process group.
-func (p *Proc) Signal(sig syscall.Signal) {
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // Await returns the first event after the last awaited one that ok accepts; it fails the
@@ -156,29 +59,11 @@ func (p *Proc) Signal(sig syscall.Signal) {
 // stay in the transcript.
 func (p *Proc) Await(what string, within time.Duration, ok func(Event) bool) Event {
 	p.t.Helper()
-	timer := time.NewTimer(within)
-	defer timer.Stop()
-	for {
-		p.mu.Lock()
-		for p.cursor < len(p.events) {
-			ev := p.events[p.cursor]
-			p.cursor++
-			if ok(ev) {
-				p.mu.Unlock()
-				return ev
-			}
-		}
-		done, wake := p.done, p.wake
-		p.mu.Unlock()
-		if done {
-			p.t.Fatalf("%s ended before %s; its output:\n%s\nstderr:\n%s", p.Name, what, p.Transcript(), Tail(p.stderr.Bytes(), 30))
-		}
-		select {
-		case <-wake:
-		case <-timer.C:
-			p.t.Fatalf("%s: no %s within %v; its output:\n%s", p.Name, what, within, p.Transcript())
-		}
+	ev, err := p.Proc.Await(what, within, ok)
+	if err != nil {
+		p.t.Fatal(err)
 	}
+	return ev
 }
 
 // AwaitEv awaits the next event named name.
@@ -187,56 +72,5 @@ func (p *Proc) AwaitEv(name string, within time.Duration) Event {
 	return p.Await(name, within, func(ev Event) bool { return ev.Ev == name })
 }
 
-// Seen returns every event read so far, awaited or not.
-func (p *Proc) Seen() []Event {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]Event(nil), p.events...)
-}
-
-// Count returns how many events named name were read so far.
-func (p *Proc) Count(name string) int {
-	n := 0
-	for _, ev := range p.Seen() {
-		if ev.Ev == name {
-			n++
-		}
-	}
-	return n
-}
-
-// Transcript is every event read so far, one per line with the time it was read.
-func (p *Proc) Transcript() string {
-	var b strings.Builder
-	for _, ev := range p.Seen() {
-		fmt.Fprintf(&b, "  %s %s\n", ev.At.Format("15:04:05.000"), ev.Line)
-	}
-	return b.String()
-}
-
-// Stderr returns what the process wrote to stderr so far.
-func (p *Proc) Stderr() []byte { return p.stderr.Bytes() }
-
-// lockedBuffer is a bytes.Buffer safe for the writer goroutine exec starts and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
 // Tail returns the last n lines of b.
-func Tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
+func Tail(b []byte, n int) string { return proc.Tail(b, n) }
