@@ -106,6 +106,9 @@ func newObserved(reg *prometheus.Registry) Observed {
 			Help: "How long the last census of the store took.",
 		}),
 	}
+	// Retries show as 0 before the first, so that rate() works from the start.
+	o.GatewayRetries.WithLabelValues("http")
+	o.GatewayRetries.WithLabelValues("websocket")
 	reg.MustRegister(o.HTTPRequests, o.HTTPDuration, o.GatewayPhase, o.GatewayRetries, o.UDBCommit, o.UDBConflicts,
 		rtt, o.Actors, o.Runners, o.Envoys, o.PendingAllocations, o.CensusTruncated, o.CensusDuration)
 	return o
