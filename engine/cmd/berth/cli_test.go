@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/sdk/client"
 	"github.com/berthhq/berth/sdk/runner"
 )
@@ -387,5 +389,66 @@ func TestProgressOnATerminalAndOff(t *testing.T) {
 	p.Done()
 	if got := buf.String(); !strings.Contains(got, "\r\033[Kcopying [===============               ] 2/4") || !strings.HasSuffix(got, "\n") {
 		t.Errorf("terminal progress:\n%q", got)
+	}
+}
+
+// A store exported to a file and imported into another holds the same keys; an import into
+// a store that holds keys needs --overwrite.
+func TestExportImport(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := "file://"+filepath.Join(dir, "src"), "file://"+filepath.Join(dir, "dst")
+	ctx := context.Background()
+	db, err := udb.Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		for i := range 100 {
+			tx.Set([]byte(fmt.Sprintf("key-%03d", i)), []byte(fmt.Sprintf("value-%d", i)))
+		}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	file := filepath.Join(dir, "berth.dump")
+	r := ok(t, nil, "export", "--db", src, "--out", file)
+	if !strings.Contains(r.err, "exporting: 100 keys") || !strings.Contains(r.err, "exported 100 keys") || r.out != "" {
+		t.Errorf("export: stdout %q, stderr %q", r.out, r.err)
+	}
+	// --db may come from the configuration.
+	r = ok(t, []string{"BERTH__database__url=" + dst}, "import", "--in", file)
+	if !strings.Contains(r.err, "imported 100 keys") {
+		t.Errorf("import: stderr %q", r.err)
+	}
+	if r := berth(t, nil, "import", "--db", dst, "--in", file); r.code != 1 {
+		t.Errorf("import into a store with keys: exit %d, stderr %q; want 1", r.code, r.err)
+	}
+	ok(t, nil, "import", "--db", dst, "--in", file, "--overwrite")
+
+	db, err = udb.Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v, err := db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) { return tx.Get(ctx, []byte("key-042")) })
+	if err != nil || string(v.([]byte)) != "value-42" {
+		t.Errorf("key-042 after import = %q, %v", v, err)
+	}
+
+	// A damaged file is refused.
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "cut.dump")
+	if err := os.WriteFile(bad, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := berth(t, nil, "import", "--db", "file://"+filepath.Join(dir, "other"), "--in", bad); r.code != 1 {
+		t.Errorf("import of a cut file: exit %d; want 1", r.code)
 	}
 }

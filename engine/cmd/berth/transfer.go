@@ -1,6 +1,155 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 
-// transferCommands are berth export and berth import, once pkg/udb/transfer exists.
-func (c *cli) transferCommands() []*cobra.Command { return nil }
+	"github.com/spf13/cobra"
+
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/transfer"
+)
+
+// storeFlags name the store of export and import: --db, or the configuration's database.url.
+type storeFlags struct {
+	db    string
+	files []string
+}
+
+func (f *storeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.db, "db", "", "store URL: file://PATH, postgres://..., fdb://CLUSTER_FILE (default: database.url of the configuration)")
+	cmd.Flags().StringArrayVar(&f.files, "config", nil, "config file to read database.url from when --db is not given; repeatable")
+}
+
+func (f *storeFlags) url(environ []string) (string, error) {
+	if f.db != "" {
+		return f.db, nil
+	}
+	cfg, err := config.Load(config.Sources{Files: f.files, Environ: environ})
+	if err != nil {
+		return "", fmt.Errorf("configuration:\n%w", err)
+	}
+	return cfg.Database.URL, nil
+}
+
+// transferCommands are berth export and berth import.
+func (c *cli) transferCommands() []*cobra.Command {
+	var (
+		exp storeFlags
+		out string
+	)
+	export := &cobra.Command{
+		Use:   "export [--db URL] [--out FILE]",
+		Short: "Copy every key of a store into a file",
+		Long: `Write every key and value of a store to a file (or stdout), in a checksummed format that
+berth import reads into any store (embedded, PostgreSQL, FoundationDB). Progress goes to
+stderr. An embedded store must not be open in a running engine.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			dbURL, err := exp.url(c.environ)
+			if err != nil {
+				return err
+			}
+			w, finish, err := c.output(out)
+			if err != nil {
+				return err
+			}
+			defer func() { err = finish(err) }()
+			db, err := udb.Open(cmd.Context(), dbURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			p := c.newProgress("exporting", "keys", 0)
+			st, err := transfer.Export(cmd.Context(), db, w, transfer.Options{Progress: func(s transfer.Stats) { p.Set(s.Keys, -1) }})
+			p.Done()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.err, "exported %d keys (%d bytes of keys and values) from %s\n", st.Keys, st.Bytes, config.RedactURL(dbURL))
+			return nil
+		},
+	}
+	exp.add(export)
+	export.Flags().StringVar(&out, "out", "-", "the file to write; - for stdout")
+
+	var (
+		imp       storeFlags
+		in        string
+		overwrite bool
+	)
+	imp2 := &cobra.Command{
+		Use:   "import [--db URL] [--in FILE] [--overwrite]",
+		Short: "Load a file written by berth export into a store",
+		Long: `Read a file written by berth export (or stdin) into a store. The store must be empty
+unless --overwrite, which first clears all of it. A damaged or cut file is refused and
+what it had written is removed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dbURL, err := imp.url(c.environ)
+			if err != nil {
+				return err
+			}
+			var r io.Reader = c.in
+			if in != "-" {
+				f, err := os.Open(in)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			db, err := udb.Open(cmd.Context(), dbURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			p := c.newProgress("importing", "keys", 0)
+			st, err := transfer.Import(cmd.Context(), db, bufio.NewReaderSize(r, 1<<20),
+				transfer.Options{Overwrite: overwrite, Progress: func(s transfer.Stats) { p.Set(s.Keys, -1) }})
+			p.Done()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.err, "imported %d keys (%d bytes of keys and values) into %s\n", st.Keys, st.Bytes, config.RedactURL(dbURL))
+			return nil
+		},
+	}
+	imp.add(imp2)
+	imp2.Flags().StringVar(&in, "in", "-", "the file to read; - for stdin")
+	imp2.Flags().BoolVar(&overwrite, "overwrite", false, "clear a store that holds keys before importing")
+	return []*cobra.Command{export, imp2}
+}
+
+// output opens where export writes: stdout for "-", else the file, which finish removes if
+// the export failed (a partial stream is of no use).
+func (c *cli) output(name string) (io.Writer, func(error) error, error) {
+	if name == "-" {
+		bw := bufio.NewWriterSize(c.out, 1<<20)
+		return bw, func(err error) error { return errors.Join(err, bw.Flush()) }, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	return bw, func(err error) error {
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+		}
+		return err
+	}, nil
+}
