@@ -25,6 +25,7 @@ import (
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
+	_ "github.com/berthhq/berth/pkg/udb/driver/fdb"      // fdb:// (built with -tags fdb)
 	_ "github.com/berthhq/berth/pkg/udb/driver/postgres" // postgres://
 )
 

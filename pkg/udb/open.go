@@ -21,7 +21,7 @@ var registry struct {
 var notBuiltIn = map[string]string{
 	"postgres":   "the PostgreSQL driver is not built into this binary (import github.com/berthhq/berth/pkg/udb/driver/postgres)",
 	"postgresql": "the PostgreSQL driver is not built into this binary (import github.com/berthhq/berth/pkg/udb/driver/postgres)",
-	"fdb":        "the FoundationDB driver is not built in; rebuild with -tags fdb on a machine with the FoundationDB 7.3 client installed",
+	"fdb":        "the FoundationDB driver is not built into this binary; rebuild with -tags fdb (go build -tags fdb ./engine/cmd/berth) on a machine with the FoundationDB client 7.3.x installed (package foundationdb-clients: fdb_c.h and libfdb_c, API version 730)",
 }
 
 // Register makes a driver available to Open under scheme. It panics if the
