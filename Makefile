@@ -7,7 +7,7 @@ BUILT_AT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -X main.version=$(VERSION) -X main.gitSHA=$(GIT_SHA) -X main.buildTimestamp=$(BUILT_AT)
 PKGS     := ./...
 
-.PHONY: build run test lint bench fuzz clean
+.PHONY: build run test test-fdb lint bench fuzz clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./engine/cmd/berth
@@ -19,6 +19,19 @@ run: build
 # What CI runs: formatting, vet, and every test with the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The FoundationDB driver's tests (-tags fdb) against the cluster of
+# docker-compose.yml. Needs Docker and the FoundationDB client 7.3.x
+# (foundationdb-clients: fdb_c.h and libfdb_c) on this machine. Without
+# FDB_CLUSTER_FILE it brings the compose cluster up and copies its cluster
+# file to .fdb/; with it, it uses that cluster.
+FDB_CLUSTER_FILE ?=
+test-fdb:
+	@cf="$(FDB_CLUSTER_FILE)"; if [ -z "$$cf" ]; then \
+		docker compose up -d fdb && docker compose run --rm fdb-init && \
+		mkdir -p .fdb && docker compose cp fdb:/var/fdb/fdb.cluster .fdb/fdb.cluster && \
+		cf="$(CURDIR)/.fdb/fdb.cluster" || exit 1; fi; \
+	BERTH_TEST_FDB_CLUSTER_FILE="$$cf" $(GO) test -tags fdb -race -count=1 -timeout 30m ./pkg/udb/driver/fdb ./tests/fdb
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
