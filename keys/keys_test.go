@@ -273,7 +273,9 @@ func TestUnpackRejectsOutOfRangeFields(t *testing.T) {
 
 func TestRemainingMillislots(t *testing.T) {
 	tests := []struct{ remaining, total, want uint32 }{
-		{0, 0, 0}, {5, 0, 0}, {0, 10, 0}, {10, 10, 1000}, {1, 3, 333}, {2, 3, 666},
+		{0, 0, 0}, {5, 0, 0}, {0, 10, 0}, {10, 10, 1000}, {1, 3, 334}, {2, 3, 667},
+		{1, 10000, 1}, {9, 10000, 1}, {10, 10000, 1}, {11, 10000, 2}, {9999, 10000, 1000}, // rounded up: never 0 while a slot is free
+		{12, 10, 1000},               // more free than total (a total lowered at reconnect) counts as empty
 		{1<<32 - 1, 1<<32 - 1, 1000}, // no overflow in remaining*1000
 	}
 	for _, tc := range tests {

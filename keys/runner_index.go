@@ -202,8 +202,11 @@ func RunnerNameKeyRange(ns id.ID) NameRange {
 // meets the newest version first, then within a version the emptiest runner
 // (most free slots) first, then the runner whose ping is oldest, then by
 // runner id. RemainingMillislots is RemainingMillislots(remaining, total).
-// The entry moves on every ping and slot change: whoever clears the old
-// entry must add a read conflict on it in the same transaction. Only runners
+// The entry moves on every ping and whenever a slot change changes its
+// RemainingMillislots (not on every slot change: rewriting an unchanged entry
+// leaves obsolete versions in the store that every scan of the index steps
+// over until compaction); whoever clears the old entry must add a read
+// conflict on it in the same transaction. Only runners
 // that are neither draining nor expired have an entry.
 //
 // Rivet negates the version as an i32; berth negates it as an i64, which
@@ -218,13 +221,15 @@ type RunnerAllocIdxKey struct {
 	RunnerID            id.ID
 }
 
-// RemainingMillislots is the share of free slots in thousandths,
-// remaining*1000/total, 0 when total is 0.
+// RemainingMillislots is the share of free slots in thousandths, rounded up
+// (ceil(remaining*1000/total)), 0 when total is 0. Rounding up keeps a runner
+// with a few free slots out of the "full" bucket 0: Rivet rounds down, so a
+// runner of 10,000 slots with 9 free takes no more actors there.
 func RemainingMillislots(remaining, total uint32) uint32 {
-	if total == 0 {
+	if total == 0 || remaining == 0 {
 		return 0
 	}
-	return uint32(uint64(remaining) * 1000 / uint64(total))
+	return uint32((uint64(min(remaining, total))*1000 + uint64(total) - 1) / uint64(total))
 }
 
 func (k RunnerAllocIdxKey) Pack() []byte {

@@ -72,6 +72,9 @@ func decodeActorByKey(name string, b []byte) (ActorByKeyValue, error) {
 // protocol_version: u16 } (version 2). Version 1 values, which lack
 // protocol_version, decode with ProtocolVersion 3, as in Rivet.
 // berth has no workflow engine: WorkflowID may be zero or the runner's own id.
+// RemainingSlots is the count when the entry was last written: the entry moves
+// only when the key's RemainingMillislots changes, so the exact count is the
+// runner's RunnerRemainingSlotsKey.
 type RunnerAllocIdxValue struct {
 	WorkflowID      id.ID
 	RemainingSlots  uint32

@@ -35,7 +35,8 @@ type ActorsOptions struct {
 type Actors struct {
 	o ActorsOptions
 
-	kick chan struct{}
+	kick    chan struct{}
+	creates batcher // creates share transactions (batch.go)
 
 	mu       sync.Mutex
 	pools    []actor.Pool            // queues to move
@@ -53,7 +54,9 @@ func NewActors(o ActorsOptions) *Actors {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 100 * time.Millisecond
 	}
-	return &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}}
+	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}}
+	p.creates.p = p
+	return p
 }
 
 // Config is the lifecycle timings.
@@ -85,7 +88,8 @@ func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) 
 		return zero, err
 	}
 	p.Apply(eff)
-	return res.(T), nil
+	v, _ := res.(T) // nil when T is an interface and f returned nil
+	return v, nil
 }
 
 // Apply carries out committed effects.
@@ -264,22 +268,27 @@ func (p *Actors) fill(in actor.CreateInput) actor.CreateInput {
 	return in
 }
 
-// Create creates and places an actor (ops/actor.Create).
+// Create creates and places an actor (ops/actor.Create), in a transaction shared with the
+// creates that run at the same time (batch.go).
 func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor, error) {
 	in = p.fill(in)
-	return Transact(ctx, p, func(tx udb.Transaction) (actor.Actor, actor.Effects, error) {
+	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.Create(ctx, tx, in)
 		return out.Actor, out.Effects, err
 	})
+	a, _ := res.(actor.Actor)
+	return a, err
 }
 
-// GetOrCreate returns the live actor holding the key, or creates it (ops/actor.GetOrCreate).
+// GetOrCreate returns the live actor holding the key, or creates it (ops/actor.GetOrCreate),
+// in a transaction shared as Create's.
 func (p *Actors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
 	in = p.fill(in)
-	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.GetOrCreateOutput, actor.Effects, error) {
+	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.GetOrCreate(ctx, tx, in)
 		return out, out.Effects, err
 	})
+	out, _ := res.(actor.GetOrCreateOutput)
 	return out.Actor, out.Created, err
 }
 

@@ -134,31 +134,44 @@ type state struct {
 // fields makes the caller's transaction conflict and retry. found is false
 // when the runner does not exist.
 //
-// The fields come from one range read over the runner's data keys, as the API
-// reads runners (startRecord, list_load.go), rather than one read per field. A
-// transaction's read goes through its snapshot view and the two spans that
-// hold the fields (dataRanges) become read conflicts: together a serializable
-// read of exactly the fields, leaving out the actor command subspace between
-// the spans, so that a command stored for the runner does not make its ping
-// retry.
+// The fields come from two range reads, of the spans that hold them
+// (dataRanges), rather than one read per field. A transaction's reads go
+// through its snapshot view and the spans become read conflicts: together a
+// serializable read of exactly the fields, leaving out the actor command
+// subspace between the spans, so that a command stored for the runner does
+// not make its ping retry.
 func readState(ctx context.Context, r udb.ReadTransaction, rid id.ID) (state, bool, error) {
 	tx, serializable := r.(udb.Transaction)
 	if serializable {
 		r = tx.Snapshot()
 	}
-	rec := startRecord(r, rid)
-	rows, err := rec.rows(ctx, r, make([]udb.KeyValue, 0, recordRowLimit))
-	if err != nil {
-		return state{}, false, err
+	// The two spans, not the one read of the API's loads (startRecord): the state ops run
+	// while actors are placed on the runner, whose acknowledged start commands leave cleared
+	// keys in the actor command subspace between the spans, and one read across it steps
+	// over every one of them until the store compacts them away.
+	prefix, _, _ := keys.RunnerFieldsRange(rid)
+	spans := dataRanges(rid)
+	its := make([]udb.RangeIterator, len(spans))
+	for i, rg := range spans { // both reads start before either is waited for
+		its[i] = r.GetRange(udb.FirstGreaterOrEqual(rg[0]), udb.FirstGreaterOrEqual(rg[1]), udb.RangeOptions{Mode: udb.StreamingModeWantAll})
+	}
+	rows := make([]udb.KeyValue, 0, recordRowLimit)
+	for _, it := range its {
+		for it.Next(ctx) {
+			rows = append(rows, it.KeyValue())
+		}
+		if err := it.Err(); err != nil {
+			return state{}, false, err
+		}
 	}
 	if serializable {
-		for _, rg := range dataRanges(rid) {
+		for _, rg := range spans {
 			if err := tx.AddReadConflictRange(rg[0], rg[1]); err != nil {
 				return state{}, false, err
 			}
 		}
 	}
-	return decodeState(rid, rec.prefix, rows)
+	return decodeState(rid, prefix, rows)
 }
 
 // eligible reports whether the runner may receive actors: it has not begun
@@ -203,6 +216,21 @@ func (s state) unindex(tx udb.Transaction) error {
 
 // index writes the runner's allocation-index entry for its current fields.
 func (s state) index(tx udb.Transaction) { keys.Set(tx, s.allocKey(), s.allocValue()) }
+
+// setRemaining records n free slots. The allocation-index entry moves only if
+// its key changes (its RemainingMillislots bucket): see keys.RunnerAllocIdxKey.
+func (s *state) setRemaining(tx udb.Transaction, n uint32) error {
+	if s.indexed() && keys.RemainingMillislots(n, s.total) != keys.RemainingMillislots(s.remaining, s.total) {
+		if err := s.unindex(tx); err != nil {
+			return err
+		}
+		s.remaining = n
+		s.index(tx)
+	}
+	s.remaining = n
+	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, n)
+	return nil
+}
 
 // setPing records nowMs as the runner's last ping, moving its ping-index
 // entry (keys.RunnerPingIdxKey) unless it has stopped: a stopped runner has

@@ -75,12 +75,9 @@ func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, 
 	if err != nil || !found || !s.indexed() || s.remaining == 0 || s.lastPingTs < in.PingedSinceMs {
 		return false, err
 	}
-	if err := s.unindex(tx); err != nil {
+	if err := s.setRemaining(tx, s.remaining-1); err != nil {
 		return false, err
 	}
-	s.remaining--
-	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, s.remaining)
-	s.index(tx)
 	keys.Set(tx, keys.RunnerActorKey{RunnerID: s.id, ActorID: in.ActorID}, in.Generation)
 	return true, nil
 }
@@ -100,13 +97,5 @@ func ReleaseSlot(ctx context.Context, tx udb.Transaction, rid, aid id.ID) error 
 	if err != nil || !found || s.stopped {
 		return err
 	}
-	if err := s.unindex(tx); err != nil {
-		return err
-	}
-	s.remaining = min(s.remaining+1, s.total)
-	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: s.id}, s.remaining)
-	if s.indexed() {
-		s.index(tx)
-	}
-	return nil
+	return s.setRemaining(tx, min(s.remaining+1, s.total))
 }

@@ -166,11 +166,17 @@ func (i *iter) First() bool {
 	return i.it.First()
 }
 
+// Next moves forward with NextPrefix rather than pebble's Next: the default
+// comparer's prefix is the whole key, and NextPrefix seeks past the older
+// versions of the current key once it meets one, where Next steps over each.
+// A key rewritten by every transaction (a runner's free-slot count) has
+// thousands of versions in the memtable until it is flushed; stepping over
+// them made each range read across it cost O(writes since the flush).
 func (i *iter) Next() bool {
 	if i.reverse {
 		return i.it.Prev()
 	}
-	return i.it.Next()
+	return i.it.NextPrefix()
 }
 
 func (i *iter) Seek(key []byte) bool {
