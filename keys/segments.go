@@ -82,6 +82,12 @@ const (
 	tagState = 1010
 	tagInput = 1011
 	tagTimer = 1012
+	// Engine nodes of one datacenter (node.go): the node subspace, a node's
+	// lease, the runner-socket ownership record and its per-node index.
+	tagNode         = 1020
+	tagNodeLease    = 1021
+	tagSocketOwner  = 1022
+	tagNodeSocketIx = 1023
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,
