@@ -20,6 +20,8 @@ type Config struct {
 	APIPublic APIPublic `json:"api_public"`
 	APIPeer   APIPeer   `json:"api_peer"`
 	Database  Database  `json:"database"`
+	PubSub    PubSub    `json:"pubsub"`
+	Node      Node      `json:"node"`
 	Pegboard  Pegboard  `json:"pegboard"`
 	Metrics   Metrics   `json:"metrics"`
 	Log       Log       `json:"log"`
@@ -122,6 +124,29 @@ type Database struct {
 	URL string `json:"url"`
 }
 
+// PubSub is the message bus between the engine nodes of one datacenter.
+type PubSub struct {
+	// URL of the bus. Empty (the default) keeps the engine a single node with an in-process
+	// bus; nats://HOST:PORT makes it one of several nodes sharing database.url (PostgreSQL or
+	// FoundationDB), which reach each other's runner sockets through that NATS server.
+	URL string `json:"url"`
+}
+
+// Node is this engine among the nodes of its datacenter.
+type Node struct {
+	// ID names the node in its lease and its ownership records. Default: a fresh random id at
+	// each start. Give a node restarted after `POST /shutdown?handoff=preserve` the same id,
+	// so that it finds the ownership records it kept.
+	ID string `json:"id,omitempty"`
+	// Address is the internal URL other nodes reach this node's api-peer listener at (gateway
+	// requests for runners whose socket this node holds travel there). Default:
+	// http://HOST:PORT of api_peer, with 127.0.0.1 for an unspecified host.
+	Address string `json:"address,omitempty"`
+	// LeaseMs is how long the node's lease lasts unless renewed (every third of it); a node
+	// killed without a shutdown counts as gone once it runs out. Default 10000.
+	LeaseMs uint32 `json:"lease_ms"`
+}
+
 // Pegboard holds the control plane's timings, in milliseconds, named as on the Rivet engine.
 type Pegboard struct {
 	// RunnerLostThreshold is how long a runner may go without a ping before it is lost
@@ -183,6 +208,7 @@ const (
 	DefaultMetricsPort       = 6430
 	DefaultDatabaseURL       = "file://data/berth"
 	DefaultDatacenterTimeout = 5000 // ms
+	DefaultNodeLeaseMs       = 10000
 
 	DefaultRunnerLostThreshold        = 15000   // ms
 	DefaultRunnerEligibleThreshold    = 10000   // ms
@@ -220,6 +246,7 @@ func Default() *Config {
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
+		Node:      Node{LeaseMs: DefaultNodeLeaseMs},
 		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
 		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pegboard: Pegboard{

@@ -143,7 +143,7 @@ func TestLoadErrors(t *testing.T) {
 		wantErr int      // number of *FieldError joined (0: don't check)
 	}{
 		{name: "unknown top-level key", yaml: "gaurd: {port: 1}\n",
-			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, log, metrics, otel, pegboard, topology", "berth.yaml:1:8"}},
+			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, log, metrics, node, otel, pegboard, pubsub, topology", "berth.yaml:1:8"}},
 		{name: "unknown nested key", yaml: "guard:\n  prot: 1\n",
 			want: []string{"guard.prot: unknown key; known keys in guard are host, port", "berth.yaml:2:9"}},
 		{name: "port out of range", yaml: "guard: {port: 70000}\n",

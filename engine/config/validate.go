@@ -20,7 +20,8 @@ import (
 // hosts are empty, an IP address or a host name; guard and api_peer do not share a port;
 // database.url has a scheme berth knows; api_public.datacenter_timeout_ms > 0; an admin token
 // has no spaces or control characters; the pegboard timings are > 0 and the ping timeout is
-// longer than the ping interval.
+// longer than the ping interval; pubsub.url is a nats:// URL and then database.url is
+// postgres:// or fdb://; node.address is an http or https URL; node.lease_ms ≥ 1000.
 func (c *Config) Validate() error {
 	errs := c.validate()
 	if len(errs) == 0 {
@@ -108,6 +109,22 @@ func (c *Config) validate() []*FieldError {
 
 	// database
 	checkDatabaseURL(bad, "database.url", c.Database.URL)
+
+	// pubsub and node
+	if u := c.PubSub.URL; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "nats" || pu.Host == "" {
+			bad("pubsub.url", "invalid URL %q: want nats://HOST:PORT, or leave it out for a single node", u)
+		} else if s, _, _ := strings.Cut(c.Database.URL, "://"); s != "postgres" && s != "postgresql" && s != "fdb" {
+			bad("pubsub.url", "several nodes share one store: database.url must be postgres:// or fdb://, not %s://", s)
+		}
+	}
+	if strings.ContainsFunc(c.Node.ID, isSpaceOrControl) {
+		bad("node.id", "must not contain spaces or control characters")
+	}
+	checkURL(bad, "node.address", c.Node.Address, false)
+	if c.Node.LeaseMs < 1000 {
+		bad("node.lease_ms", "must be at least 1000, not %d", c.Node.LeaseMs)
+	}
 
 	// pegboard
 	pb := c.Pegboard
