@@ -72,8 +72,10 @@ func loadBenchConfig(b *testing.B) benchConfig {
 //     ACTORS_BENCH_WINDOW (10 s): every create must succeed (any failure fails the
 //     benchmark), and every created actor must then start on a runner;
 //   - memory per sleeping actor: a fresh engine with a pool whose runner has gone, so that
-//     each of ACTORS_BENCH_SLEEPING (100,000) actors created with crash policy sleep sleeps at
-//     once (no_capacity); the engine's VmRSS (/proc) before and after, and 5 s later.
+//     each actor created with crash policy sleep sleeps at once (no_capacity); two rounds of
+//     ACTORS_BENCH_SLEEPING (100,000) creates, the engine's VmRSS (/proc) settled after each
+//     (see sleepingMemory): rss_mib_per_100k_sleeping is the second round's growth, what
+//     sleeping actors cost once the bounded caches are full; rss_cold_… the first round's.
 //
 // It runs once whatever b.N is. Goals (issue 5 item 8): create-to-running p50 ≤ 3 ms, ≥ 1,000
 // creates/s, RSS growth ≤ 10 MiB per 100,000 sleeping actors.
@@ -141,14 +143,15 @@ func BenchmarkActors(b *testing.B) {
 	b.ReportMetric(ms(pct(post, 50)), "post_p50_ms")
 	b.ReportMetric(rate, "creates/s")
 	b.ReportMetric(float64(failed), "create_failures")
-	b.ReportMetric(mem.growth, "rss_mib_per_100k_sleeping")
-	b.ReportMetric(mem.marginal, "rss_slope_mib_per_100k_sleeping")
+	b.ReportMetric(mem.warmPer, "rss_mib_per_100k_sleeping")
+	b.ReportMetric(mem.growth, "rss_cold_mib_per_100k_sleeping")
 	b.Logf("create-to-running (%d actors, one at a time): to the runner's Start p50 %.2f ms p99 %.2f ms; to connectable_ts in GET p50 %.2f ms p99 %.2f ms; POST answered p50 %.2f ms p99 %.2f ms",
 		cfg.Latency, ms(pct(start, 50)), ms(pct(start, 99)), ms(pct(conn, 50)), ms(pct(conn, 99)), ms(pct(post, 50)), ms(pct(post, 99)))
 	b.Logf("creates: %d in %v with %d clients = %.0f/s, %d failed, %d not started; POST under load p50 %.2f ms p99 %.2f ms max %.2f ms",
 		len(created), elapsed.Round(time.Millisecond), cfg.Clients, rate, failed, notStarted, ms(pct(postLat, 50)), ms(pct(postLat, 99)), ms(pct(postLat, 100)))
-	b.Logf("sleeping: %d actors created in %v (%.0f/s); engine VmRSS %.1f → %.1f MiB (%.1f MiB at a fifth, %.1f MiB 5 s after), heap in use %.1f → %.1f MiB: RSS +%.1f MiB per 100,000 sleeping actors, slope after the first fifth %.1f MiB per 100,000",
-		cfg.Sleeping, mem.took.Round(time.Millisecond), float64(cfg.Sleeping)/mem.took.Seconds(), mem.before, mem.after, mem.atFifth, mem.settled, mem.heapBefore, mem.heapAfter, mem.growth, mem.marginal)
+	b.Logf("sleeping: %d actors created in %v (%.0f/s); engine VmRSS settled %.1f MiB before, %.1f after %d actors, %.1f after %d (heap in use after GC %.1f, %.1f, %.1f MiB; VmHWM %.1f MiB): +%.1f MiB per 100,000 sleeping actors once warm, +%.1f MiB per 100,000 from empty (caches filling included)",
+		cfg.Sleeping, mem.took.Round(time.Millisecond), float64(cfg.Sleeping)/mem.took.Seconds(), mem.before, mem.cold, cfg.Sleeping, mem.warm, 2*cfg.Sleeping,
+		mem.heap[0], mem.heap[1], mem.heap[2], mem.peak, mem.warmPer, mem.growth)
 	b.Logf("load average before %s, after %s", loadBefore, loadAfter)
 }
 
@@ -158,18 +161,24 @@ const (
 )
 
 type memResult struct {
-	before, after, settled float64 // VmRSS, MiB
-	atFifth                float64 // VmRSS once a fifth of the actors exist, MiB
-	heapBefore, heapAfter  float64 // go_memstats_heap_inuse_bytes, MiB (0 if not exported)
-	growth                 float64 // (after − before) per 100,000 actors, MiB
-	marginal               float64 // (after − atFifth) per 100,000 actors, MiB: the slope
-	took                   time.Duration
+	before  float64       // VmRSS before the first actor, settled, MiB
+	cold    float64       // VmRSS after the first cfg.Sleeping actors, settled, MiB
+	warm    float64       // VmRSS after the second cfg.Sleeping actors, settled, MiB
+	peak    float64       // VmHWM, MiB
+	heap    [3]float64    // go_memstats_heap_inuse_bytes at before, cold, warm (after a GC), MiB
+	growth  float64       // (cold − before) per 100,000 actors, MiB: caches filling included
+	warmPer float64       // (warm − cold) per 100,000 actors, MiB: what each sleeping actor costs
+	took    time.Duration // to create the first cfg.Sleeping
 }
 
-// sleepingMemory creates cfg.Sleeping actors that sleep at once on a fresh engine and
-// measures its memory around it.
+// sleepingMemory creates 2×cfg.Sleeping actors that sleep at once on a fresh engine, in two
+// rounds, and measures its memory settled before, between and after them. The first round
+// also fills what is bounded but starts empty (the store's block cache and memtables, the
+// conflict window of recent commits, the Go heap's working size); the second round's
+// growth is what sleeping actors themselves cost. Settled: after a GC (the engine serves
+// pprof here) and once VmRSS has stopped falling.
 func sleepingMemory(b *testing.B, cfg benchConfig) memResult {
-	e := harness.NewEngine(b, harness.Settings{}, "file://"+filepath.Join(b.TempDir(), "db")+cfg.DBQuery)
+	e := harness.NewEngine(b, harness.Settings{Env: []string{"BERTH__metrics__pprof=true"}}, "file://"+filepath.Join(b.TempDir(), "db")+cfg.DBQuery)
 	e.Start()
 	// A runner of the pool connects once (the pool's runner config is made) and leaves.
 	r := startBenchRunner(b, e.URL, "dormant", "dormant", 1, newStartLog())
@@ -183,25 +192,29 @@ func sleepingMemory(b *testing.B, cfg benchConfig) memResult {
 		b.Fatal(err)
 	}
 	var m memResult
-	m.before, m.heapBefore = rssMiB(b, e.PID()), heapMiB(e)
+	m.before, m.heap[0] = settle(b, e)
 	t0 := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Int64
+	createSleeping(b, c, cfg)
+	m.took = time.Since(t0)
+	m.cold, m.heap[1] = settle(b, e)
+	createSleeping(b, c, cfg)
+	m.warm, m.heap[2] = settle(b, e)
+	m.peak = procStatusMiB(b, e.PID(), "VmHWM:")
+	m.growth = (m.cold - m.before) * 100000 / float64(cfg.Sleeping)
+	m.warmPer = (m.warm - m.cold) * 100000 / float64(cfg.Sleeping)
+	return m
+}
+
+// createSleeping creates cfg.Sleeping sleeping actors with cfg.Clients clients.
+func createSleeping(b *testing.B, c *benchClient, cfg benchConfig) {
+	var next, failed atomic.Int64
 	var firstErr atomic.Value
-	fifth := int64(cfg.Sleeping / 5)
+	var wg sync.WaitGroup
 	for range cfg.Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				n := next.Add(1)
-				if n > int64(cfg.Sleeping) {
-					return
-				}
-				if n == fifth {
-					m.atFifth, _ = readRSS(e.PID()) // written once, read after wg.Wait
-				}
+			for next.Add(1) <= int64(cfg.Sleeping) {
 				if _, err := c.create("dormant", "sleep"); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -210,16 +223,37 @@ func sleepingMemory(b *testing.B, cfg benchConfig) memResult {
 		}()
 	}
 	wg.Wait()
-	m.took = time.Since(t0)
 	if n := failed.Load(); n > 0 {
 		b.Errorf("%d of %d creates of sleeping actors failed; first: %v", n, cfg.Sleeping, firstErr.Load())
 	}
-	m.after, m.heapAfter = rssMiB(b, e.PID()), heapMiB(e)
-	time.Sleep(5 * time.Second) // a measurement settles: RSS once the garbage of the burst is collected
-	m.settled = rssMiB(b, e.PID())
-	m.growth = (m.after - m.before) * 100000 / float64(cfg.Sleeping)
-	m.marginal = (m.after - m.atFifth) * 100000 / float64(cfg.Sleeping-int(fifth))
-	return m
+}
+
+// settle makes the engine collect its garbage, waits until its VmRSS stops falling (the Go
+// runtime returns freed memory to the system gradually; at most 30 s) and returns VmRSS and
+// the heap in use, in MiB.
+func settle(b *testing.B, e *harness.Engine) (rss, heap float64) {
+	b.Helper()
+	profile := strings.TrimSuffix(e.MetricsURL(), "/metrics") + "/debug/pprof/heap?gc=1"
+	resp, err := http.Get(profile)
+	if err != nil {
+		b.Fatalf("GC through %s: %v", profile, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	rss = rssMiB(b, e.PID())
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for still, deadline := 0, time.Now().Add(30*time.Second); still < 4 && time.Now().Before(deadline); {
+		<-tick.C
+		now := rssMiB(b, e.PID())
+		if now > rss-0.25 {
+			still++ // no longer falling: four readings (2 s) in a row
+		} else {
+			still = 0
+		}
+		rss = min(rss, now)
+	}
+	return rss, heapMiB(e)
 }
 
 // startLog records when the runners' Start was called for each actor.
@@ -406,17 +440,20 @@ func pct(ds []time.Duration, p int) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // rssMiB is VmRSS of process pid.
-func rssMiB(b *testing.B, pid int) float64 {
+func rssMiB(b *testing.B, pid int) float64 { return procStatusMiB(b, pid, "VmRSS:") }
+
+// procStatusMiB reads field (VmRSS:, VmHWM:) of process pid's /proc status, in MiB.
+func procStatusMiB(b *testing.B, pid int, field string) float64 {
 	b.Helper()
-	v, err := readRSS(pid)
+	v, err := readProcStatus(pid, field)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return v
 }
 
-// readRSS reads VmRSS of process pid, in MiB.
-func readRSS(pid int) (float64, error) {
+// readProcStatus reads field of /proc/pid/status, in MiB.
+func readProcStatus(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -424,15 +461,15 @@ func readRSS(pid int) (float64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
 			if err != nil {
-				return 0, fmt.Errorf("VmRSS %q: %v", v, err)
+				return 0, fmt.Errorf("%s %q: %v", field, v, err)
 			}
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // heapMiB is the engine's go_memstats_heap_inuse_bytes from its metrics endpoint, 0 if it
