@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/telemetry"
 )
 
 // configFlags are the flags that say where the configuration comes from: berth start,
@@ -80,7 +79,7 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
-			log, err := newLogger(c.err, cfg.Log)
+			log, err := telemetry.NewLogger(c.err, cfg.Log)
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
@@ -90,21 +89,6 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 	cf.add(cmd)
 	cmd.Flags().StringVar(&cf.logLevel, "log-level", "", "log level: debug, info, warn or error (overrides log.level; default info)")
 	return cmd
-}
-
-// newLogger returns the engine's logger: text or JSON lines on w, at the configured level.
-func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
-	var level slog.Level
-	if c.Level != "" {
-		if err := level.UnmarshalText([]byte(c.Level)); err != nil {
-			return nil, fmt.Errorf("log.level: %w", err)
-		}
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
 // start runs `berth start args` until ctx ends, with environ as the environment.
