@@ -28,14 +28,15 @@ type benchConfig struct {
 	Latency  int           // ACTORS_BENCH_LATENCY, default 1000: actors created one at a time
 	Clients  int           // ACTORS_BENCH_CLIENTS, default 16: concurrent creators
 	Window   time.Duration // ACTORS_BENCH_WINDOW, default 10s: how long they create
-	Sleeping int           // ACTORS_BENCH_SLEEPING, default 100000: sleeping actors for the memory figure
+	Sleeping int           // ACTORS_BENCH_SLEEPING, default 100000: sleeping actors measured for the memory figure
+	Warmup   int           // ACTORS_BENCH_WARMUP, default 200000: sleeping actors created before them
 	DBQuery  string        // ACTORS_BENCH_DB_QUERY: appended to the store URL, e.g. ?sync=false
 }
 
 func loadBenchConfig(b *testing.B) benchConfig {
 	b.Helper()
-	c := benchConfig{Latency: 1000, Clients: 16, Window: 10 * time.Second, Sleeping: 100000}
-	for name, into := range map[string]*int{"ACTORS_BENCH_LATENCY": &c.Latency, "ACTORS_BENCH_CLIENTS": &c.Clients, "ACTORS_BENCH_SLEEPING": &c.Sleeping} {
+	c := benchConfig{Latency: 1000, Clients: 16, Window: 10 * time.Second, Sleeping: 100000, Warmup: 200000}
+	for name, into := range map[string]*int{"ACTORS_BENCH_LATENCY": &c.Latency, "ACTORS_BENCH_CLIENTS": &c.Clients, "ACTORS_BENCH_SLEEPING": &c.Sleeping, "ACTORS_BENCH_WARMUP": &c.Warmup} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -72,10 +73,11 @@ func loadBenchConfig(b *testing.B) benchConfig {
 //     ACTORS_BENCH_WINDOW (10 s): every create must succeed (any failure fails the
 //     benchmark), and every created actor must then start on a runner;
 //   - memory per sleeping actor: a fresh engine with a pool whose runner has gone, so that
-//     each actor created with crash policy sleep sleeps at once (no_capacity); two rounds of
-//     ACTORS_BENCH_SLEEPING (100,000) creates, the engine's VmRSS (/proc) settled after each
-//     (see sleepingMemory): rss_mib_per_100k_sleeping is the second round's growth, what
-//     sleeping actors cost once the bounded caches are full; rss_cold_… the first round's.
+//     each actor created with crash policy sleep sleeps at once (no_capacity); a round of
+//     ACTORS_BENCH_WARMUP (200,000) creates, then one of ACTORS_BENCH_SLEEPING (100,000), the
+//     engine's VmRSS (/proc) settled after each (see sleepingMemory):
+//     rss_mib_per_100k_sleeping is the second round's growth, what sleeping actors cost once
+//     the bounded caches are full; rss_cold_… the first round's, per 100,000.
 //
 // It runs once whatever b.N is. Goals (issue 5 item 8): create-to-running p50 ≤ 3 ms, ≥ 1,000
 // creates/s, RSS growth ≤ 10 MiB per 100,000 sleeping actors.
@@ -150,7 +152,7 @@ func BenchmarkActors(b *testing.B) {
 	b.Logf("creates: %d in %v with %d clients = %.0f/s, %d failed, %d not started; POST under load p50 %.2f ms p99 %.2f ms max %.2f ms",
 		len(created), elapsed.Round(time.Millisecond), cfg.Clients, rate, failed, notStarted, ms(pct(postLat, 50)), ms(pct(postLat, 99)), ms(pct(postLat, 100)))
 	b.Logf("sleeping: %d actors created in %v (%.0f/s); engine VmRSS settled %.1f MiB before, %.1f after %d actors, %.1f after %d (heap in use after GC %.1f, %.1f, %.1f MiB; VmHWM %.1f MiB): +%.1f MiB per 100,000 sleeping actors once warm, +%.1f MiB per 100,000 from empty (caches filling included)",
-		cfg.Sleeping, mem.took.Round(time.Millisecond), float64(cfg.Sleeping)/mem.took.Seconds(), mem.before, mem.cold, cfg.Sleeping, mem.warm, 2*cfg.Sleeping,
+		cfg.Sleeping, mem.took.Round(time.Millisecond), float64(cfg.Sleeping)/mem.took.Seconds(), mem.before, mem.cold, cfg.Warmup, mem.warm, cfg.Warmup+cfg.Sleeping,
 		mem.heap[0], mem.heap[1], mem.heap[2], mem.peak, mem.warmPer, mem.growth)
 	b.Logf("load average before %s, after %s", loadBefore, loadAfter)
 }
@@ -162,17 +164,17 @@ const (
 
 type memResult struct {
 	before  float64       // VmRSS before the first actor, settled, MiB
-	cold    float64       // VmRSS after the first cfg.Sleeping actors, settled, MiB
-	warm    float64       // VmRSS after the second cfg.Sleeping actors, settled, MiB
+	cold    float64       // VmRSS after the cfg.Warmup actors, settled, MiB
+	warm    float64       // VmRSS after cfg.Sleeping more, settled, MiB
 	peak    float64       // VmHWM, MiB
 	heap    [3]float64    // go_memstats_heap_inuse_bytes at before, cold, warm (after a GC), MiB
 	growth  float64       // (cold − before) per 100,000 actors, MiB: caches filling included
 	warmPer float64       // (warm − cold) per 100,000 actors, MiB: what each sleeping actor costs
-	took    time.Duration // to create the first cfg.Sleeping
+	took    time.Duration // to create the cfg.Warmup
 }
 
-// sleepingMemory creates 2×cfg.Sleeping actors that sleep at once on a fresh engine, in two
-// rounds, and measures its memory settled before, between and after them. The first round
+// sleepingMemory creates cfg.Warmup and then cfg.Sleeping actors that sleep at once on a
+// fresh engine, and measures its memory settled before, between and after them. The first round
 // also fills what is bounded but starts empty (the store's block cache and memtables, the
 // conflict window of recent commits, the Go heap's working size); the second round's
 // growth is what sleeping actors themselves cost. Settled: after a GC (the engine serves
@@ -194,27 +196,27 @@ func sleepingMemory(b *testing.B, cfg benchConfig) memResult {
 	var m memResult
 	m.before, m.heap[0] = settle(b, e)
 	t0 := time.Now()
-	createSleeping(b, c, cfg)
+	createSleeping(b, c, cfg.Clients, cfg.Warmup)
 	m.took = time.Since(t0)
 	m.cold, m.heap[1] = settle(b, e)
-	createSleeping(b, c, cfg)
+	createSleeping(b, c, cfg.Clients, cfg.Sleeping)
 	m.warm, m.heap[2] = settle(b, e)
 	m.peak = procStatusMiB(b, e.PID(), "VmHWM:")
-	m.growth = (m.cold - m.before) * 100000 / float64(cfg.Sleeping)
+	m.growth = (m.cold - m.before) * 100000 / float64(cfg.Warmup)
 	m.warmPer = (m.warm - m.cold) * 100000 / float64(cfg.Sleeping)
 	return m
 }
 
-// createSleeping creates cfg.Sleeping sleeping actors with cfg.Clients clients.
-func createSleeping(b *testing.B, c *benchClient, cfg benchConfig) {
+// createSleeping creates n sleeping actors with clients clients.
+func createSleeping(b *testing.B, c *benchClient, clients, n int) {
 	var next, failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	for range cfg.Clients {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(cfg.Sleeping) {
+			for next.Add(1) <= int64(n) {
 				if _, err := c.create("dormant", "sleep"); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -223,8 +225,8 @@ func createSleeping(b *testing.B, c *benchClient, cfg benchConfig) {
 		}()
 	}
 	wg.Wait()
-	if n := failed.Load(); n > 0 {
-		b.Errorf("%d of %d creates of sleeping actors failed; first: %v", n, cfg.Sleeping, firstErr.Load())
+	if bad := failed.Load(); bad > 0 {
+		b.Errorf("%d of %d creates of sleeping actors failed; first: %v", bad, n, firstErr.Load())
 	}
 }
 
