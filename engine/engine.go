@@ -166,9 +166,15 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
-		ResolveNamespace: peer.ResolveNamespace,
-		RateLimit:        core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
-		Telemetry:        obs.gateway(),
+		ResolveNamespace:     peer.ResolveNamespace,
+		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		ActorReadyTimeout:    config.Millis(cfg.Guard.ActorReadyTimeout),
+		FetchActorTimeout:    config.Millis(cfg.Guard.RoutePegboardFetchActor),
+		WakeSignalTimeout:    config.Millis(cfg.Guard.RoutePegboardWakeSignal),
+		ResolveQueryTimeout:  config.Millis(cfg.Guard.RoutePegboardResolveQuery),
+		ResponseStartTimeout: config.Millis(cfg.Guard.GatewayResponseStartTimeout),
+		WebSocketOpenTimeout: config.Millis(cfg.Guard.GatewayWebSocketOpenTimeout),
+		Telemetry:            obs.gateway(),
 	})
 	publicAPI = obs.public(gateway.Wrap(publicAPI), apiOnly, cfg, e.db, topo.Local)
 

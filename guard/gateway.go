@@ -61,6 +61,10 @@ type Options struct {
 	WebSocketOpenTimeout time.Duration
 	// ResolveQueryTimeout bounds query routing's actor lookup or creation (15 s).
 	ResolveQueryTimeout time.Duration
+	// FetchActorTimeout bounds each read of the actor's state while routing (5 s).
+	FetchActorTimeout time.Duration
+	// WakeSignalTimeout bounds each wake of a sleeping actor while routing (5 s).
+	WakeSignalTimeout time.Duration
 	// MaxBody bounds a request body (20 MiB).
 	MaxBody int64
 	// Retry is the retry schedule (7 attempts, 150 ms·2^(n−1)).
@@ -98,9 +102,6 @@ func New(o Options) *Gateway {
 	}
 	if o.WebSocketOpenTimeout <= 0 {
 		o.WebSocketOpenTimeout = 15 * time.Second
-	}
-	if o.ResolveQueryTimeout <= 0 {
-		o.ResolveQueryTimeout = 15 * time.Second
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = core.MaxRequestBody
@@ -399,13 +400,18 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 	}
 }
 
+// state reads the actor's lifecycle state, bounded by FetchActorTimeout
+// (pegboard.route_fetch_actor_timeout).
 func (g *Gateway) state(ctx context.Context, aid id.ID) (keys.ActorState, bool, error) {
 	var st keys.ActorState
 	var found bool
-	_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		var err error
-		st, found, err = actor.State(ctx, r, aid)
-		return nil, err
+	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
+		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+			var err error
+			st, found, err = actor.State(ctx, r, aid)
+			return nil, err
+		})
+		return err
 	})
 	return st, found, ctxCause(ctx, err)
 }

@@ -32,12 +32,18 @@ type fakeActors struct {
 	mu       sync.Mutex
 	watchers map[id.ID]chan struct{}
 	wakes    int
+	hang     bool // Wake waits until its context ends
 }
 
-func (f *fakeActors) Wake(context.Context, id.ID) error {
+func (f *fakeActors) Wake(ctx context.Context, _ id.ID) error {
 	f.mu.Lock()
 	f.wakes++
+	hang := f.hang
 	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -311,6 +317,51 @@ func TestSkipReadyWait(t *testing.T) {
 	if f.actors.wakes == 0 {
 		t.Fatal("a sleeping actor was not woken")
 	}
+}
+
+// hangingDB is a store whose reads wait until their context ends.
+type hangingDB struct{ udb.Database }
+
+func (hangingDB) ReadTransact(ctx context.Context, _ func(udb.ReadTransaction) (any, error)) (any, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A routing phase that hangs fails with its own error and its bound, not with the actor's
+// ready timeout, and is not retried.
+func TestPhaseTimeouts(t *testing.T) {
+	check := func(t *testing.T, w *httptest.ResponseRecorder, key string, timeoutMs int64) {
+		t.Helper()
+		var body struct {
+			Metadata struct {
+				ElapsedMs int64 `json:"elapsed_ms"`
+				TimeoutMs int64 `json:"timeout_ms"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != 504 || errKey(w) != key {
+			t.Fatalf("got %d %q %s (%v); want 504 %s", w.Code, errKey(w), w.Body, err, key)
+		}
+		if body.Metadata.TimeoutMs != timeoutMs || body.Metadata.ElapsedMs < timeoutMs {
+			t.Errorf("metadata %+v; want timeout_ms %d and elapsed_ms at least that", body.Metadata, timeoutMs)
+		}
+	}
+	t.Run("wake signal", func(t *testing.T) {
+		f := newFixture(t, Options{WakeSignalTimeout: 30 * time.Millisecond})
+		f.actors.hang = true
+		aid := id.New(1)
+		f.place(t, aid, keys.PhaseSleeping, nil)
+		check(t, f.serve("GET", "/gateway/"+aid.String()+"/x", nil, ""), "pegboard.route_wake_signal_timeout", 30)
+		if f.actors.wakes != 1 {
+			t.Errorf("%d wakes; a routing phase's timeout is not retried", f.actors.wakes)
+		}
+	})
+	t.Run("fetch actor", func(t *testing.T) {
+		f := newFixture(t, Options{FetchActorTimeout: 30 * time.Millisecond})
+		f.gw.o.DB = hangingDB{f.db}
+		aid, rid := id.New(1), id.New(1)
+		f.place(t, aid, keys.PhaseRunning, &rid)
+		check(t, f.serve("GET", "/gateway/"+aid.String()+"/x", nil, ""), "pegboard.route_fetch_actor_timeout", 30)
+	})
 }
 
 // Per-IP request limits and the body limit.

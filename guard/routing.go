@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -217,18 +216,12 @@ func headerSkipReadyWaitValue(r *http.Request) (bool, error) {
 // (actor.not_found); getOrCreate → in the region's datacenter (dc set when it is another:
 // the request goes there whole), else the live actor holding the key or a new one.
 func (g *Gateway) resolveQuery(ctx context.Context, q Query) (aid id.ID, dc *apihttp.Datacenter, err error) {
-	start := time.Now()
-	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ResolveQueryTimeout, errResolveTimeout)
-	defer cancel()
-	aid, dc, err = g.resolveQueryInner(ctx, q)
-	if err != nil && ctx.Err() != nil && context.Cause(ctx) == errResolveTimeout {
-		err = rerr.New("pegboard", "route_resolve_query_timeout",
-			"elapsed_ms", time.Since(start).Milliseconds(), "timeout_ms", g.o.ResolveQueryTimeout.Milliseconds())
-	}
+	err = phaseResolveQuery.run(ctx, g.o.ResolveQueryTimeout, func(ctx context.Context) error {
+		aid, dc, err = g.resolveQueryInner(ctx, q)
+		return err
+	})
 	return aid, dc, err
 }
-
-var errResolveTimeout = rerr.New("pegboard", "route_resolve_query_timeout")
 
 func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apihttp.Datacenter, error) {
 	if q.Method == MethodGetOrCreate && q.Region != "" {

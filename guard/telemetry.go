@@ -75,7 +75,7 @@ func (g *Gateway) resolveTraced(ctx context.Context, aid id.ID, skipReadyWait bo
 // wake is Actors.Wake in a "pegboard.wake" span.
 func (g *Gateway) wake(ctx context.Context, aid id.ID) error {
 	ctx, end := g.span(ctx, "pegboard.wake", attribute.String("berth.actor_id", aid.String()))
-	err := g.o.Actors.Wake(ctx, aid)
+	err := phaseWakeSignal.run(ctx, g.o.WakeSignalTimeout, func(ctx context.Context) error { return g.o.Actors.Wake(ctx, aid) })
 	end(err)
 	return err
 }

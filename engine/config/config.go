@@ -74,7 +74,24 @@ type Guard struct {
 	// off. Defaults 10000 and 2000, as on Rivet.
 	RateLimitRequests uint32 `json:"rate_limit_requests"`
 	RateLimitInFlight uint32 `json:"rate_limit_in_flight"`
+	// The actor gateway's timeouts, in milliseconds, with Rivet's names and defaults:
+	// actor_ready_timeout (30000) bounds the wait for an actor to become connectable
+	// (guard.actor_ready_timeout); each read of the actor's state while routing
+	// (route_pegboard_fetch_actor, 5000), each wake of a sleeping actor
+	// (route_pegboard_wake_signal, 5000) and query routing's lookup or creation
+	// (route_pegboard_resolve_query, 15000) fail with their own pegboard.route_*_timeout;
+	// gateway_response_start_timeout (300000) bounds the wait for an actor's response and
+	// gateway_websocket_open_timeout (15000) for it to accept a WebSocket.
+	ActorReadyTimeout           uint32 `json:"actor_ready_timeout"`
+	RoutePegboardFetchActor     uint32 `json:"route_pegboard_fetch_actor"`
+	RoutePegboardWakeSignal     uint32 `json:"route_pegboard_wake_signal"`
+	RoutePegboardResolveQuery   uint32 `json:"route_pegboard_resolve_query"`
+	GatewayResponseStartTimeout uint32 `json:"gateway_response_start_timeout"`
+	GatewayWebSocketOpenTimeout uint32 `json:"gateway_websocket_open_timeout"`
 }
+
+// Millis returns ms milliseconds as a duration.
+func Millis(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // Addr returns host:port for net.Listen.
 func (g Guard) Addr() string { return listenAddr(g.Host, g.Port) }
@@ -242,7 +259,9 @@ func Default() *Config {
 				},
 			},
 		},
-		Guard:     Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000},
+		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000,
+			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
+			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},

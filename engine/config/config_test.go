@@ -145,7 +145,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "unknown top-level key", yaml: "gaurd: {port: 1}\n",
 			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, log, metrics, node, otel, pegboard, pubsub, topology", "berth.yaml:1:8"}},
 		{name: "unknown nested key", yaml: "guard:\n  prot: 1\n",
-			want: []string{"guard.prot: unknown key; known keys in guard are host, port", "berth.yaml:2:9"}},
+			want: []string{"guard.prot: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port,", "berth.yaml:2:9"}},
 		{name: "port out of range", yaml: "guard: {port: 70000}\n",
 			want: []string{"guard.port: want an integer from 0 to 65535, got number 70000"}},
 		{name: "port is text", yaml: "guard: {port: abc}\n",
@@ -187,6 +187,8 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"api_peer.port: 6420 is also guard.port", "flag --peer"}},
 		{name: "bad host", yaml: "guard: {host: '0.0.0.0:80'}\n", want: []string{`guard.host: "0.0.0.0:80" is neither an IP address nor a host name`}},
 		{name: "zero timeout", yaml: "api_public: {datacenter_timeout_ms: 0}\n", want: []string{"api_public.datacenter_timeout_ms: must be greater than 0"}},
+		{name: "zero gateway timeouts", yaml: "guard: {actor_ready_timeout: 0, route_pegboard_wake_signal: 0}\n",
+			want: []string{"guard.actor_ready_timeout: must be greater than 0", "guard.route_pegboard_wake_signal: must be greater than 0"}},
 		{name: "metrics on the guard port", env: []string{"BERTH__metrics__port=6420"},
 			want: []string{"metrics.port: 6420 is also guard.port"}},
 		{name: "lost threshold under the ping interval", env: []string{"BERTH__pegboard__runner_lost_threshold=2000"},
@@ -249,7 +251,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are host, port, rate_limit_in_flight, rate_limit_requests ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

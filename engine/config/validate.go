@@ -126,6 +126,22 @@ func (c *Config) validate() []*FieldError {
 		bad("node.lease_ms", "must be at least 1000, not %d", c.Node.LeaseMs)
 	}
 
+	for _, f := range []struct {
+		name string
+		ms   uint32
+	}{
+		{"actor_ready_timeout", c.Guard.ActorReadyTimeout},
+		{"route_pegboard_fetch_actor", c.Guard.RoutePegboardFetchActor},
+		{"route_pegboard_wake_signal", c.Guard.RoutePegboardWakeSignal},
+		{"route_pegboard_resolve_query", c.Guard.RoutePegboardResolveQuery},
+		{"gateway_response_start_timeout", c.Guard.GatewayResponseStartTimeout},
+		{"gateway_websocket_open_timeout", c.Guard.GatewayWebSocketOpenTimeout},
+	} {
+		if f.ms == 0 {
+			bad("guard."+f.name, "must be greater than 0")
+		}
+	}
+
 	// pegboard
 	pb := c.Pegboard
 	for _, f := range []struct {
