@@ -7,7 +7,7 @@ BUILT_AT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -X main.version=$(VERSION) -X main.gitSHA=$(GIT_SHA) -X main.buildTimestamp=$(BUILT_AT)
 PKGS     := ./...
 
-.PHONY: build run test test-fdb lint bench fuzz clean
+.PHONY: build run test test-fdb lint bench bench-compare fuzz clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./engine/cmd/berth
@@ -41,6 +41,13 @@ lint:
 # Speed and memory figures; nothing here is a pass/fail test.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+
+# berth and the Rivet engine 2.3.19 side by side under the same workload and npm runner
+# (bench/compare); writes bench/RESULTS.md and bench/results.json. About 8 minutes; it loads
+# the machine. BENCH_COMPARE_FLAGS passes flags (-reps, -budget).
+bench-compare: build
+	$(GO) build -o bin/bench-compare ./bench/compare
+	./bin/bench-compare -berth $(BIN) $(BENCH_COMPARE_FLAGS)
 
 # Run every fuzzer in the repository for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s

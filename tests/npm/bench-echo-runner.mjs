@@ -24,6 +24,8 @@
 //   connect NAME COUNT SLOTS [PARALLEL]
 //        start COUNT more runners in pool NAME with SLOTS slots each, PARALLEL (default 1)
 //        at a time: each batch starts once the previous one has connected
+//   sleep ACTOR_ID
+//        the runner hosting that actor asks the engine to sleep it (ActorIntentSleep)
 // The process exits when stdin ends.
 import { createServer } from "node:http";
 import { createInterface } from "node:readline";
@@ -48,10 +50,17 @@ const logger = {
 	),
 };
 
+// hosts maps each started actor's id to its runner.
+const hosts = new Map();
+
 const commands = createInterface({ input: process.stdin });
 commands.on("close", () => process.exit(0));
 commands.on("line", async (line) => {
 	const [cmd, name, count, slots, parallel = "1"] = line.trim().split(/\s+/);
+	if (cmd === "sleep" && hosts.has(name)) {
+		hosts.get(name).sleepActor(name);
+		return;
+	}
 	if (cmd !== "connect" || !process.env.BERTH_ENDPOINT) {
 		emit("error", { message: `unknown command ${JSON.stringify(line)}` });
 		return;
@@ -97,8 +106,13 @@ function startRunner(name, slots) {
 			},
 			onDisconnected: () => {},
 			onShutdown: () => {},
-			onActorStart: async (actorId) => emit("actorStart", { actorId }),
-			onActorStop: async () => {},
+			onActorStart: async (actorId) => {
+				hosts.set(actorId, runner);
+				emit("actorStart", { actorId });
+			},
+			onActorStop: async (actorId) => {
+				hosts.delete(actorId);
+			},
 			fetch: async () => new Response("ok", { status: 200, headers: { "content-type": "text/plain" } }),
 			websocket: async (_runner, _actorId, ws) => {
 				ws.addEventListener("message", (ev) => ws.send(ev.data));
