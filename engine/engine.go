@@ -13,6 +13,7 @@ import (
 
 	apipeer "github.com/berthhq/berth/api-peer"
 	apipublic "github.com/berthhq/berth/api-public"
+	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/envoyws"
 	"github.com/berthhq/berth/engine/runnerws"
@@ -23,6 +24,7 @@ import (
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
 	_ "github.com/berthhq/berth/pkg/udb/driver/fdb"      // fdb:// (built with -tags fdb)
@@ -45,6 +47,8 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Observability holds test hooks of the tracing and the store census (observe.go).
 	Observability ObservabilityOptions
+	// Shutdown bounds the graceful drain (shutdown.go); zero fields mean the defaults.
+	Shutdown ShutdownSettings
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -59,6 +63,12 @@ type Engine struct {
 	envoys  *envoyws.Server
 	timeout time.Duration
 	obs     *observability
+
+	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
+	cluster     *cluster.Node
+	admit       admission
+	shutdown    ShutdownSettings
+	shutdownReq chan ShutdownMode // POST /shutdown
 
 	// stopLoops ends the background loops (pegboard); loops waits for them.
 	stopLoops context.CancelFunc
@@ -87,9 +97,16 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	log := obs.log
-	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs}
+	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs,
+		shutdown: opts.Shutdown, shutdownReq: make(chan ShutdownMode, 1)}
 	if e.timeout <= 0 {
 		e.timeout = DefaultShutdownTimeout
+	}
+	if e.shutdown.Releases <= 0 {
+		e.shutdown.Releases = cluster.DefaultReleases
+	}
+	if e.shutdown.DrainTimeout <= 0 {
+		e.shutdown.DrainTimeout = DefaultDrainFor
 	}
 	var undo []func()
 	defer func() {
@@ -119,6 +136,21 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		LocalLabel: topo.Local, Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { peerAPI.ServeHTTP(w, r) }),
 	})
 	undo = append(undo, e.peers.Close)
+	// Several nodes share the store and talk over NATS; a single node uses the memory bus.
+	if cfg.PubSub.URL != "" {
+		nb, err := pubsub.DialNATS(cfg.PubSub.URL)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		e.bus = nb
+	} else {
+		e.bus = pubsub.NewMemory()
+	}
+	undo = append(undo, func() { _ = e.bus.Close() })
+	e.cluster = cluster.New(cluster.Options{
+		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
+		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log,
+	})
 	m := obs.metrics
 	pb := cfg.Pegboard
 	var peer *apipeer.Server
@@ -134,6 +166,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		PingTimeout:         config.Ms(pb.RunnerPingTimeoutMs),
 		RunnerLostThreshold: int64(pb.RunnerLostThreshold),
 		ActorStopThreshold:  int64(pb.ActorStopThreshold),
+		Cluster:             e.cluster,
 	})
 	undo = append(undo, e.runners.Close)
 	// So does the envoy socket (/envoys/connect).
@@ -164,7 +197,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	publicAPI = e.envoys.Wrap(e.runners.Wrap(publicAPI))
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
-		DB: e.db, Tunnels: tunnels{e.runners}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
+		DB: e.db, Tunnels: tunnels{e.runners, e.cluster}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
@@ -178,14 +211,19 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	})
 	publicAPI = obs.public(gateway.Wrap(publicAPI), apiOnly, cfg, e.db, topo.Local)
 
-	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), publicAPI, log); err != nil {
+	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), e.admit.wrap(publicAPI), log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), obs.peer(peerAPI), log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI)), log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
+	// The node registers before any socket can be claimed, at the address others relay to.
+	if err := e.cluster.Start(ctx, e.runners, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	undo = append(undo, e.cluster.Stop)
 	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), m.Handler(cfg.Metrics.Pprof), log); err != nil {
 		return nil, err
 	}
@@ -206,7 +244,8 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
 		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", pb.RunnerLostThreshold,
 		"datacenter", local.Name, "label", local.DatacenterLabel, "db", redactURL(cfg.Database.URL),
-		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version)
+		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version, "node", e.cluster.ID(),
+		"pubsub", cfg.PubSub.URL != "")
 	return e, nil
 }
 
@@ -235,10 +274,12 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		// close them (ws.going_away) while the store is still open for their disconnects.
 		e.runners.Close()
 		e.envoys.Close()
+		e.cluster.Stop()
 		e.stopLoops()
 		e.loops.Wait()
 		err := stopAll(ctx, e.public, e.peer, e.metrics)
 		e.peers.Close()
+		_ = e.bus.Close()
 		if cerr := e.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
 		}
@@ -251,21 +292,55 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	return e.stopErr
 }
 
-// Run starts the engine, serves until ctx ends or a listener fails, then shuts down, giving
-// in-flight requests Options.ShutdownTimeout.
+// Run starts the engine and serves until ctx ends (SIGTERM: a handoff drain), POST /shutdown
+// asks for a drain, or a listener fails (then it shuts down, giving in-flight requests
+// Options.ShutdownTimeout). After a drain it closes what it can within a second and returns:
+// the caller exits right away, and nothing left running may hold the exit up.
 func Run(ctx context.Context, opts Options) error {
 	e, err := Start(ctx, opts)
 	if err != nil {
 		return err
 	}
 	var cause error
+	mode := Handoff
 	select {
 	case <-ctx.Done():
+	case mode = <-e.shutdownReq:
 	case cause = <-e.Failed():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+		defer cancel()
+		return errors.Join(cause, e.Shutdown(sctx))
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
-	defer cancel()
-	return errors.Join(cause, e.Shutdown(sctx))
+	e.Drain(mode)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = e.Shutdown(sctx)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		e.log.Warn("berth: exiting with the store or listeners still closing")
+	}
+	return nil
+}
+
+// nodeAddress is where other nodes reach this one's internal listener: node.address, else
+// the api-peer listener's address (127.0.0.1 for an unspecified host).
+func nodeAddress(cfg *config.Config, peer net.Addr) string {
+	if cfg.Node.Address != "" {
+		return cfg.Node.Address
+	}
+	host, port, err := net.SplitHostPort(peer.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // redactURL hides the password of a store URL for logs.
@@ -285,11 +360,18 @@ func limitOrOff(n uint32) int {
 	return int(n)
 }
 
-// tunnels adapts the runner sockets to the gateway's Tunnels.
-type tunnels struct{ s *runnerws.Server }
+// tunnels adapts the runner sockets to the gateway's Tunnels: a socket on this node, else
+// one another node holds, relayed there (engine/cluster).
+type tunnels struct {
+	s *runnerws.Server
+	c *cluster.Node
+}
 
 func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
 	tun, err := t.s.OpenTunnel(rid)
+	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
+		return t.c.OpenRemoteTunnel(rid)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -15,16 +15,24 @@ import (
 // The actor side of a runner socket: commands out (live, and replayed after init), events
 // and command acknowledgements in.
 
-// SendCommands sends commands to runner rid if this server holds its socket. Commands that
-// come before the socket's ToClientInit is out wait for it, so the runner always sees its
-// init first.
+// SendCommands sends commands to runner rid if this server holds its socket, else (with
+// Options.Cluster) to the node that does. Commands that come before the socket's
+// ToClientInit is out wait for it, so the runner always sees its init first.
 func (s *Server) SendCommands(rid id.ID, cmds []proto.CommandWrapper) {
+	if !s.SendCommandsHere(rid, cmds) && s.o.Cluster != nil {
+		s.o.Cluster.SendCommands(rid, cmds)
+	}
+}
+
+// SendCommandsHere is SendCommands for a socket on this node only; false when none is here.
+func (s *Server) SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool {
 	s.mu.Lock()
 	c := s.byRunner[rid]
 	s.mu.Unlock()
 	if c != nil {
 		c.sendCommands(cmds)
 	}
+	return c != nil
 }
 
 // sendCommands writes cmds, or keeps them until the init is out.

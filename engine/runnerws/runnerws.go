@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -94,6 +95,23 @@ type Options struct {
 	PingTimeout         time.Duration
 	RunnerLostThreshold int64
 	ActorStopThreshold  int64
+	// Cluster, when set, makes this server one of several nodes sharing the store
+	// (engine/cluster): sockets are recorded as held here, released when they end, and
+	// commands, closes and evictions for runners held elsewhere go to their node.
+	Cluster Cluster
+}
+
+// Cluster is what the server needs of the datacenter's nodes (engine/cluster.Node).
+type Cluster interface {
+	// ClaimSocket records that this node holds runner rid's socket, returning the epoch
+	// to release it with.
+	ClaimSocket(ctx context.Context, rid id.ID) (int64, error)
+	// ReleaseSocket runs before, then releases the record held under epoch, bounded in
+	// concurrency; it does nothing while the node shuts down preserving ownership.
+	ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context))
+	SendCommands(rid id.ID, cmds []proto.CommandWrapper)
+	CloseRunner(rid id.ID, err error)
+	Evict(connID id.ID)
 }
 
 // Server is the runner WebSocket endpoint and the registry of its live sockets.
@@ -111,6 +129,7 @@ type Server struct {
 	tunnels map[proto.RequestID]*Tunnel // open gateway requests
 	pongs   wsconn.Batcher[pongJob]     // pongs waiting to be recorded (ping.go)
 	wg      sync.WaitGroup
+	active  atomic.Int64 // socket handlers running, releases included
 }
 
 // New returns a Server; Close ends its sockets.
@@ -209,6 +228,32 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
+// CloseSockets closes every live socket with 1011 ws.going_away, as Close does, and refuses
+// new ones, but returns at once: each socket's handler ends on its own, releasing what it
+// held (Active counts them down).
+func (s *Server) CloseSockets() {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	for _, c := range live {
+		c.fail(rerr.WS("going_away"))
+	}
+}
+
+// Active is how many socket handlers are running, their disconnects and releases included.
+func (s *Server) Active() int64 { return s.active.Load() }
+
+// Holds reports whether this server holds a live socket of runner rid.
+func (s *Server) Holds(rid id.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byRunner[rid] != nil
+}
+
 // ServeHTTP accepts one runner socket, which is served until it ends (Close waits for it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken) {
@@ -234,10 +279,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
+	s.active.Add(1)
 	// The socket is served on a goroutine of its own and the handler returns, so that
 	// net/http lets go of the connection's state and 8 KiB of buffers (hijack.go).
 	go func() {
 		defer s.wg.Done()
+		defer s.active.Add(-1)
 		c.run(r)
 	}()
 }
@@ -253,6 +300,7 @@ type conn struct {
 	key      string
 	connID   id.ID
 	runnerID id.ID
+	epoch    int64 // of the ownership record (Options.Cluster); 0 when none was claimed
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by the first close
@@ -459,6 +507,17 @@ func (c *conn) register(init proto.ToServerInit) error {
 	if !c.s.add(c) {
 		return rerr.WS("going_away")
 	}
+	if cl := c.s.o.Cluster; cl != nil {
+		epoch, err := cl.ClaimSocket(c.s.ctx, c.runnerID)
+		if err != nil {
+			if c.s.ctx.Err() != nil {
+				return rerr.WS("going_away")
+			}
+			c.s.o.Log.Error("runner socket: claim ownership", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
+			return rerr.Internal(err)
+		}
+		c.epoch = epoch
+	}
 	if !out.PrevConnID.IsZero() {
 		c.s.evict(out.PrevConnID)
 	}
@@ -520,23 +579,41 @@ func (s *Server) remove(c *conn) {
 
 // CloseRunner closes the socket of runner rid with err, if this server holds it: a runner
 // that stopped is told with 1000 ws.eviction not to come back.
+// With Options.Cluster, a socket held by another node is closed there.
 func (s *Server) CloseRunner(rid id.ID, err error) {
+	if !s.CloseRunnerHere(rid, err) && s.o.Cluster != nil {
+		s.o.Cluster.CloseRunner(rid, err)
+	}
+}
+
+// CloseRunnerHere is CloseRunner for a socket on this node only; false when none is here.
+func (s *Server) CloseRunnerHere(rid id.ID, err error) bool {
 	s.mu.Lock()
 	c := s.byRunner[rid]
 	s.mu.Unlock()
 	if c != nil {
 		c.closeWith(err, true)
 	}
+	return c != nil
 }
 
-// evict closes the socket with that connection id with 1000 ws.eviction, if it is live here.
+// evict closes the socket with that connection id with 1000 ws.eviction, wherever it is.
 func (s *Server) evict(connID id.ID) {
+	if !s.EvictHere(connID) && s.o.Cluster != nil {
+		s.o.Cluster.Evict(connID)
+	}
+}
+
+// EvictHere closes the socket with that connection id with 1000 ws.eviction if it is live
+// on this node; false when it is not.
+func (s *Server) EvictHere(connID id.ID) bool {
 	s.mu.Lock()
 	c := s.conns[connID]
 	s.mu.Unlock()
 	if c != nil {
 		c.closeWith(rerr.WS("eviction"), true)
 	}
+	return c != nil
 }
 
 // readLoop handles frames until the socket ends or a frame is invalid.
@@ -596,11 +673,27 @@ func (c *conn) stopping() {
 // being evicted; a newer socket's registration makes it a no-op (stale connection).
 func (c *conn) disconnect() {
 	<-c.done
+	if cl := c.s.o.Cluster; cl != nil && c.epoch != 0 {
+		// The ownership record goes after the disconnect, in the same bounded release.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 20*time.Second)
+		defer cancel()
+		cl.ReleaseSocket(ctx, c.runnerID, c.epoch, func(ctx context.Context) {
+			if !c.evicted {
+				c.disconnectNow(ctx)
+			}
+		})
+		return
+	}
 	if c.evicted {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 10*time.Second)
 	defer cancel()
+	c.disconnectNow(ctx)
+}
+
+// disconnectNow runs ops/runner.Disconnect for this socket.
+func (c *conn) disconnectNow(ctx context.Context) {
 	in := oprunner.DisconnectInput{RunnerID: c.runnerID, ConnID: c.connID}
 	_, err := c.s.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
 		return nil, oprunner.Disconnect(ctx, tx, in)

@@ -64,7 +64,9 @@ func (c *cli) startCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Run the engine",
-		Long: `Run the engine until SIGINT or SIGTERM: the public API, the runner and envoy sockets and the
+		Long: `Run the engine until SIGINT, SIGTERM or POST /shutdown on the api-peer port (a graceful drain:
+BERTH_SHUTDOWN_DRAIN_MS bounds it, default 25000; BERTH_RELEASES bounds the ownership releases in
+flight, default 128; both must be positive integers): the public API, the runner and envoy sockets and the
 actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 6430.
 
 ` + configHelp + ` Unknown keys and bad values stop the engine before it starts.`,
@@ -75,6 +77,11 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// BERTH_RELEASES and BERTH_SHUTDOWN_DRAIN_MS are checked before anything starts.
+			sh, err := engine.ShutdownSettingsFromEnv(c.environ)
+			if err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
 			cfg, err := cf.load(cmd, c.environ)
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
@@ -83,7 +90,7 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
-			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log})
+			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log, Shutdown: sh})
 		},
 	}
 	cf.add(cmd)

@@ -1,0 +1,264 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berthhq/berth/engine/runnerws"
+	opnode "github.com/berthhq/berth/ops/node"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/pubsub"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// DefaultReleases is how many ownership releases may be in flight at once (BERTH_RELEASES).
+const DefaultReleases = 128
+
+// Options configures a Node.
+type Options struct {
+	DB  udb.Database
+	Bus pubsub.PubSub // shared by the datacenter's nodes; the memory driver for a single node
+	// ID names the node; empty draws a random one.
+	ID string
+	// Address is the internal URL other nodes reach this node's relay endpoint at.
+	Address string
+	// Label is the datacenter's label, which scopes the bus subject.
+	Label uint16
+	// Lease is how long the node's lease lasts unless renewed.
+	Lease time.Duration
+	// Releases bounds the ownership releases in flight; ≤ 0 means DefaultReleases.
+	Releases int
+	// AdminToken authenticates relays between nodes (x-rivet-token).
+	AdminToken string
+	Log        *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Local is what this node's runner socket server does for the cluster.
+type Local interface {
+	SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool
+	CloseRunnerHere(rid id.ID, err error) bool
+	EvictHere(connID id.ID) bool
+	Holds(rid id.ID) bool
+	OpenTunnel(rid id.ID) (*runnerws.Tunnel, error)
+}
+
+// Node is this engine among the nodes of its datacenter.
+type Node struct {
+	o       Options
+	subject string
+	sem     chan struct{} // one token per release in flight
+	local   Local
+
+	releasing atomic.Int64 // releases in flight
+	preserve  atomic.Bool  // a preserve shutdown: ownership is kept
+	relays    sync.WaitGroup
+	relaysN   atomic.Int64
+	refuse    atomic.Bool // draining: no new relays
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New returns a Node; Start registers it.
+func New(o Options) *Node {
+	if o.ID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.ID = "node-" + hex.EncodeToString(b[:])
+	}
+	if o.Releases <= 0 {
+		o.Releases = DefaultReleases
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Lease <= 0 {
+		o.Lease = 10 * time.Second
+	}
+	return &Node{o: o, subject: fmt.Sprintf("berth.dc%d.runners", o.Label), sem: make(chan struct{}, o.Releases)}
+}
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.o.ID }
+
+// Start writes the node's lease (naming address, the node's internal URL), subscribes to the bus and starts renewing the lease and
+// delivering the bus's messages to local until Stop. It returns once the node is
+// registered and subscribed.
+func (n *Node) Start(ctx context.Context, local Local, address string) error {
+	n.local = local
+	n.o.Address = address
+	if err := n.renew(ctx); err != nil {
+		return fmt.Errorf("cluster: register node %s: %w", n.o.ID, err)
+	}
+	sub, err := n.o.Bus.Subscribe(ctx, n.subject)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe to %s: %w", n.subject, err)
+	}
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	n.stop = stop
+	n.wg.Go(func() { n.renewLoop(lctx) })
+	n.wg.Go(func() {
+		defer func() { _ = sub.Unsubscribe() }()
+		n.deliverLoop(lctx, sub)
+	})
+	return nil
+}
+
+// Stop ends the lease renewals and the bus subscription; the lease stays until it runs
+// out (Leave clears it).
+func (n *Node) Stop() {
+	if n.stop != nil {
+		n.stop()
+	}
+	n.wg.Wait()
+}
+
+func (n *Node) renew(ctx context.Context) error {
+	in := opnode.RenewLeaseInput{NodeID: n.o.ID, Address: n.o.Address, ExpiresMs: n.o.Now().Add(n.o.Lease).UnixMilli()}
+	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		opnode.RenewLease(tx, in)
+		return nil, nil
+	})
+	return err
+}
+
+func (n *Node) renewLoop(ctx context.Context) {
+	t := time.NewTicker(n.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.renew(ctx); err != nil && ctx.Err() == nil {
+			n.o.Log.Warn("cluster: renew node lease", "node", n.o.ID, "error", err)
+		}
+	}
+}
+
+// Leave clears the node's lease, so other nodes stop routing to it at once.
+func (n *Node) Leave(ctx context.Context) error {
+	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		opnode.Leave(tx, n.o.ID)
+		return nil, nil
+	})
+	return err
+}
+
+// ClaimSocket records that this node holds runner rid's socket; the epoch returned is the
+// one to release it with.
+func (n *Node) ClaimSocket(ctx context.Context, rid id.ID) (int64, error) {
+	res, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{RunnerID: rid, NodeID: n.o.ID})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return res.(int64), nil
+}
+
+// ReleaseSocket runs before (the socket's own clean-up, nil for none) and then releases the
+// ownership record of runner rid held under epoch, with at most Options.Releases of these in
+// flight. After a preserve shutdown began it does nothing: ownership is kept for the restart.
+func (n *Node) ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context)) {
+	if n.preserve.Load() {
+		return
+	}
+	n.releasing.Add(1)
+	defer n.releasing.Add(-1)
+	select {
+	case n.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-n.sem }()
+	n.release(ctx, rid, epoch, before)
+}
+
+// release is ReleaseSocket with a token already held.
+func (n *Node) release(ctx context.Context, rid id.ID, epoch int64, before func(context.Context)) {
+	if before != nil {
+		before(ctx)
+	}
+	in := opnode.ReleaseSocketInput{RunnerID: rid, NodeID: n.o.ID, Epoch: epoch}
+	if _, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return opnode.ReleaseSocket(ctx, tx, in)
+	}); err != nil && ctx.Err() == nil {
+		// The record stays ours; other nodes see it dead once the lease runs out.
+		n.o.Log.Warn("cluster: release runner socket", "runner_id", rid.String(), "epoch", epoch, "error", err)
+	}
+}
+
+// Releasing is how many releases are in flight (waiting for a token or committing).
+func (n *Node) Releasing() int64 { return n.releasing.Load() }
+
+// Preserve makes later releases keep ownership (a restart of this node at this address).
+func (n *Node) Preserve() { n.preserve.Store(true) }
+
+// ReleaseAll releases every ownership record this node holds for a runner whose socket is
+// not live here (those are released by their sockets as they close), at most
+// Options.Releases at once, and returns when all have settled or ctx ends.
+func (n *Node) ReleaseAll(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var after id.ID
+	for {
+		res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+			return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: n.o.ID, After: after, Limit: 1000})
+		})
+		if err != nil {
+			return err
+		}
+		page := res.([]opnode.Held)
+		if len(page) == 0 {
+			return nil
+		}
+		for _, h := range page {
+			if n.local != nil && n.local.Holds(h.RunnerID) {
+				continue
+			}
+			// The token is taken here, so the listing runs no further ahead than the releases.
+			n.releasing.Add(1)
+			select {
+			case n.sem <- struct{}{}:
+			case <-ctx.Done():
+				n.releasing.Add(-1)
+				return ctx.Err()
+			}
+			wg.Go(func() {
+				defer n.releasing.Add(-1)
+				defer func() { <-n.sem }()
+				if n.preserve.Load() {
+					return
+				}
+				n.release(ctx, h.RunnerID, h.Epoch, nil)
+			})
+		}
+		after = page[len(page)-1].RunnerID
+	}
+}
+
+// Held counts the ownership records this node still holds (a drain's progress).
+func (n *Node) Held(ctx context.Context) (int, error) {
+	res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: n.o.ID})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(res.([]opnode.Held)), nil
+}
+

@@ -1,0 +1,251 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/engine/runnerws"
+	opnode "github.com/berthhq/berth/ops/node"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// RelayPath is the internal endpoint another node opens a tunnel to a runner through.
+const RelayPath = "/internal/runners/tunnel"
+
+// relayDialTimeout bounds the owner lookup plus the relay's dial and upgrade.
+const relayDialTimeout = 5 * time.Second
+
+// relayBuffer bounds the messages waiting for a relayed tunnel's reader, as runnerws does.
+const relayBuffer = 1024
+
+// Tunnel is a gateway request's channel to an actor (guard.Tunnel).
+type Tunnel interface {
+	Send(proto.ToClientTunnelMessageKind) error
+	Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, error)
+	Close()
+}
+
+// OpenRemoteTunnel opens a tunnel to runner rid through the live node that holds its
+// socket, or fails with runnerws.ErrNoRunnerSocket when no other live node holds it (the
+// gateway retries on a fresh lookup).
+func (n *Node) OpenRemoteTunnel(rid id.ID) (Tunnel, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
+	defer cancel()
+	in := opnode.SocketOwnerInput{RunnerID: rid, NowMs: n.o.Now().UnixMilli()}
+	res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		o, ok, err := opnode.SocketOwner(ctx, r, in)
+		if !ok {
+			return nil, err
+		}
+		return o, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	o, ok := res.(opnode.Owner)
+	if !ok || o.NodeID == n.o.ID || o.Address == "" {
+		return nil, runnerws.ErrNoRunnerSocket
+	}
+	u, err := url.Parse(o.Address)
+	if err != nil {
+		return nil, runnerws.ErrNoRunnerSocket
+	}
+	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
+	u.Path = RelayPath
+	u.RawQuery = url.Values{"runner_id": {rid.String()}}.Encode()
+	h := http.Header{}
+	if n.o.AdminToken != "" {
+		h.Set("X-Rivet-Token", n.o.AdminToken)
+	}
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, errors.Join(runnerws.ErrNoRunnerSocket, err)
+	}
+	ws.SetReadLimit(runnerws.MaxFrame)
+	t := &remoteTunnel{ws: ws, in: make(chan proto.ToServerTunnelMessageKind, relayBuffer), closed: make(chan struct{})}
+	go t.readLoop()
+	return t, nil
+}
+
+// remoteTunnel is a tunnel relayed to the node holding the runner's socket.
+type remoteTunnel struct {
+	ws     *websocket.Conn
+	in     chan proto.ToServerTunnelMessageKind
+	sendMu sync.Mutex
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// readLoop owns the reads; it ends when the relay does, closing the tunnel.
+func (t *remoteTunnel) readLoop() {
+	defer t.Close()
+	for {
+		_, b, err := t.ws.Read(context.Background())
+		if err != nil {
+			return
+		}
+		m, err := proto.DecodeToServer(b, proto.LatestVersion)
+		if err != nil {
+			return
+		}
+		tm, ok := m.(proto.ToServerTunnelMessage)
+		if !ok {
+			continue
+		}
+		select {
+		case t.in <- tm.MessageKind:
+		default:
+			return // the reader fell too far behind
+		}
+	}
+}
+
+func (t *remoteTunnel) Send(kind proto.ToClientTunnelMessageKind) error {
+	b, err := proto.EncodeToClient(proto.ToClientTunnelMessage{MessageKind: kind}, proto.LatestVersion)
+	if err != nil {
+		return rerr.Internal(err)
+	}
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	select {
+	case <-t.closed:
+		return runnerws.ErrTunnelClosed
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		t.Close()
+		return runnerws.ErrTunnelClosed
+	}
+	return nil
+}
+
+func (t *remoteTunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, error) {
+	select {
+	case m := <-t.in:
+		return m, nil
+	default:
+	}
+	select {
+	case m := <-t.in:
+		return m, nil
+	case <-t.closed:
+		// Messages that came before the close still go first.
+		select {
+		case m := <-t.in:
+			return m, nil
+		default:
+		}
+		return nil, runnerws.ErrTunnelClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (t *remoteTunnel) Close() {
+	t.closeOnce.Do(func() {
+		close(t.closed)
+		_ = t.ws.CloseNow()
+	})
+}
+
+// RelayHandler serves RelayPath: it opens a tunnel on a runner socket this node holds and
+// relays it over the WebSocket. 404 before the upgrade when the socket is not here; 503
+// while the node drains.
+func (n *Node) RelayHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !wsconn.CheckUpgrade(w, r, n.o.AdminToken) {
+			return
+		}
+		if n.refuse.Load() {
+			wsconn.WriteHTTPError(w, rerr.New("guard", "service_unavailable"))
+			return
+		}
+		rid, err := id.Parse(r.URL.Query().Get("runner_id"))
+		if err != nil {
+			wsconn.WriteHTTPError(w, rerr.BadRequest("runner_id", err.Error()))
+			return
+		}
+		tun, err := n.local.OpenTunnel(rid)
+		if err != nil {
+			wsconn.WriteHTTPError(w, rerr.New("runner", "not_found"))
+			return
+		}
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			tun.Close()
+			return
+		}
+		ws.SetReadLimit(runnerws.MaxFrame)
+		n.relays.Add(1)
+		n.relaysN.Add(1)
+		defer func() {
+			n.relaysN.Add(-1)
+			n.relays.Done()
+		}()
+		n.relay(ws, tun)
+	})
+}
+
+// relay copies the gateway's messages to the tunnel and the runner's back until either
+// side ends.
+func (n *Node) relay(ws *websocket.Conn, tun *runnerws.Tunnel) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer tun.Close()
+	wg.Go(func() {
+		defer cancel()
+		for {
+			m, err := tun.Recv(ctx)
+			if err != nil {
+				_ = ws.Close(websocket.StatusGoingAway, "tunnel closed")
+				return
+			}
+			b, err := proto.EncodeToServer(proto.ToServerTunnelMessage{MessageKind: m}, proto.LatestVersion)
+			if err != nil {
+				_ = ws.CloseNow()
+				return
+			}
+			if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+				return
+			}
+		}
+	})
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		m, err := proto.DecodeToClient(b, proto.LatestVersion)
+		if err != nil {
+			return
+		}
+		if tm, ok := m.(proto.ToClientTunnelMessage); ok {
+			if err := tun.Send(tm.MessageKind); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// RefuseRelays makes the node refuse new relays (a drain), and Relays counts those open.
+func (n *Node) RefuseRelays()  { n.refuse.Store(true) }
+func (n *Node) Relays() int64 { return n.relaysN.Load() }
