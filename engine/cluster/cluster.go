@@ -261,4 +261,3 @@ func (n *Node) Held(ctx context.Context) (int, error) {
 	}
 	return len(res.([]opnode.Held)), nil
 }
-

@@ -247,5 +247,5 @@ func (n *Node) relay(ws *websocket.Conn, tun *runnerws.Tunnel) {
 }
 
 // RefuseRelays makes the node refuse new relays (a drain), and Relays counts those open.
-func (n *Node) RefuseRelays()  { n.refuse.Store(true) }
+func (n *Node) RefuseRelays() { n.refuse.Store(true) }
 func (n *Node) Relays() int64 { return n.relaysN.Load() }
