@@ -40,10 +40,16 @@ func Register(scheme string, open OpenFunc) {
 
 // Open opens the database named by rawURL, choosing the driver by scheme:
 // file://PATH and mem:// (embedded), postgres://..., fdb://CLUSTER_FILE.
+// With any scheme, the query parameter prefix=HEX (PrefixParam) opens a view
+// of the store under that key prefix (see WithPrefix); the driver never sees it.
 func Open(ctx context.Context, rawURL string) (Database, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("udb: invalid database URL %q: %w", rawURL, err)
+	}
+	prefix, err := splitPrefixParam(u)
+	if err != nil {
+		return nil, err
 	}
 	if u.Scheme == "" {
 		return nil, fmt.Errorf("udb: database URL %q has no scheme; use one of %s", rawURL, schemes())
@@ -57,7 +63,16 @@ func Open(ctx context.Context, rawURL string) (Database, error) {
 		}
 		return nil, fmt.Errorf("udb: unknown database scheme %q in %q; use one of %s", u.Scheme, rawURL, schemes())
 	}
-	return open(ctx, u)
+	db, err := open(ctx, u)
+	if err != nil || len(prefix) == 0 {
+		return db, err
+	}
+	view, err := WithPrefix(db, prefix)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return view, nil
 }
 
 func schemes() string {

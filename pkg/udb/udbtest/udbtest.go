@@ -46,6 +46,11 @@ type Harness struct {
 	// skips the durability section. The durability section runs last, so a
 	// Reopen that closes the database Open shares does not disturb other cases.
 	Reopen func(t testing.TB, db udb.Database) udb.Database
+	// KeyOverhead is how many bytes the driver adds to every key before its
+	// size checks (a key prefix, udb.WithPrefix): the key-size cases then
+	// expect the limits lowered by it, and system keys no longer than
+	// MaxKeySize less it.
+	KeyOverhead int
 }
 
 // testCase is one numbered conformance case of fdb-layer.md §5.2.
