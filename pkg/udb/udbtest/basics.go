@@ -320,7 +320,8 @@ func testSystemKeys(t *testing.T, h Harness) {
 	t.Run("AccessSystemKeys", func(t *testing.T) {
 		e := e.sub(t)
 		bigSys := pad(sysKey, udb.MaxKeySize+1) // system keys may be up to 30,000 bytes
-		if h.KeyOverhead > 0 { // not under a prefix: the driver sees an ordinary key
+		if h.KeyOverhead > 0 {
+			// Under a prefix the driver sees an ordinary key, limited as one.
 			bigSys = pad(sysKey, udb.MaxKeySize-h.KeyOverhead)
 		}
 		t.Cleanup(func() {
