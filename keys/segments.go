@@ -88,6 +88,10 @@ const (
 	tagNodeLease    = 1021
 	tagSocketOwner  = 1022
 	tagNodeSocketIx = 1023
+	// Actor SQLite page store (actor_sqlite.go): the actor's subspace and its
+	// staged commits.
+	tagActorSQLite = 1030
+	tagSQLiteStage = 1031
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,
