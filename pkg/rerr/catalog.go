@@ -223,6 +223,23 @@ var catalog = []Entry{
 	{Group: "guard", Code: "websocket_tunnel_subscription_closed", Status: 503, Message: "WebSocket tunnel subscription closed.", Meta: phase},
 	{Group: "guard", Code: "wrong_addr_protocol", Status: 400, Message: "Attempted to access a address using the wrong protocol."},
 
+	// berth: the actor SQLite page store (envoy protocol v8 Sqlite* requests), answered in a
+	// SqliteErrorResponse.
+	{Group: "sqlite", Code: "fenced", Status: 409, Message: "The actor's SQLite database belongs to another placement of the actor.",
+		Detail: "The SQLite database of actor {actor_id} refused generation {generation}: {reason}.", Meta: []string{"actor_id", "generation", "reason"}},
+	{Group: "sqlite", Code: "head_mismatch", Status: 409, Message: "The SQLite database is not at the expected transaction.",
+		Detail: "The SQLite database is at transaction {head_txid}, not {expected_head_txid}.", Meta: []string{"head_txid", "expected_head_txid"}},
+	{Group: "sqlite", Code: "stage_not_found", Status: 404, Message: "No staged SQLite commit with that transaction id is open.",
+		Detail: "No staged SQLite commit {txid} is open: {reason}.", Meta: []string{"txid", "reason"}},
+	{Group: "sqlite", Code: "invalid_request", Status: 400, Message: "The SQLite request is invalid.",
+		Detail: "The SQLite request is invalid: {reason}.", Meta: []string{"reason"}},
+	{Group: "sqlite", Code: "too_large", Status: 413, Message: "The SQLite request exceeds a limit.",
+		Detail: "The SQLite request exceeds a limit: {reason}.", Meta: []string{"reason"}},
+	{Group: "sqlite", Code: "read_only", Status: 409, Message: "The actor is running: SQL run by the engine against its database is read-only.",
+		Detail: "The actor is running: SQL run by the engine against its database is read-only ({reason}).", Meta: []string{"reason"}},
+	{Group: "sqlite", Code: "statement_failed", Status: 400, Message: "The SQL statement failed.",
+		Detail: "The SQL statement failed: {reason}.", Meta: []string{"reason"}},
+
 	// ws: reasons for closing a runner or envoy socket. The status applies only when such an
 	// error is answered over HTTP instead (before an upgrade).
 	{Group: "ws", Code: "connection_closed", Status: 410, Message: "Normal connection close.", Close: 1000},
