@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/tests/internal/harness"
 	"go.uber.org/goleak"
 )
 
@@ -70,7 +71,7 @@ func berthBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "berth")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/berthhq/berth/engine/cmd/berth").CombinedOutput()
+		out, err := harness.GoBuild(binPath, harness.BerthPackage).CombinedOutput() // with BERTH_TEST_BUILD_TAGS
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -102,7 +103,7 @@ func startEngine(t *testing.T) *engine {
 		"guard":    map[string]any{"host": "127.0.0.1", "port": ports[0]},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[1]},
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
-		"database": map[string]any{"url": "mem://"},
+		"database": map[string]any{"url": harness.StoreURL(t, "mem://")}, // BERTH_TEST_DB_URL
 	}
 	b, _ := json.Marshal(cfg)
 	config := filepath.Join(dir, "berth.json")

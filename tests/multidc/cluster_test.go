@@ -21,6 +21,7 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file://
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 var bg = context.Background()
@@ -29,7 +30,7 @@ var bg = context.Background()
 func buildBerth(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "berth")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/berthhq/berth/engine/cmd/berth").CombinedOutput()
+	out, err := harness.GoBuild(bin, harness.BerthPackage).CombinedOutput() // with BERTH_TEST_BUILD_TAGS
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -62,7 +63,8 @@ type cluster struct {
 }
 
 // newCluster writes the configs of three datacenters on free loopback ports, each with a
-// file store in its own directory, with fan-out timeout dcTimeout. Nothing runs yet: a test
+// file store in its own directory (or, with BERTH_TEST_DB_URL, the shared store under a
+// prefix of its own: harness.StoreURL), with fan-out timeout dcTimeout. Nothing runs yet: a test
 // seeds the stores (openStore), then calls start.
 func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 	t.Helper()
@@ -71,7 +73,7 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 	dir := t.TempDir()
 	for i, name := range []string{"a", "b", "c"} {
 		d := &dc{name: name, label: uint16(i + 1), leader: i == 0, publicPort: ports[2*i], peerPort: ports[2*i+1],
-			dbURL: "file://" + filepath.Join(dir, name, "db"), config: filepath.Join(dir, name+".json"), log: filepath.Join(dir, name+".log")}
+			dbURL: harness.StoreURL(t, "file://"+filepath.Join(dir, name, "db")), config: filepath.Join(dir, name+".json"), log: filepath.Join(dir, name+".log")}
 		c.dcs = append(c.dcs, d)
 	}
 	topo := map[string]any{}

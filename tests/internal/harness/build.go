@@ -59,7 +59,7 @@ func Build(tb testing.TB, pkg string) string {
 			return
 		}
 		b.path = filepath.Join(binDir, strings.ReplaceAll(pkg, "/", "_"))
-		out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput()
+		out, err := GoBuild(b.path, pkg).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
@@ -68,6 +68,20 @@ func Build(tb testing.TB, pkg string) string {
 		tb.Fatal(b.err)
 	}
 	return b.path
+}
+
+// BuildTagsEnv names the build tags (as for go build -tags: fdb, or a comma-separated list)
+// of the binaries the tests build; `make test-fdb` sets it to fdb.
+const BuildTagsEnv = "BERTH_TEST_BUILD_TAGS"
+
+// GoBuild returns the command that builds the main package pkg into out, with the tags of
+// BERTH_TEST_BUILD_TAGS.
+func GoBuild(out, pkg string) *exec.Cmd {
+	args := []string{"build", "-o", out}
+	if tags := os.Getenv(BuildTagsEnv); tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	return exec.Command("go", append(args, pkg)...)
 }
 
 // Binary returns the berth binary: BERTH_TEST_BINARY when set, else one built once.

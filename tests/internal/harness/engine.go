@@ -111,10 +111,12 @@ func StartEngine(t testing.TB, st Settings) *Engine {
 
 // NewEngine writes the configuration of an engine with st and the store dbURL on free
 // loopback ports; Start runs it. The test's cleanup prints the log if the test failed.
+// With BERTH_TEST_DB_URL set, a mem:// or file:// dbURL is replaced once, here, by the shared
+// store under a prefix of its own (StoreURL), which every restart of the engine keeps.
 func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
 	t.Helper()
 	dir := t.TempDir()
-	e := &Engine{t: t, bin: Binary(t), env: st.Env, Token: st.AdminToken, st: st, dbURL: dbURL,
+	e := &Engine{t: t, bin: Binary(t), env: st.Env, Token: st.AdminToken, st: st, dbURL: StoreURL(t, dbURL),
 		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
 	e.configure()
 	transport := &http.Transport{MaxIdleConnsPerHost: 16}
