@@ -180,6 +180,9 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		EnvoyLostThreshold: int64(pb.EnvoyLostThreshold),
 		ActorStopThreshold: int64(pb.ActorStopThreshold),
 		Metrics:            m,
+		// Envoys host actors of the same lifecycle as runners.
+		Actors:  e.runners.Runners().Actors(),
+		Version: []byte(opts.Build.Version),
 	})
 	undo = append(undo, e.envoys.Close)
 	lifecycle := e.runners.Runners()
@@ -198,6 +201,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners, e.cluster}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
+		Envoys: envoyTunnels{e.envoys},
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
@@ -388,10 +392,24 @@ func (t tunnels) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (guar
 
 func (t tunnels) GatewayID() proto.GatewayID { return t.s.GatewayID() }
 
+// envoyTunnels adapts the envoy sockets to the gateway's EnvoyTunnels.
+type envoyTunnels struct{ s *envoyws.Server }
+
+func (t envoyTunnels) OpenEnvoyTunnel(ns id.ID, envoyKey string) (guard.Tunnel, error) {
+	tun, err := t.s.OpenEnvoyTunnel(ns, envoyKey)
+	if err != nil {
+		return nil, err
+	}
+	return tun, nil
+}
+
 // ActorConfig is the actor lifecycle's part of the pegboard config.
 func ActorConfig(pb config.Pegboard) actor.Config {
 	c := actor.DefaultConfig()
 	c.RunnerEligibleThreshold = int64(pb.RunnerEligibleThreshold)
+	c.EnvoyEligibleThreshold = int64(pb.EnvoyEligibleThreshold)
+	c.EnvoyLostThreshold = int64(pb.EnvoyLostThreshold)
+	c.EnvoyPlacement = pb.EnvoyPlacement
 	c.ActorStartThreshold = int64(pb.ActorStartThreshold)
 	c.ActorStopThreshold = int64(pb.ActorStopThreshold)
 	c.BaseRetryTimeout = int64(pb.BaseRetryTimeout)

@@ -35,6 +35,11 @@ type Tunnels interface {
 	OpenTunnel(runnerID id.ID) (Tunnel, error)
 }
 
+// EnvoyTunnels opens tunnels to envoys whose socket this node holds (engine/envoyws).
+type EnvoyTunnels interface {
+	OpenEnvoyTunnel(ns id.ID, envoyKey string) (Tunnel, error)
+}
+
 // Actors is the actor lifecycle of this datacenter (engine/pegboard.Actors): it wakes actors,
 // reports their changes, and gets or creates the actors of query routing.
 type Actors interface {
@@ -45,8 +50,10 @@ type Actors interface {
 
 // Options configures a Gateway. Zero durations and limits mean Rivet's defaults.
 type Options struct {
-	DB       udb.Database
-	Tunnels  Tunnels
+	DB      udb.Database
+	Tunnels Tunnels
+	// Envoys reaches the actors hosted on envoys; nil when there is no envoy endpoint.
+	Envoys   EnvoyTunnels
 	Actors   Actors
 	Topology apihttp.Topology
 	Log      *slog.Logger
@@ -306,9 +313,20 @@ func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc
 	p.ServeHTTP(w, r)
 }
 
-// route is where a request goes: the actor's runner.
+// route is where a request goes: the actor's host (a runner or an envoy).
 type route struct {
-	runnerID id.ID
+	host actor.Host
+}
+
+// openTunnel opens a tunnel to the route's host.
+func (g *Gateway) openTunnel(rt route) (Tunnel, error) {
+	if rt.host.IsEnvoy() {
+		if g.o.Envoys == nil {
+			return nil, errors.New("guard: no envoy endpoint")
+		}
+		return g.o.Envoys.OpenEnvoyTunnel(rt.host.Namespace, rt.host.EnvoyKey)
+	}
+	return g.o.Tunnels.OpenTunnel(rt.host.RunnerID)
 }
 
 // routeError marks an error of route resolution: never retried (as in Rivet, where the
@@ -375,10 +393,12 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 		}
 		switch st.Phase {
 		case keys.PhaseRunning:
-			return route{runnerID: *st.RunnerID}, changed, true, nil
+			if h, ok := actor.HostOf(st); ok {
+				return route{host: h}, changed, true, nil
+			}
 		case keys.PhaseStarting:
-			if skipReadyWait && st.RunnerID != nil {
-				return route{runnerID: *st.RunnerID}, changed, false, nil
+			if h, ok := actor.HostOf(st); ok && skipReadyWait {
+				return route{host: h}, changed, false, nil
 			}
 		case keys.PhaseSleeping, keys.PhaseRescheduling:
 			if wakes == maxWakes {

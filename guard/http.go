@@ -66,7 +66,7 @@ type response struct {
 // runner's 503 runner.actor_not_found is core.ErrStaleRoute; an actor's 503/504 with a
 // retryable guard code is that guard error (both retried).
 func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart) (response, error) {
-	tun, err := g.o.Tunnels.OpenTunnel(rt.runnerID)
+	tun, err := g.openTunnel(rt)
 	if err != nil {
 		return response{}, rerr.New("guard", "service_unavailable").WithCause(err)
 	}

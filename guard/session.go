@@ -325,7 +325,11 @@ func (s *session) resume(ctx context.Context, res Resumer, req proto.RequestID, 
 	if err != nil {
 		return err
 	}
-	tun, err := res.ResumeTunnel(rt.runnerID, req, next)
+	if rt.host.IsEnvoy() {
+		// Envoy tunnels do not resume hibernated requests (the actor moved to an envoy).
+		return rerr.New("guard", "websocket_service_unavailable")
+	}
+	tun, err := res.ResumeTunnel(rt.host.RunnerID, req, next)
 	if err != nil {
 		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 	}

@@ -84,7 +84,7 @@ func (g *Gateway) wake(ctx context.Context, aid id.ID) error {
 // timed as phase "response".
 func (g *Gateway) tunnelHTTP(ctx context.Context, rt route, start proto.ToClientRequestStart) (response, error) {
 	t0 := time.Now()
-	ctx, end := g.span(ctx, "runner.tunnel", attribute.String("berth.runner_id", rt.runnerID.String()),
+	ctx, end := g.span(ctx, "runner.tunnel", rt.attribute(),
 		attribute.String("http.request.method", start.Method))
 	start.Headers = g.withTraceContext(ctx, start.Headers)
 	resp, err := g.exchange(ctx, rt, start)
@@ -133,4 +133,12 @@ func (g *Gateway) withTraceContext(ctx context.Context, hs []proto.Header) []pro
 		}
 	}
 	return out
+}
+
+// attribute names the route's host on a span.
+func (rt route) attribute() attribute.KeyValue {
+	if rt.host.IsEnvoy() {
+		return attribute.String("berth.envoy_key", rt.host.EnvoyKey)
+	}
+	return attribute.String("berth.runner_id", rt.host.RunnerID.String())
 }

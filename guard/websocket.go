@@ -95,7 +95,7 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 	if err != nil {
 		return nil, false, err
 	}
-	tun, err := g.o.Tunnels.OpenTunnel(rt.runnerID)
+	tun, err := g.openTunnel(rt)
 	if err != nil {
 		return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 	}

@@ -93,8 +93,12 @@ type ActorState struct {
 	// one the next placement gets (0 first, then one more for every new start).
 	Generation     uint32 `json:"generation"`
 	NextGeneration uint32 `json:"next_generation"`
-	// RunnerID is the runner the actor is placed on (starting, running, stopping).
-	RunnerID *id.ID `json:"runner_id,omitempty"`
+	// RunnerID is the runner the actor is placed on (starting, running, stopping), when its
+	// host is a runner; EnvoyKey the envoy (in the actor's namespace) when its host is an
+	// envoy. At most one is set; records written before envoys hosted actors have no
+	// envoy_key and decode as runner-hosted.
+	RunnerID *id.ID  `json:"runner_id,omitempty"`
+	EnvoyKey *string `json:"envoy_key,omitempty"`
 	// NextCommandIdx is the index of the next command of this generation; LastEventIdx
 	// the index of the last event applied (-1 for none).
 	NextCommandIdx int64      `json:"next_command_idx"`
@@ -137,16 +141,16 @@ func (s ActorState) TimerTs() *int64 {
 	switch s.Phase {
 	case PhaseStarting, PhaseStopping:
 		pick(s.Deadline)
+	case PhaseRunning:
+		// A running actor's alarm is kept for when it sleeps. Its deadline, set only on
+		// an envoy, is its next liveness check against the envoy's last ping.
+		pick(s.Deadline)
 	case PhaseRescheduling:
 		pick(s.RescheduleTs)
 	case PhasePending:
 		pick(s.PendingUntil)
 	case PhaseSleeping:
 		pick(s.AlarmTs)
-	}
-	if s.Phase == PhaseRunning {
-		// A running actor's alarm is kept for when it sleeps.
-		return nil
 	}
 	return out
 }

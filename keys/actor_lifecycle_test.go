@@ -31,7 +31,8 @@ func TestActorTimerTs(t *testing.T) {
 		want *int64
 	}{
 		{ActorState{Phase: PhaseStarting, Deadline: i64(10), AlarmTs: i64(5)}, i64(10)},
-		{ActorState{Phase: PhaseRunning, Deadline: i64(10), AlarmTs: i64(5)}, nil},
+		{ActorState{Phase: PhaseRunning, AlarmTs: i64(5)}, nil},
+		{ActorState{Phase: PhaseRunning, Deadline: i64(10), AlarmTs: i64(5)}, i64(10)}, // an envoy's liveness check
 		{ActorState{Phase: PhaseSleeping, AlarmTs: i64(5)}, i64(5)},
 		{ActorState{Phase: PhaseSleeping}, nil},
 		{ActorState{Phase: PhaseRescheduling, RescheduleTs: i64(7)}, i64(7)},

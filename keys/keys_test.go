@@ -120,6 +120,9 @@ func allKeyCases() []keyCase {
 		kc(ActiveEnvoyKey{Namespace: ns1, CreateTs: 42, EnvoyKey: ek}, UnpackActiveEnvoyKey),
 		kc(ActiveEnvoyByNameKey{Namespace: ns1, PoolName: "pool", CreateTs: 42, EnvoyKey: ek}, UnpackActiveEnvoyByNameKey),
 		kc(EnvoyLoadBalancerIdxKey{Namespace: ns1, PoolName: "pool", Version: 3, LastPingTs: 77, EnvoyKey: ek}, UnpackEnvoyLoadBalancerIdxKey),
+		kc(EnvoyHashIdxKey{Namespace: ns1, PoolName: "pool", Version: 3, Position: []byte{0, 0xff, 7}, EnvoyKey: ek}, UnpackEnvoyHashIdxKey),
+		kc(EnvoyActorKey{Namespace: ns1, EnvoyKey: ek, ActorID: testID(9)}, UnpackEnvoyActorKey),
+		kc(EnvoyCommandKey{Namespace: ns1, EnvoyKey: ek, ActorID: testID(9), Generation: 1<<32 - 1, Index: 7}, UnpackEnvoyCommandKey),
 		// Actor data.
 		kc(ActorCreateTsKey{ActorID: aid1}, UnpackActorCreateTsKey),
 		kc(ActorWorkflowIDKey{ActorID: aid1}, UnpackActorWorkflowIDKey),

@@ -16,6 +16,7 @@ const (
 	anyID     hole = iota // an id.ID
 	anyString             // a string
 	anyInt                // an integer that fits int64
+	anyBytes              // a byte string
 )
 
 func (h hole) String() string {
@@ -24,6 +25,8 @@ func (h hole) String() string {
 		return "id"
 	case anyString:
 		return "string"
+	case anyBytes:
+		return "bytes"
 	default:
 		return "int64"
 	}
@@ -55,6 +58,8 @@ func unpack(name string, sub subspace.Subspace, b []byte, shape ...any) (tuple.T
 				_, ok = t[i].(string)
 			case anyInt:
 				_, ok = t[i].(int64)
+			case anyBytes:
+				_, ok = t[i].([]byte)
 			}
 			if !ok {
 				return nil, badKey(name, b, "segment %d is %T, want %v", i, t[i], s)

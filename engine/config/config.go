@@ -208,6 +208,11 @@ type Pegboard struct {
 	// EnvoyEligibleThreshold: an envoy not pinged for this long gets no new actors.
 	// Default 10000.
 	EnvoyEligibleThreshold uint32 `json:"envoy_eligible_threshold"`
+	// EnvoyPlacement is how an actor's envoy is chosen in its pool: "hash_ring" (two
+	// points drawn on a ring of 8 virtual nodes per envoy, newest version only; the less
+	// loaded of the two) or "load_balancer" (the least loaded of the first fresh envoys
+	// of the load-balancer index, newest version first). Default "hash_ring".
+	EnvoyPlacement string `json:"envoy_placement"`
 }
 
 // Ms turns a millisecond setting into a duration.
@@ -283,6 +288,7 @@ func Default() *Config {
 			EnvoyPingTimeout:                    DefaultEnvoyPingTimeout,
 			EnvoyUpdatePingInterval:             DefaultEnvoyUpdatePingInterval,
 			EnvoyEligibleThreshold:              DefaultEnvoyEligibleThreshold,
+			EnvoyPlacement:                      "hash_ring",
 		},
 	}
 	c.fill()

@@ -195,6 +195,9 @@ func (c *Config) validate() []*FieldError {
 			bad("pegboard."+h.timeout, "%d must be longer than pegboard.%s (%d)", h.outMs, h.interval, h.iv)
 		}
 	}
+	if pb.EnvoyPlacement != "hash_ring" && pb.EnvoyPlacement != "load_balancer" {
+		bad("pegboard.envoy_placement", "%q is not hash_ring or load_balancer", pb.EnvoyPlacement)
+	}
 	if pb.RescheduleBackoffMaxExponent > 30 {
 		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
 	}

@@ -2,6 +2,7 @@ package envoyws
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/ops/actor"
 	openvoy "github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
@@ -47,8 +49,14 @@ type Options struct {
 	AdminToken string
 	Log        *slog.Logger
 	// Envoys is the envoy lifecycle (stopping, disconnection, the expiry loop); nil means one
-	// of the Server's own, whose loop the owner runs.
+	// of the Server's own, whose loop the owner runs, on Actors.
 	Envoys *pegboard.Envoys
+	// Actors is the actor lifecycle the envoys' actors go through, when Envoys is nil; nil
+	// means one of the Server's own. The Server attaches itself to it (AttachEnvoys) to
+	// receive the commands of the actors placed on envoys.
+	Actors *pegboard.Actors
+	// Version is the engine's version, stored in the metadata of actor KV values.
+	Version []byte
 	// ResolveNamespace finds the namespace named in the connect URL; nil means this store.
 	ResolveNamespace func(ctx context.Context, name string) (namespace.Namespace, error)
 	// Zero values mean the defaults above.
@@ -68,9 +76,11 @@ type Server struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	conns   map[id.ID]*conn    // live, registered sockets by connection id
-	byEnvoy map[envoyRef]*conn // the same sockets by envoy (the newest one)
+	conns   map[id.ID]*conn             // live, registered sockets by connection id
+	byEnvoy map[envoyRef]*conn          // the same sockets by envoy (the newest one)
+	tunnels map[proto.RequestID]*Tunnel // open gateway requests (tunnel.go)
 	closed  bool
+	gateway proto.GatewayID // this process's gateway id, random
 
 	pongs wsconn.Batcher[pongJob] // pongs waiting to be recorded (ping.go)
 	wg    sync.WaitGroup          // socket handlers, close handshakes, pong workers
@@ -114,14 +124,19 @@ func New(o Options) *Server {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byEnvoy: map[envoyRef]*conn{}}
+	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byEnvoy: map[envoyRef]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
+	_, _ = crand.Read(s.gateway[:])
+	if len(s.o.Version) == 0 {
+		s.o.Version = []byte("dev")
+	}
 	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordBatch, WG: &s.wg}
 	if s.o.Envoys == nil {
 		s.o.Envoys = pegboard.NewEnvoys(pegboard.EnvoysOptions{
-			DB: o.DB, Sockets: s, Log: o.Log,
+			DB: o.DB, Sockets: s, Log: o.Log, Actors: o.Actors,
 			LostThreshold: time.Duration(o.EnvoyLostThreshold) * time.Millisecond,
 		})
 	}
+	s.o.Envoys.Actors().AttachEnvoys(s)
 	return s
 }
 
@@ -217,6 +232,10 @@ type conn struct {
 	pongMu   sync.Mutex
 	lastPong time.Time // guarded by pongMu
 	hb       wsconn.Heartbeat
+
+	cmdMu    sync.Mutex
+	replayed bool                // the stored commands are out; guarded by cmdMu
+	held     []actor.HostCommand // commands that came before, guarded by cmdMu
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.
@@ -280,7 +299,7 @@ func (c *conn) run(r *http.Request) {
 		c.fail(nil) // a running ping's write ends with the socket
 		c.hb.Stop()
 	}()
-	// Stored commands are replayed here once envoys host actors (issue 7 item 4).
+	c.afterRegister()
 	if _, ok := first.(proto.ToRivetMetadata); !ok {
 		c.handle(first)
 	}
@@ -595,10 +614,13 @@ func (c *conn) handle(m proto.ToRivet) {
 		// update of metadata alone, and a second Register would clear a stop in progress.
 		c.s.o.Log.Debug("envoy socket: later metadata ignored", "envoy_key", c.key, "ray_id", c.ray)
 	case proto.ToRivetKvRequest:
-		// No actor is placed on an envoy yet, so none is this envoy's (Rivet's text).
-		c.reply(proto.ToEnvoyKvResponse{RequestID: m.RequestID, Data: proto.KvErrorResponse{Message: "actor does not exist"}})
-	case proto.ToRivetEvents, proto.ToRivetAckCommands, proto.ToRivetTunnelMessage:
-		// About actors, of which envoys host none yet.
+		c.kvRequest(m)
+	case proto.ToRivetEvents:
+		c.events(m)
+	case proto.ToRivetAckCommands:
+		c.ackCommands(m)
+	case proto.ToRivetTunnelMessage:
+		c.tunnelMessage(m)
 	default:
 		if r, ok := sqliteRefusal(m); ok {
 			c.reply(r)

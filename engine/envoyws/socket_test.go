@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthhq/berth/engine/envoyws"
 	openvoy "github.com/berthhq/berth/ops/envoy"
+	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -361,7 +362,7 @@ func TestSqliteRequestsRefused(t *testing.T) {
 	r8 := next[proto.ToEnvoySqliteExecuteBatchResponse](s)
 	check(8, r8.RequestID, r8.Data)
 	// Still open and served.
-	s.send(proto.ToRivetKvRequest{ActorID: "a", RequestID: 9, Data: proto.KvGetRequest{Keys: [][]byte{{1}}}})
+	s.send(proto.ToRivetKvRequest{ActorID: id.New(1).String(), RequestID: 9, Data: proto.KvGetRequest{Keys: [][]byte{{1}}}})
 	kv := next[proto.ToEnvoyKvResponse](s)
 	if er, ok := kv.Data.(proto.KvErrorResponse); !ok || kv.RequestID != 9 || er.Message != "actor does not exist" {
 		t.Fatalf("kv response %#v", kv)

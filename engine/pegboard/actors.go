@@ -19,6 +19,9 @@ import (
 type ActorsOptions struct {
 	DB      udb.Database
 	Sockets Sockets
+	// Envoys reaches the envoy sockets, for the commands of actors hosted on envoys; it may
+	// also be given after construction (AttachEnvoys), the envoy endpoint being built later.
+	Envoys  EnvoyCommandSockets
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 	Config  actor.Config
@@ -41,6 +44,30 @@ type Actors struct {
 	mu       sync.Mutex
 	pools    []actor.Pool            // queues to move
 	watchers map[id.ID]chan struct{} // closed at the actor's next change
+	envoys   EnvoyCommandSockets     // o.Envoys, or the one attached later
+}
+
+// EnvoyCommandSockets reaches the envoy sockets held by this node. Neither call blocks on
+// the peer.
+type EnvoyCommandSockets interface {
+	// SendEnvoyCommands sends commands to envoy h, if this node holds its socket; an envoy
+	// that gets them late gets them from the stored commands when it reconnects.
+	SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand)
+	// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this node holds it.
+	CloseEnvoy(ns id.ID, envoyKey string, err error)
+}
+
+// AttachEnvoys sets the envoy sockets, before any actor is placed on an envoy.
+func (p *Actors) AttachEnvoys(s EnvoyCommandSockets) {
+	p.mu.Lock()
+	p.envoys = s
+	p.mu.Unlock()
+}
+
+func (p *Actors) envoySockets() EnvoyCommandSockets {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.envoys
 }
 
 // NewActors returns the actor lifecycle; Run starts its loop.
@@ -54,7 +81,7 @@ func NewActors(o ActorsOptions) *Actors {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 100 * time.Millisecond
 	}
-	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}}
+	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}, envoys: o.Envoys}
 	p.creates.p = p
 	return p
 }
@@ -94,19 +121,7 @@ func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) 
 
 // Apply carries out committed effects.
 func (p *Actors) Apply(eff actor.Effects) {
-	if len(eff.Commands) > 0 && p.o.Sockets != nil {
-		byRunner := map[id.ID][]proto.CommandWrapper{}
-		var order []id.ID
-		for _, c := range eff.Commands {
-			if _, seen := byRunner[c.RunnerID]; !seen {
-				order = append(order, c.RunnerID)
-			}
-			byRunner[c.RunnerID] = append(byRunner[c.RunnerID], c.Command)
-		}
-		for _, rid := range order {
-			p.o.Sockets.SendCommands(rid, byRunner[rid])
-		}
-	}
+	p.sendCommands(eff.Commands)
 	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
 		for _, aid := range group {
 			p.notify(aid)
@@ -129,6 +144,45 @@ func (p *Actors) Apply(eff actor.Effects) {
 			p.o.Sockets.CloseRunner(rid, rerr.WS("eviction"))
 		}
 	}
+	for _, h := range eff.StoppedEnvoys {
+		p.o.Log.Info("envoy stopped", "namespace_id", h.Namespace.String(), "envoy_key", h.EnvoyKey, "reason", "evicted")
+		if s := p.envoySockets(); s != nil {
+			s.CloseEnvoy(h.Namespace, h.EnvoyKey, rerr.WS("eviction"))
+		}
+	}
+}
+
+// sendCommands sends commands to their hosts' sockets, one batch per host, in order.
+func (p *Actors) sendCommands(cmds []actor.HostCommand) {
+	if len(cmds) == 0 {
+		return
+	}
+	byHost := map[actor.Host][]actor.HostCommand{}
+	var order []actor.Host
+	for _, c := range cmds {
+		if _, seen := byHost[c.Host]; !seen {
+			order = append(order, c.Host)
+		}
+		byHost[c.Host] = append(byHost[c.Host], c)
+	}
+	envoys := p.envoySockets()
+	for _, h := range order {
+		switch {
+		case h.IsEnvoy() && envoys != nil:
+			envoys.SendEnvoyCommands(h, byHost[h])
+		case !h.IsEnvoy() && p.o.Sockets != nil:
+			p.o.Sockets.SendCommands(h.RunnerID, wrappers(byHost[h]))
+		}
+	}
+}
+
+// wrappers are the commands of a runner host, in the runner protocol.
+func wrappers(cmds []actor.HostCommand) []proto.CommandWrapper {
+	out := make([]proto.CommandWrapper, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Command
+	}
+	return out
 }
 
 func containsPool(ps []actor.Pool, p actor.Pool) bool {
@@ -348,11 +402,16 @@ func (p *Actors) run(ctx context.Context, aid id.ID, f func(context.Context, udb
 	return err
 }
 
-// MARK: runner sockets
+// MARK: host sockets
 
 // Events applies a runner's events and returns the checkpoints to acknowledge.
 func (p *Actors) Events(ctx context.Context, rid id.ID, events []proto.EventWrapper) ([]proto.ActorCheckpoint, error) {
-	in := actor.EventsInput{RunnerID: rid, Events: events, NowMs: now(), Config: p.o.Config}
+	return p.HostEvents(ctx, actor.RunnerHost(rid), events)
+}
+
+// HostEvents applies a host's events and returns the checkpoints to acknowledge.
+func (p *Actors) HostEvents(ctx context.Context, h actor.Host, events []proto.EventWrapper) ([]proto.ActorCheckpoint, error) {
+	in := actor.EventsInput{Host: h, Events: events, NowMs: now(), Config: p.o.Config}
 	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.EventsOutput, actor.Effects, error) {
 		out, err := actor.ApplyEvents(ctx, tx, in)
 		return out, out.Effects, err
@@ -362,17 +421,28 @@ func (p *Actors) Events(ctx context.Context, rid id.ID, events []proto.EventWrap
 
 // AckCommands clears the commands a runner acknowledged.
 func (p *Actors) AckCommands(ctx context.Context, rid id.ID, cps []proto.ActorCheckpoint) error {
+	return p.HostAckCommands(ctx, actor.RunnerHost(rid), cps)
+}
+
+// HostAckCommands clears the commands a host acknowledged.
+func (p *Actors) HostAckCommands(ctx context.Context, h actor.Host, cps []proto.ActorCheckpoint) error {
 	_, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return nil, actor.AckCommands(ctx, tx, actor.AckCommandsInput{RunnerID: rid, Checkpoints: cps})
+		return nil, actor.AckCommands(ctx, tx, actor.AckCommandsInput{Host: h, Checkpoints: cps})
 	})
 	return err
 }
 
 // Replay returns the stored commands a runner that just connected must get again.
 func (p *Actors) Replay(ctx context.Context, rid id.ID) ([]proto.CommandWrapper, error) {
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return actor.Replay(ctx, r, rid) })
+	cmds, err := p.HostReplay(ctx, actor.RunnerHost(rid))
+	return wrappers(cmds), err
+}
+
+// HostReplay returns the stored commands a host that just connected must get again.
+func (p *Actors) HostReplay(ctx context.Context, h actor.Host) ([]actor.HostCommand, error) {
+	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return actor.Replay(ctx, r, h) })
 	if err != nil {
 		return nil, err
 	}
-	return res.([]proto.CommandWrapper), nil
+	return res.([]actor.HostCommand), nil
 }

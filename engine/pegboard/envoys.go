@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	openvoy "github.com/berthhq/berth/ops/envoy"
+	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/tuple"
@@ -25,7 +28,10 @@ type EnvoySockets interface {
 type EnvoysOptions struct {
 	DB      udb.Database
 	Sockets EnvoySockets
-	Log     *slog.Logger
+	// Actors is the actor lifecycle: a stopping envoy's actors are evicted through it. Nil
+	// means one of its own, with the default config.
+	Actors *Actors
+	Log    *slog.Logger
 	// LostThreshold: an envoy not pinged for this long is expired (it leaves the
 	// load-balancer and active indexes). Rivet's envoy_lost_threshold.
 	LostThreshold time.Duration
@@ -34,12 +40,14 @@ type EnvoysOptions struct {
 	ScanInterval time.Duration
 }
 
-// Envoys drives the envoy lifecycle: stopping, disconnection and expiry of envoys whose
-// socket was lost with no one to notice (the node holding it died). Envoys have no actors
-// yet (placement on envoys is issue 7 item 4), so stopping has none to evict.
+// Envoys drives the envoy lifecycle: stopping (with the eviction of its actors, evict.go),
+// disconnection and expiry of envoys whose socket was lost with no one to notice (the node
+// holding it died). The actors of a lost envoy find out by their liveness checks
+// (ops/actor), as on Rivet.
 type Envoys struct {
-	o    EnvoysOptions
-	loop scanLoop
+	o         EnvoysOptions
+	loop      scanLoop
+	evictions evictions
 	// from is where the next scan of the active index starts (nil: at its start); owned by
 	// the loop's goroutine.
 	from []byte
@@ -50,25 +58,67 @@ func NewEnvoys(o EnvoysOptions) *Envoys {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Actors == nil {
+		o.Actors = NewActors(ActorsOptions{DB: o.DB, Log: o.Log, Config: actor.DefaultConfig()})
+	}
 	return &Envoys{o: o, loop: newScanLoop(o.LostThreshold, o.ScanInterval)}
 }
 
+// Actors is the actor lifecycle the envoys' actors go through.
+func (p *Envoys) Actors() *Actors { return p.o.Actors }
+
 // Stopping handles an envoy's ToRivetStopping on socket connID: the envoy leaves the
-// load-balancer index at once and stop_ts is set (ops/envoy.Drain), then, having no actors
-// to evict, its socket is closed with 1000 ws.eviction; the socket's end expires it
-// (Disconnected). A stale socket gets envoy.stale_connection.
+// placement indexes at once and stop_ts is set (ops/envoy.Drain); then its actors are
+// evicted, paced by its pool's runner config (evict.go), and its socket is closed with
+// 1000 ws.eviction once the last has left, at once if it has none. A stale socket gets
+// envoy.stale_connection.
 func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID id.ID) error {
 	now := time.Now().UnixMilli()
+	type drained struct {
+		out    openvoy.DrainOutput
+		actors int
+		cfg    keys.RunnerConfigCommon
+	}
 	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return openvoy.Drain(ctx, tx, openvoy.DrainInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
+		out, err := openvoy.Drain(ctx, tx, openvoy.DrainInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
+		if err != nil {
+			return nil, err
+		}
+		// Serializable: an actor placed here concurrently conflicts with the drain.
+		aids, err := openvoy.Actors(ctx, tx, ns, envoyKey, 1)
+		if err != nil {
+			return nil, err
+		}
+		d := drained{out: out, actors: len(aids)}
+		if d.actors > 0 {
+			pool, _, err := keys.Get(ctx, tx.Snapshot(), keys.EnvoyPoolNameKey{Namespace: ns, EnvoyKey: envoyKey})
+			if err != nil {
+				return nil, err
+			}
+			e, err := runnerconfig.Get(ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: pool})
+			switch {
+			case err == nil:
+				d.cfg = e.Config.Common()
+			case !rerr.Is(err, "runner_config", "not_found"):
+				return nil, err
+			}
+		}
+		return d, nil
 	})
 	if err != nil {
 		return err
 	}
-	if res.(openvoy.DrainOutput).Drained {
+	d := res.(drained)
+	if d.out.Drained {
 		p.o.Log.Info("envoy stopping", "namespace_id", ns.String(), "envoy_key", envoyKey)
 	}
-	// Actor eviction (actor_eviction_delay, _rate, _period) goes here once envoys host actors.
+	if d.actors > 0 {
+		if d.out.Drained {
+			h := actor.EnvoyHost(ns, envoyKey)
+			p.evictions.start(func(ctx context.Context) { p.evict(ctx, h, d.cfg) })
+		}
+		return nil
+	}
 	if p.o.Sockets != nil {
 		p.o.Sockets.CloseEnvoy(ns, envoyKey, rerr.WS("eviction"))
 	}
@@ -94,8 +144,13 @@ func (p *Envoys) Disconnected(ctx context.Context, ns id.ID, envoyKey string, co
 	return nil
 }
 
-// Run scans for lost envoys until ctx ends.
-func (p *Envoys) Run(ctx context.Context) { p.loop.run(ctx, p.scan) }
+// Run scans for lost envoys and runs the evictions of stopping ones until ctx ends.
+func (p *Envoys) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { p.evictions.run(ctx) })
+	p.loop.run(ctx, p.scan)
+	wg.Wait()
+}
 
 // Kick makes the loop scan now.
 func (p *Envoys) Kick() { p.loop.kickNow() }

@@ -86,7 +86,7 @@ func (p *Runners) Drain(ctx context.Context, rid, connID id.ID) error {
 		if err != nil {
 			return transition{}, actor.Effects{}, err
 		}
-		eff, err := actor.GoingAway(ctx, tx, rid, on, now, cfg)
+		eff, err := actor.GoingAway(ctx, tx, actor.RunnerHost(rid), on, now, cfg)
 		if err != nil {
 			return transition{}, actor.Effects{}, err
 		}
@@ -183,7 +183,7 @@ func (p *Runners) expire(ctx context.Context, rid id.ID, before int64) bool {
 		if err != nil || !out.Expired {
 			return out, actor.Effects{}, err
 		}
-		eff, err := actor.Lost(ctx, tx, rid, out.Lost, actor.LostRunnerConnection, now, cfg)
+		eff, err := actor.Lost(ctx, tx, actor.RunnerHost(rid), out.Lost, actor.LostRunnerConnection, now, cfg)
 		return out, eff, err
 	})
 	if err != nil {
@@ -204,7 +204,7 @@ func (p *Runners) forceStop(ctx context.Context, rid id.ID) bool {
 		if err != nil || !out.Stopped {
 			return out, actor.Effects{}, err
 		}
-		eff, err := actor.Lost(ctx, tx, rid, out.Lost, actor.LostDrainingTimeout, now, cfg)
+		eff, err := actor.Lost(ctx, tx, actor.RunnerHost(rid), out.Lost, actor.LostDrainingTimeout, now, cfg)
 		return out, eff, err
 	})
 	if err != nil {

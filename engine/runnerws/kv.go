@@ -9,8 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/engine/internal/kvserve"
 	"github.com/berthhq/berth/keys"
-	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -99,62 +99,8 @@ func (c *conn) kvRun(m proto.ToServerKvRequest) (proto.KvResponseData, error) {
 	}
 	ctx, cancel := context.WithTimeout(c.s.ctx, kvTxnTimeout)
 	defer cancel()
-	db := c.s.o.DB
-	switch req := m.Data.(type) {
-	case proto.KvGetRequest:
-		es, err := kvRead(ctx, db, c, aid, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
-			return actorkv.Get(ctx, r, actorkv.GetInput{ActorID: aid, Keys: req.Keys})
-		})
-		if err != nil {
-			return nil, err
-		}
-		ks, vs, ms := kvLists(es)
-		return proto.KvGetResponse{Keys: ks, Values: vs, Metadata: ms}, nil
-	case proto.KvListRequest:
-		in := actorkv.ListInput{ActorID: aid, Limit: req.Limit}
-		if req.Reverse != nil {
-			in.Reverse = *req.Reverse
-		}
-		switch q := req.Query.(type) {
-		case proto.KvListAllQuery:
-			in.Query = actorkv.ListAll{}
-		case proto.KvListRangeQuery:
-			in.Query = actorkv.ListRange{Start: q.Start, End: q.End, Exclusive: q.Exclusive}
-		case proto.KvListPrefixQuery:
-			in.Query = actorkv.ListPrefix{Prefix: q.Key}
-		default:
-			return nil, rerr.InvalidInput("unknown list query")
-		}
-		es, err := kvRead(ctx, db, c, aid, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
-			return actorkv.List(ctx, r, in)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ks, vs, ms := kvLists(es)
-		return proto.KvListResponse{Keys: ks, Values: vs, Metadata: ms}, nil
-	case proto.KvPutRequest:
-		in := actorkv.PutInput{ActorID: aid, Keys: req.Keys, Values: req.Values, Version: c.s.kvVersion(), NowMs: time.Now().UnixMilli()}
-		return proto.KvPutResponse{}, kvWrite(ctx, db, c, aid, func(tx udb.Transaction) error {
-			return actorkv.Put(ctx, tx, in)
-		})
-	case proto.KvDeleteRequest:
-		return proto.KvDeleteResponse{}, kvWrite(ctx, db, c, aid, func(tx udb.Transaction) error {
-			return actorkv.Delete(ctx, tx, actorkv.DeleteInput{ActorID: aid, Keys: req.Keys})
-		})
-	case proto.KvDeleteRangeRequest:
-		// Rivet answers a delete range with KvDeleteResponse (there is no other).
-		return proto.KvDeleteResponse{}, kvWrite(ctx, db, c, aid, func(tx udb.Transaction) error {
-			return actorkv.DeleteRange(ctx, tx, actorkv.DeleteRangeInput{ActorID: aid, Start: req.Start, End: req.End})
-		})
-	case proto.KvDropRequest:
-		return proto.KvDropResponse{}, kvWrite(ctx, db, c, aid, func(tx udb.Transaction) error {
-			actorkv.DropAll(tx, aid)
-			return nil
-		})
-	default:
-		return nil, rerr.InvalidInput("unknown KV request")
-	}
+	hosted := func(ctx context.Context, r udb.ReadTransaction, aid id.ID) error { return kvHosted(ctx, r, c, aid) }
+	return kvserve.Serve(ctx, c.s.o.DB, hosted, kvserve.Request{ActorID: aid, Data: m.Data, Version: c.s.kvVersion()})
 }
 
 // kvHosted checks, inside the request's transaction, that this socket is its runner's current
@@ -183,37 +129,4 @@ func kvHosted(ctx context.Context, r udb.ReadTransaction, c *conn, aid id.ID) er
 	default:
 		return errKVNotHosted{msg: kvActorNotFound}
 	}
-}
-
-func kvRead(ctx context.Context, db udb.Database, c *conn, aid id.ID, f func(r udb.ReadTransaction) ([]actorkv.Entry, error)) ([]actorkv.Entry, error) {
-	res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		if err := kvHosted(ctx, r, c, aid); err != nil {
-			return nil, err
-		}
-		return f(r)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res.([]actorkv.Entry), nil
-}
-
-func kvWrite(ctx context.Context, db udb.Database, c *conn, aid id.ID, f func(tx udb.Transaction) error) error {
-	_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		if err := kvHosted(ctx, tx, c, aid); err != nil {
-			return nil, err
-		}
-		return nil, f(tx)
-	})
-	return err
-}
-
-// kvLists splits entries into the response's parallel lists.
-func kvLists(es []actorkv.Entry) (ks, vs [][]byte, ms []proto.KvMetadata) {
-	ks, vs, ms = make([][]byte, len(es)), make([][]byte, len(es)), make([]proto.KvMetadata, len(es))
-	for i, e := range es {
-		ks[i], vs[i] = e.Key, e.Value
-		ms[i] = proto.KvMetadata{Version: e.Metadata.Version, UpdateTs: e.Metadata.UpdateTs}
-	}
-	return ks, vs, ms
 }

@@ -6,6 +6,14 @@ import "math/rand/v2"
 type Config struct {
 	// RunnerEligibleThreshold: a runner not pinged for this long gets no new actor.
 	RunnerEligibleThreshold int64
+	// EnvoyEligibleThreshold: an envoy not pinged for this long gets no new actor.
+	EnvoyEligibleThreshold int64
+	// EnvoyLostThreshold: an actor whose envoy has not pinged for this long is lost (it
+	// sleeps); a running actor on an envoy checks this every EnvoyLostThreshold.
+	EnvoyLostThreshold int64
+	// EnvoyPlacement is how envoys are chosen: ops/envoy.PlaceHashRing (the default) or
+	// PlaceLoadBalancer.
+	EnvoyPlacement string
 	// ActorStartThreshold: an actor placed but not reported running after this long is lost.
 	ActorStartThreshold int64
 	// ActorStopThreshold: an actor told to stop but not reported stopped after this long is lost.
@@ -30,6 +38,9 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		RunnerEligibleThreshold:             10_000,
+		EnvoyEligibleThreshold:              10_000,
+		EnvoyLostThreshold:                  15_000,
+		EnvoyPlacement:                      "hash_ring",
 		ActorStartThreshold:                 30_000,
 		ActorStopThreshold:                  1_800_000,
 		BaseRetryTimeout:                    2_000,

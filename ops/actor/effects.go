@@ -2,6 +2,7 @@ package actor
 
 import (
 	"github.com/berthhq/berth/pkg/id"
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 )
 
@@ -10,8 +11,8 @@ import (
 // is harmless, and a crash before carrying them out loses nothing a reconnect or a timer
 // does not redo.
 type Effects struct {
-	// Commands go to the runners' sockets, in order.
-	Commands []RunnerCommand
+	// Commands go to the hosts' sockets, in order.
+	Commands []HostCommand
 	// Ready are actors that became connectable; Stopped ones that stopped being so.
 	Ready, Stopped []id.ID
 	// Destroyed are actors destroyed by this transition.
@@ -20,12 +21,18 @@ type Effects struct {
 	Pools []Pool
 	// StoppedRunners finished draining: their sockets close with ws.eviction.
 	StoppedRunners []id.ID
+	// StoppedEnvoys were stopping and have no actor left: their sockets close with
+	// ws.eviction.
+	StoppedEnvoys []Host
 }
 
-// RunnerCommand is a command for one runner.
-type RunnerCommand struct {
-	RunnerID id.ID
-	Command  proto.CommandWrapper
+// HostCommand is a command for one host, in the runner protocol's shape (runner v7 and
+// envoy v8 commands differ only in the stop's reason, which envoys get from StopReason).
+type HostCommand struct {
+	Host    Host
+	Command proto.CommandWrapper
+	// StopReason is why a stop command stops the actor (envoy v8 CommandStopActor.reason).
+	StopReason envoyproto.StopActorReason
 }
 
 // Pool names a pending queue.
@@ -44,6 +51,7 @@ func (e *Effects) Merge(o Effects) {
 		e.addPool(p)
 	}
 	e.StoppedRunners = append(e.StoppedRunners, o.StoppedRunners...)
+	e.StoppedEnvoys = append(e.StoppedEnvoys, o.StoppedEnvoys...)
 }
 
 func (e *Effects) addPool(p Pool) {

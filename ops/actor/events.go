@@ -11,9 +11,10 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// EventsInput is one ToServerEvents from a runner socket.
+// EventsInput is one ToServerEvents from a runner socket, or one ToRivetEvents from an
+// envoy socket (in the runner protocol's shape: the events are the same).
 type EventsInput struct {
-	RunnerID id.ID
+	Host     Host
 	Events   []proto.EventWrapper
 	NowMs    int64
 	Config   Config
@@ -26,9 +27,9 @@ type EventsOutput struct {
 	Acks    []proto.ActorCheckpoint
 }
 
-// ApplyEvents applies a runner's events in order. An event is applied once: its
-// generation must be the actor's current one, on this runner, and its index above the
-// last applied (the runner resends unacknowledged events after every reconnect). Events
+// ApplyEvents applies a host's events in order. An event is applied once: its
+// generation must be the actor's current one, on this host, and its index above the
+// last applied (the host resends unacknowledged events after every reconnect). Events
 // that do not apply are acknowledged all the same, so the runner forgets them.
 func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (EventsOutput, error) {
 	m := newMachine(ctx, tx, in.Config, in.NowMs)
@@ -53,7 +54,7 @@ func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (Event
 			loaded[aid] = a
 		}
 		st := &a.st
-		if st.RunnerID == nil || *st.RunnerID != in.RunnerID || ev.Checkpoint.Generation != st.Generation ||
+		if !hostedOn(*st, in.Host) || ev.Checkpoint.Generation != st.Generation ||
 			ev.Checkpoint.Index <= st.LastEventIdx {
 			continue
 		}
@@ -93,7 +94,8 @@ func (m *machine) event(a *actor, e proto.Event) error {
 				return nil // already running, or told to stop meanwhile
 			}
 			st.Phase = keys.PhaseRunning
-			st.Deadline = nil
+			h, _ := HostOf(*st)
+			st.Deadline = m.livenessDeadline(h)
 			st.ConnectableTs = m.ts()
 			if st.StartTs == nil {
 				st.StartTs = m.ts()
@@ -146,7 +148,12 @@ func (m *machine) stopped(a *actor, s proto.ActorStateStopped) error {
 
 // crashed applies the crash policy to an actor that stopped with an error or was lost.
 func (m *machine) crashed(a *actor, errJSON json.RawMessage) error {
-	switch a.st.CrashPolicy {
+	return m.crashedAs(a, errJSON, a.st.CrashPolicy)
+}
+
+// crashedAs is crashed with the given policy.
+func (m *machine) crashedAs(a *actor, errJSON json.RawMessage, policy string) error {
+	switch policy {
 	case CrashRestart:
 		a.st.Error = errJSON
 		return m.reschedule(a, true)
@@ -172,20 +179,21 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// AckCommandsInput is one ToServerAckCommands from a runner socket.
+// AckCommandsInput is one ToServerAckCommands from a runner socket (or ToRivetAckCommands
+// from an envoy's).
 type AckCommandsInput struct {
-	RunnerID    id.ID
+	Host        Host
 	Checkpoints []proto.ActorCheckpoint
 }
 
-// AckCommands clears the runner's stored commands up to each checkpoint.
+// AckCommands clears the host's stored commands up to each checkpoint.
 func AckCommands(ctx context.Context, tx udb.Transaction, in AckCommandsInput) error {
 	for _, cp := range in.Checkpoints {
 		aid, err := id.Parse(cp.ActorID)
 		if err != nil {
 			continue
 		}
-		tx.ClearRange(keys.RunnerCommandsUpTo(in.RunnerID, aid, cp.Generation, cp.Index))
+		tx.ClearRange(in.Host.commandsUpTo(aid, cp.Generation, cp.Index))
 	}
 	return nil
 }

@@ -63,8 +63,13 @@ func (w *world) state(aid id.ID) keys.ActorState {
 
 func (w *world) events(rid id.ID, evs ...proto.EventWrapper) EventsOutput {
 	w.t.Helper()
+	return w.eventsOn(RunnerHost(rid), evs...)
+}
+
+func (w *world) eventsOn(h Host, evs ...proto.EventWrapper) EventsOutput {
+	w.t.Helper()
 	return opstest.Write(w.t, w.db, func(tx udb.Transaction) (EventsOutput, error) {
-		return ApplyEvents(ctx, tx, EventsInput{RunnerID: rid, Events: evs, NowMs: w.now, Config: w.cfg})
+		return ApplyEvents(ctx, tx, EventsInput{Host: h, Events: evs, NowMs: w.now, Config: w.cfg})
 	})
 }
 
@@ -96,10 +101,13 @@ var (
 )
 
 // commandsFor returns the kinds of the commands in eff for runner rid: "start@gen/idx".
-func commandsFor(eff Effects, rid id.ID) []string {
+func commandsFor(eff Effects, rid id.ID) []string { return commandsOn(eff, RunnerHost(rid)) }
+
+// commandsOn is commandsFor for any host.
+func commandsOn(eff Effects, h Host) []string {
 	var out []string
 	for _, c := range eff.Commands {
-		if c.RunnerID != rid {
+		if c.Host != h {
 			continue
 		}
 		kind := "stop"

@@ -205,7 +205,7 @@ func TestDrainAndLoss(t *testing.T) {
 		if _, err := oprunner.Drain(ctx, tx, oprunner.DrainInput{RunnerID: r1, NowMs: w.now}); err != nil {
 			return Effects{}, err
 		}
-		return GoingAway(ctx, tx, r1, []id.ID{a}, w.now, w.cfg)
+		return GoingAway(ctx, tx, RunnerHost(r1), []id.ID{a}, w.now, w.cfg)
 	})
 	if got := commandsFor(eff, r1); !slices.Equal(got, []string{"stop@0/1"}) {
 		t.Fatalf("going away: %v", got)
@@ -220,7 +220,7 @@ func TestDrainAndLoss(t *testing.T) {
 		if err != nil {
 			return Effects{}, err
 		}
-		return Lost(ctx, tx, r2, exp.Lost, LostRunnerConnection, w.now, w.cfg)
+		return Lost(ctx, tx, RunnerHost(r2), exp.Lost, LostRunnerConnection, w.now, w.cfg)
 	})
 	_ = lost
 	if st := w.state(a); st.Phase != keys.PhaseSleeping || string(st.Error) != `{"runner_connection_lost":{"runner_id":"`+r2.String()+`"}}` {
@@ -236,18 +236,18 @@ func TestCommandsReplayAndAck(t *testing.T) {
 	starting, _ := w.create(CrashSleep, nil)
 	running1, _ := w.create(CrashSleep, nil)
 	w.events(rid, ev(running1, 0, 0, running))
-	replay := func() []proto.CommandWrapper {
-		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]proto.CommandWrapper, error) { return Replay(ctx, r, rid) })
+	replay := func() []HostCommand {
+		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]HostCommand, error) { return Replay(ctx, r, RunnerHost(rid)) })
 	}
 	got := replay()
-	if len(got) != 1 || got[0].Checkpoint.ActorID != starting.String() {
+	if len(got) != 1 || got[0].Command.Checkpoint.ActorID != starting.String() {
 		t.Fatalf("replay %+v; want only the starting actor's start", got)
 	}
-	if s, ok := got[0].Inner.(proto.CommandStartActor); !ok || string(s.Config.Input) != "in" {
-		t.Fatalf("replayed %+v", got[0].Inner)
+	if s, ok := got[0].Command.Inner.(proto.CommandStartActor); !ok || string(s.Config.Input) != "in" {
+		t.Fatalf("replayed %+v", got[0].Command.Inner)
 	}
 	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
-		return nil, AckCommands(ctx, tx, AckCommandsInput{RunnerID: rid, Checkpoints: []proto.ActorCheckpoint{got[0].Checkpoint}})
+		return nil, AckCommands(ctx, tx, AckCommandsInput{Host: RunnerHost(rid), Checkpoints: []proto.ActorCheckpoint{got[0].Command.Checkpoint}})
 	})
 	if got := replay(); len(got) != 0 {
 		t.Fatalf("replay after ack %+v", got)

@@ -13,6 +13,7 @@ import (
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -77,7 +78,7 @@ func (m *machine) ts() *int64 { t := m.now; return &t }
 
 // MARK: placement
 
-// place puts a on a runner of its pool, or, with none free, queues it (force, or a
+// place puts a on a host of its pool (pick), or, with none free, queues it (force, or a
 // restart/destroy policy) or puts it to sleep with error no_capacity (sleep policy, as
 // Rivet). fromQueue skips the fairness rule that a new actor queues behind waiting ones.
 func (m *machine) place(a *actor, force, fromQueue bool) error {
@@ -91,22 +92,12 @@ func (m *machine) place(a *actor, force, fromQueue bool) error {
 			return m.noCapacity(a, force)
 		}
 	}
-	cands, err := oprunner.ListCandidates(m.ctx, m.tx, st.Namespace, st.Selector, m.now-m.cfg.RunnerEligibleThreshold, 16)
+	h, ok, err := m.pick(a)
 	if err != nil {
 		return err
 	}
-	order := placementOrder(cands, m.cfg.jitter)
-	for _, i := range order {
-		gen := st.NextGeneration
-		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
-			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: gen, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold,
-		})
-		if err != nil {
-			return err
-		}
-		if ok {
-			return m.start(a, cands[i].RunnerID)
-		}
+	if ok {
+		return m.start(a, h)
 	}
 	return m.noCapacity(a, force)
 }
@@ -152,14 +143,14 @@ func placementOrder(cands []oprunner.Candidate, random func(n int64) int64) []in
 	return order
 }
 
-// start records a's placement on runner rid and sends the start command (index 0).
-func (m *machine) start(a *actor, rid id.ID) error {
+// start records a's placement on host h and sends the start command (index 0).
+func (m *machine) start(a *actor, h Host) error {
 	st := &a.st
 	m.leaveQueue(a)
 	st.Phase = keys.PhaseStarting
 	st.Generation = st.NextGeneration
 	st.NextGeneration++
-	st.RunnerID = &rid
+	setHost(st, h)
 	st.NextCommandIdx = 0
 	st.LastEventIdx = -1
 	st.StopReason = ""
@@ -178,7 +169,7 @@ func (m *machine) start(a *actor, rid id.ID) error {
 	m.send(a, proto.CommandStartActor{
 		Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input},
 		HibernatingRequests: hibernating,
-	})
+	}, 0)
 	return nil
 }
 
@@ -190,7 +181,7 @@ func (m *machine) enqueue(a *actor) error {
 		keys.Set(m.tx, keys.PendingActorKey{Namespace: st.Namespace, Selector: st.Selector, Ts: st.CreateTs, ActorID: a.id}, st.NextGeneration)
 	}
 	st.Phase = keys.PhasePending
-	st.RunnerID = nil
+	clearHost(st)
 	st.Deadline, st.RescheduleTs = nil, nil
 	return nil
 }
@@ -214,22 +205,24 @@ func (m *machine) queueLen(ns id.ID, selector string, limit int) (int, error) {
 
 // MARK: commands
 
-// send stores a command for a's runner and queues it for sending.
-func (m *machine) send(a *actor, c proto.Command) {
+// send stores a command for a's host and queues it for sending.
+func (m *machine) send(a *actor, c proto.Command, reason envoyproto.StopActorReason) {
 	st := &a.st
+	h, _ := HostOf(*st)
 	cp := proto.ActorCheckpoint{ActorID: a.id.String(), Generation: st.Generation, Index: st.NextCommandIdx}
 	st.NextCommandIdx++
-	keys.Set(m.tx, keys.RunnerCommandKey{RunnerID: *st.RunnerID, ActorID: a.id, Generation: cp.Generation, Index: cp.Index}, encodeStored(c))
-	m.eff.Commands = append(m.eff.Commands, RunnerCommand{RunnerID: *st.RunnerID, Command: proto.CommandWrapper{Checkpoint: cp, Inner: c}})
+	m.tx.Set(h.commandKey(a.id, cp.Generation, cp.Index), encodeStored(c, reason))
+	m.eff.Commands = append(m.eff.Commands, HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: cp, Inner: c}, StopReason: reason})
 }
 
 // Stored commands: one byte, 0 start (then the big-endian create_ts the start carried: the
-// rest of its config is the actor's, rebuilt at replay) or 1 stop.
-func encodeStored(c proto.Command) []byte {
+// rest of its config is the actor's, rebuilt at replay) or 1 stop, then the envoy stop
+// reason's byte (records from before envoys hosted actors have none: read as 0).
+func encodeStored(c proto.Command, reason envoyproto.StopActorReason) []byte {
 	if s, ok := c.(proto.CommandStartActor); ok {
 		return binary.BigEndian.AppendUint64([]byte{0}, uint64(s.Config.CreateTs))
 	}
-	return []byte{1}
+	return []byte{1, byte(reason)}
 }
 
 // sendStop tells a's runner to stop it, for reason.
@@ -242,36 +235,45 @@ func (m *machine) sendStop(a *actor, reason keys.StopReason) {
 	st.StopReason = reason
 	st.ConnectableTs = nil
 	st.Deadline = ptr(m.now + m.cfg.ActorStopThreshold)
-	m.send(a, proto.CommandStopActor{})
+	m.send(a, proto.CommandStopActor{}, stopReasons[reason])
+}
+
+// stopReasons is the envoy stop reason of each stop reason.
+var stopReasons = map[keys.StopReason]envoyproto.StopActorReason{
+	keys.StopSleep:     envoyproto.StopActorReasonSleepIntent,
+	keys.StopIntent:    envoyproto.StopActorReasonStopIntent,
+	keys.StopDestroy:   envoyproto.StopActorReasonDestroy,
+	keys.StopGoingAway: envoyproto.StopActorReasonGoingAway,
+}
+
+// sendLost tells a's former host h that a is lost, in case it still runs it: a stop that
+// is not stored (the actor is no longer placed there) and needs no answer.
+func (m *machine) sendLost(a *actor, h Host) {
+	cp := proto.ActorCheckpoint{ActorID: a.id.String(), Generation: a.st.Generation, Index: a.st.NextCommandIdx}
+	a.st.NextCommandIdx++
+	m.eff.Commands = append(m.eff.Commands, HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: cp, Inner: proto.CommandStopActor{}}, StopReason: envoyproto.StopActorReasonLost})
 }
 
 // MARK: endings
 
-// deallocate takes a off its runner, freeing the slot; the runner, if draining and now
-// idle, stops.
+// deallocate takes a off its host, freeing the slot; a host left stopped (draining and
+// now idle) has its socket closed.
 func (m *machine) deallocate(a *actor) error {
 	st := &a.st
-	if st.RunnerID == nil {
+	h, ok := HostOf(*st)
+	if !ok {
 		return nil
 	}
-	rid := *st.RunnerID
 	if st.Phase == keys.PhaseRunning {
 		m.eff.Stopped = append(m.eff.Stopped, a.id)
 	}
-	if err := oprunner.ReleaseSlot(m.ctx, m.tx, rid, a.id); err != nil {
+	if err := m.release(a, h); err != nil {
 		return err
 	}
-	st.RunnerID = nil
+	clearHost(st)
 	st.ConnectableTs = nil
 	st.Deadline = nil
 	m.eff.addPool(Pool{Namespace: st.Namespace, Selector: st.Selector})
-	fin, err := oprunner.FinishDrain(m.ctx, m.tx, oprunner.FinishDrainInput{RunnerID: rid, NowMs: m.now})
-	if err != nil && !rerr.Is(err, "runner", "not_found") {
-		return err
-	}
-	if fin.Stopped {
-		m.eff.StoppedRunners = append(m.eff.StoppedRunners, rid)
-	}
 	return nil
 }
 

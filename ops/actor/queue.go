@@ -7,6 +7,7 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/pkg/id"
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -83,65 +84,67 @@ func DueTimers(ctx context.Context, r udb.ReadTransaction, beforeMs int64, limit
 	return out, nil
 }
 
-// Replay returns the commands to send again to a runner that reconnected: the stored
+// Replay returns the commands to send again to a host that reconnected: the stored
 // (unacknowledged) commands of its actors whose start is not confirmed yet (starting) and
 // of those being stopped; a running actor's start is not sent again. In stored order.
-func Replay(ctx context.Context, tx udb.ReadTransaction, rid id.ID) ([]proto.CommandWrapper, error) {
-	begin, end := keys.RunnerCommandRange(rid)
+func Replay(ctx context.Context, tx udb.ReadTransaction, h Host) ([]HostCommand, error) {
+	begin, end := h.commandRange()
 	kvs, err := tx.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
 		return nil, err
 	}
 	states := map[id.ID]*keys.ActorState{}
-	var out []proto.CommandWrapper
+	var out []HostCommand
 	for _, kv := range kvs {
-		k, err := keys.UnpackRunnerCommandKey(kv.Key)
+		aid, gen, idx, err := h.unpackCommandKey(kv.Key)
 		if err != nil {
-			return nil, corrupt.Mark("runner", err)
+			return nil, err
 		}
-		st, ok := states[k.ActorID]
+		st, ok := states[aid]
 		if !ok {
-			s, found, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: k.ActorID})
+			s, found, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: aid})
 			if err != nil {
 				return nil, corrupt.Mark("actor", err)
 			}
-			if found && s.RunnerID != nil && *s.RunnerID == rid && s.Generation == k.Generation {
+			if found && hostedOn(s, h) && s.Generation == gen {
 				st = &s
 			}
-			states[k.ActorID] = st
+			states[aid] = st
 		}
 		if st == nil {
 			continue // the actor moved on; the command is moot
 		}
-		c, err := decodeStored(ctx, tx, k.ActorID, *st, kv.Value)
+		c, reason, err := decodeStored(ctx, tx, aid, *st, kv.Value)
 		if err != nil {
 			return nil, err
 		}
 		if _, start := c.(proto.CommandStartActor); start && st.Phase != keys.PhaseStarting {
 			continue
 		}
-		out = append(out, proto.CommandWrapper{
-			Checkpoint: proto.ActorCheckpoint{ActorID: k.ActorID.String(), Generation: k.Generation, Index: k.Index},
+		out = append(out, HostCommand{Host: h, StopReason: reason, Command: proto.CommandWrapper{
+			Checkpoint: proto.ActorCheckpoint{ActorID: aid.String(), Generation: gen, Index: idx},
 			Inner:      c,
-		})
+		}})
 	}
 	return out, nil
 }
 
 // decodeStored rebuilds a stored command (see encodeStored).
-func decodeStored(ctx context.Context, r udb.ReadTransaction, aid id.ID, st keys.ActorState, b []byte) (proto.Command, error) {
+func decodeStored(ctx context.Context, r udb.ReadTransaction, aid id.ID, st keys.ActorState, b []byte) (proto.Command, envoyproto.StopActorReason, error) {
 	switch {
 	case len(b) == 1 && b[0] == 1:
-		return proto.CommandStopActor{}, nil
+		return proto.CommandStopActor{}, 0, nil
+	case len(b) == 2 && b[0] == 1:
+		return proto.CommandStopActor{}, envoyproto.StopActorReason(b[1]), nil
 	case len(b) == 9 && b[0] == 0:
 		input, _, err := keys.GetChunked(ctx, r, keys.ActorInputKey{ActorID: aid})
 		if err != nil {
-			return nil, corrupt.Mark("actor", err)
+			return nil, 0, corrupt.Mark("actor", err)
 		}
 		return proto.CommandStartActor{
 			Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: int64(binary.BigEndian.Uint64(b[1:])), Input: input},
 			HibernatingRequests: []proto.HibernatingRequest{},
-		}, nil
+		}, 0, nil
 	}
-	return nil, corrupt.Mark("runner", errBadCommand)
+	return nil, 0, corrupt.Mark("runner", errBadCommand)
 }

@@ -120,16 +120,16 @@ type DestroyOutput struct {
 	Done    bool
 }
 
-// GoingAway tells every actor on a draining runner to stop; each is placed elsewhere once
+// GoingAway tells every actor on a draining host to stop; each is placed elsewhere once
 // stopped (or lost when the drain times out).
-func GoingAway(ctx context.Context, tx udb.Transaction, rid id.ID, actors []id.ID, now int64, cfg Config) (Effects, error) {
+func GoingAway(ctx context.Context, tx udb.Transaction, h Host, actors []id.ID, now int64, cfg Config) (Effects, error) {
 	m := newMachine(ctx, tx, cfg, now)
 	for _, aid := range actors {
 		a, found, err := m.load(aid)
 		if err != nil {
 			return Effects{}, err
 		}
-		if !found || a.st.RunnerID == nil || *a.st.RunnerID != rid {
+		if !found || !hostedOn(a.st, h) {
 			continue
 		}
 		switch a.st.Phase {
@@ -153,17 +153,17 @@ const (
 	LostNoResponse       = "runner_no_response"
 )
 
-// Lost handles actors whose runner stopped while they were on it (it expired, or its drain
-// timed out): each is taken off the runner at once, with the error reason, and goes on by
+// Lost handles actors whose host stopped while they were on it (it expired, or its drain
+// timed out): each is taken off the host at once, with the error reason, and goes on by
 // its stop reason or crash policy.
-func Lost(ctx context.Context, tx udb.Transaction, rid id.ID, actors []id.ID, reason string, now int64, cfg Config) (Effects, error) {
+func Lost(ctx context.Context, tx udb.Transaction, h Host, actors []id.ID, reason string, now int64, cfg Config) (Effects, error) {
 	m := newMachine(ctx, tx, cfg, now)
 	for _, aid := range actors {
 		a, found, err := m.load(aid)
 		if err != nil {
 			return Effects{}, err
 		}
-		if !found || a.st.RunnerID == nil || *a.st.RunnerID != rid {
+		if !found || !hostedOn(a.st, h) {
 			continue
 		}
 		if err := m.lost(a, reason); err != nil {
@@ -174,8 +174,18 @@ func Lost(ctx context.Context, tx udb.Transaction, rid id.ID, actors []id.ID, re
 	return *m.eff, nil
 }
 
+// lost takes a off its host at once, recording reason (a Lost… constant) as its error.
+// An envoy's actor is then told to stop, in case its envoy still runs it, and a lost
+// envoy actor sleeps whatever its crash policy (Rivet's actor2: the next request or alarm
+// places it again).
 func (m *machine) lost(a *actor, reason string) error {
-	errJSON := errorWith(reason, map[string]any{"runner_id": a.st.RunnerID.String()})
+	h, _ := HostOf(a.st)
+	errJSON := errorWith(h.lostReason(reason), h.errorFields())
+	policy := a.st.CrashPolicy
+	if h.IsEnvoy() {
+		m.sendLost(a, h)
+		policy = CrashSleep
+	}
 	switch a.st.StopReason {
 	case keys.StopSleep:
 		return m.sleep(a, nil)
@@ -185,11 +195,27 @@ func (m *machine) lost(a *actor, reason string) error {
 		a.st.Error = errJSON
 		return m.reschedule(a, false)
 	}
-	return m.crashed(a, errJSON)
+	return m.crashedAs(a, errJSON, policy)
+}
+
+// checkLiveness is a running actor's periodic check of its envoy's last ping: lost when
+// the envoy has not pinged within the lost threshold, else checked again later.
+func (m *machine) checkLiveness(a *actor) error {
+	h, _ := HostOf(a.st)
+	ok, err := m.alive(h)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return m.lost(a, LostRunnerConnection)
+	}
+	a.st.Deadline = m.livenessDeadline(h)
+	return nil
 }
 
 // Timer acts on an actor whose timer is due: a start or stop that took too long is lost
-// (runner_no_response), a crash backoff ends, a wake's wait for capacity ends, an alarm
+// (runner_no_response), a running actor on an envoy checks its envoy's liveness, a crash
+// backoff ends, a wake's wait for capacity ends, an alarm
 // wakes a sleeping actor. A timer that is not due (it moved) does nothing.
 func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 	eff, err := transition(ctx, tx, in, func(m *machine, a *actor) error {
@@ -200,6 +226,8 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 		switch a.st.Phase {
 		case keys.PhaseStarting, keys.PhaseStopping:
 			return m.lost(a, LostNoResponse)
+		case keys.PhaseRunning:
+			return m.checkLiveness(a)
 		case keys.PhaseRescheduling:
 			return m.place(a, true, false)
 		case keys.PhasePending:

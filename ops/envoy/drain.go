@@ -27,7 +27,7 @@ type DrainOutput struct {
 	Drained bool
 }
 
-// Drain takes the envoy out of the load-balancer index, so it gets no new
+// Drain takes the envoy out of the load-balancer index and the hash ring, so it gets no new
 // actors, and records when: Rivet's envoys have no drain key, and berth
 // records the drain in stop_ts (the Envoy object's "stopped at" field),
 // since an envoy drains because it is stopping. The envoy stays in the
@@ -56,7 +56,7 @@ func Drain(ctx context.Context, tx udb.Transaction, in DrainInput) (DrainOutput,
 	if s.stopped || s.expired {
 		return DrainOutput{}, nil
 	}
-	if err := s.unindex(tx); err != nil {
+	if err := s.leave(tx); err != nil {
 		return DrainOutput{}, err
 	}
 	keys.Set(tx, keys.EnvoyStopTsKey{Namespace: s.ns, EnvoyKey: s.key}, in.NowMs)

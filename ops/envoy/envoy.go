@@ -124,6 +124,9 @@ type state struct {
 	connID     id.ID
 	stopped    bool // drained: stop_ts is set
 	expired    bool
+	// virtualNodes is the envoy's hash-ring size as registered (VirtualNodes for an
+	// envoy registered before the ring existed).
+	virtualNodes uint8
 }
 
 // readState reads envoy (ns, key) through tx serializably: a concurrent
@@ -146,6 +149,11 @@ func readState(ctx context.Context, tx udb.ReadTransaction, ns id.ID, key string
 		expired:    record.Has(rd, keys.EnvoyExpiredTsKey{Namespace: ns, EnvoyKey: key}),
 	}
 	s.connID, _ = record.Opt(rd, keys.EnvoyConnIDKey{Namespace: ns, EnvoyKey: key})
+	vn, found := record.Opt(rd, keys.EnvoyVirtualNodesKey{Namespace: ns, EnvoyKey: key})
+	if !found {
+		vn = VirtualNodes
+	}
+	s.virtualNodes = vn
 	if err := rd.Err(); err != nil {
 		return state{}, false, err
 	}

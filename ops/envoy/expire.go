@@ -33,7 +33,7 @@ type ExpireOutput struct {
 }
 
 // Expire marks the envoy expired (expired_ts) and takes it out of the
-// load-balancer index and the active indexes, in one transaction (Rivet's
+// load-balancer index and the hash ring and the active indexes, in one transaction (Rivet's
 // pegboard_envoy_expire). Its data stays; Get still finds it. Pings from its
 // socket are refused with envoy.expired until it registers again.
 //
@@ -53,7 +53,7 @@ func Expire(ctx context.Context, tx udb.Transaction, in ExpireInput) (ExpireOutp
 	if s.expired || in.PingBeforeMs != 0 && s.lastPingTs >= in.PingBeforeMs {
 		return ExpireOutput{}, nil
 	}
-	if err := s.unindex(tx); err != nil {
+	if err := s.leave(tx); err != nil {
 		return ExpireOutput{}, err
 	}
 	s.deactivate(tx)

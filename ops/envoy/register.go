@@ -43,11 +43,12 @@ type RegisterOutput struct {
 // Register registers an envoy socket. A new connection id replaces the old
 // one (fencing), and the op reports the old one for eviction.
 //
-// It writes the pool name, version, protocol version, the slot counter
+// It writes the pool name, version, protocol version (also the pool's runner-config
+// protocol version, which marks the pool as hosted by envoys), the slot counter
 // (an atomic add of 0, so it exists without a read conflict), create_ts on
 // the first registration only, last ping and connected time, the active
 // indexes by namespace and by pool, the load-balancer entry at the new ping
-// time and the chunked metadata. A re-registration clears expired_ts and
+// time, the hash-ring entries and the chunked metadata. A re-registration clears expired_ts and
 // stop_ts (a new socket is a running envoy), moves the active-by-pool entry
 // if the pool changed, and replaces the old load-balancer entry with a
 // read conflict on it.
@@ -72,14 +73,14 @@ func Register(ctx context.Context, tx udb.Transaction, in RegisterInput) (Regist
 		return RegisterOutput{}, err
 	}
 	ns, key := in.Namespace, in.EnvoyKey
-	s := state{ns: ns, key: key, pool: in.PoolName, version: in.Version, createTs: in.NowMs, lastPingTs: in.NowMs, connID: in.ConnID}
+	s := state{ns: ns, key: key, pool: in.PoolName, version: in.Version, createTs: in.NowMs, lastPingTs: in.NowMs, connID: in.ConnID, virtualNodes: VirtualNodes}
 	var out RegisterOutput
 	if found {
 		s.createTs = old.createTs
 		if old.connID != in.ConnID {
 			out.PrevConnID = old.connID
 		}
-		if err := old.unindex(tx); err != nil {
+		if err := old.leave(tx); err != nil {
 			return RegisterOutput{}, err
 		}
 		if !old.expired {
@@ -104,6 +105,16 @@ func Register(ctx context.Context, tx udb.Transaction, in RegisterInput) (Regist
 		keys.ClearChunked(tx, keys.EnvoyMetadataKey{Namespace: ns, EnvoyKey: key})
 	}
 	s.activate(tx)
-	s.index(tx)
+	s.join(tx)
+	// The pool now has envoys: its actors are placed on envoys (ops/actor). Written only
+	// when it changes, so that registrations do not conflict with placements reading it.
+	pv := keys.RunnerConfigProtocolVersionKey{Namespace: ns, Name: s.pool}
+	cur, found, err := keys.Get(ctx, tx.Snapshot(), pv)
+	if err != nil {
+		return RegisterOutput{}, err
+	}
+	if !found || cur != in.ProtocolVersion {
+		keys.Set(tx, pv, in.ProtocolVersion)
+	}
 	return out, nil
 }

@@ -1,0 +1,190 @@
+package envoyws
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/berthhq/berth/engine/internal/kvserve"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/protocol/bridge"
+	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// The actor side of an envoy socket: commands out (live, and replayed after registration),
+// events, command acknowledgements and KV requests in. Events and KV requests are
+// translated to the runner protocol's shapes (pkg/protocol/bridge) and go through the same
+// lifecycle and KV code as a runner's.
+
+// host is the socket's envoy as an actor host.
+func (c *conn) host() actor.Host { return actor.EnvoyHost(c.nsID, c.key) }
+
+// SendEnvoyCommands sends commands to envoy h if this server holds its socket. Commands that
+// come before the socket replayed its stored ones wait for the replay (sendCommands).
+func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand) {
+	s.mu.Lock()
+	c := s.byEnvoy[envoyRef{h.Namespace, h.EnvoyKey}]
+	s.mu.Unlock()
+	if c != nil {
+		c.sendCommands(cmds)
+	}
+}
+
+// sendCommands writes cmds, or keeps them until the replay is out.
+func (c *conn) sendCommands(cmds []actor.HostCommand) {
+	c.cmdMu.Lock()
+	defer c.cmdMu.Unlock()
+	if !c.replayed {
+		c.held = append(c.held, cmds...)
+		return
+	}
+	c.writeCommands(cmds)
+}
+
+// writeCommands writes one ToEnvoyCommands; c.cmdMu is held. A failed write fails the
+// socket: the envoy reconnects and gets the stored commands again.
+func (c *conn) writeCommands(cmds []actor.HostCommand) {
+	if len(cmds) == 0 {
+		return
+	}
+	out := make(proto.ToEnvoyCommands, len(cmds))
+	for i, cmd := range cmds {
+		out[i] = bridge.CommandToEnvoy(cmd.Command, cmd.StopReason)
+	}
+	if err := c.write(out); err != nil {
+		c.fail(nil)
+	}
+}
+
+// afterRegister runs once the socket is registered and reachable: the stored commands the
+// envoy must get again go first, then those held meanwhile (without duplicates), and the
+// pool's waiting actors may now be placed here.
+func (c *conn) afterRegister() {
+	actors := c.s.o.Envoys.Actors()
+	replay, err := actors.HostReplay(c.s.ctx, c.host())
+	if err != nil && c.s.ctx.Err() == nil {
+		c.s.o.Log.Warn("envoy socket: replay commands", "envoy_key", c.key, "ray_id", c.ray, "error", err)
+	}
+	c.cmdMu.Lock()
+	c.replayed = true
+	held := c.held
+	c.held = nil
+	sent := map[proto.ActorCheckpoint]bool{}
+	for _, cmd := range replay {
+		sent[bridge.CheckpointToEnvoy(cmd.Command.Checkpoint)] = true
+	}
+	for _, cmd := range held {
+		if !sent[bridge.CheckpointToEnvoy(cmd.Command.Checkpoint)] {
+			replay = append(replay, cmd)
+		}
+	}
+	c.writeCommands(replay)
+	c.cmdMu.Unlock()
+	actors.MovePool(actor.Pool{Namespace: c.nsID, Selector: c.pool})
+}
+
+// events applies the envoy's events and acknowledges them in one batch.
+func (c *conn) events(evs proto.ToRivetEvents) {
+	acks, err := c.s.o.Envoys.Actors().HostEvents(c.s.ctx, c.host(), bridge.EventsToRunner(evs))
+	if err != nil {
+		if c.s.ctx.Err() == nil {
+			c.s.o.Log.Warn("envoy socket: events", "envoy_key", c.key, "ray_id", c.ray, "error", err)
+		}
+		return // not acknowledged: the envoy sends them again after a reconnect
+	}
+	if len(acks) > 0 {
+		c.reply(proto.ToEnvoyAckEvents{LastEventCheckpoints: bridge.CheckpointsToEnvoy(acks)})
+	}
+}
+
+// ackCommands clears the commands the envoy acknowledged.
+func (c *conn) ackCommands(m proto.ToRivetAckCommands) {
+	err := c.s.o.Envoys.Actors().HostAckCommands(c.s.ctx, c.host(), bridge.CheckpointsToRunner(m.LastCommandCheckpoints))
+	if err != nil && c.s.ctx.Err() == nil {
+		c.s.o.Log.Warn("envoy socket: ack commands", "envoy_key", c.key, "ray_id", c.ray, "error", err)
+	}
+}
+
+// The texts the Rivet engine answers when the actor is not this envoy's.
+const (
+	kvActorNotFound  = "actor does not exist"
+	kvActorNotEnvoys = "actor does not belong to envoy"
+)
+
+// errKVNotHosted carries one of the texts above out of the transaction.
+type errKVNotHosted struct{ msg string }
+
+func (e errKVNotHosted) Error() string { return e.msg }
+
+// kvRequest runs one KV request (kvserve, as for runners) and answers it; a request the
+// store refuses is answered with KvErrorResponse; a socket a newer one replaced is closed
+// with ws.eviction.
+func (c *conn) kvRequest(m proto.ToRivetKvRequest) {
+	data, err := c.kvRun(m)
+	var nh errKVNotHosted
+	switch {
+	case err == nil:
+	case rerr.Is(err, "envoy", "stale_connection"):
+		c.closeWith(rerr.WS("eviction"))
+		return
+	case errors.As(err, &nh):
+		data = proto.KvErrorResponse{Message: nh.msg}
+	default:
+		pub := rerr.Public(err)
+		if pub.Key() == "core.internal_error" && c.s.ctx.Err() == nil {
+			c.s.o.Log.Error("envoy socket: kv request", "envoy_key", c.key, "actor_id", m.ActorID, "ray_id", c.ray, "error", err)
+		}
+		data = proto.KvErrorResponse{Message: pub.Message}
+	}
+	c.reply(proto.ToEnvoyKvResponse{RequestID: m.RequestID, Data: data})
+}
+
+func (c *conn) kvRun(m proto.ToRivetKvRequest) (proto.KvResponseData, error) {
+	aid, err := id.Parse(m.ActorID)
+	if err != nil {
+		return nil, errKVNotHosted{msg: err.Error()}
+	}
+	req := bridge.KvRequestToRunner(m.Data)
+	if req == nil {
+		return nil, rerr.InvalidInput("unknown KV request")
+	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, kvTimeout)
+	defer cancel()
+	res, err := kvserve.Serve(ctx, c.s.o.DB, c.kvHosted, kvserve.Request{ActorID: aid, Data: req, Version: c.s.o.Version})
+	if err != nil {
+		return nil, err
+	}
+	return bridge.KvResponseToEnvoy(res), nil
+}
+
+// kvHosted checks, serializably, that this socket is its envoy's current one and that
+// the actor is placed on the envoy.
+func (c *conn) kvHosted(ctx context.Context, r udb.ReadTransaction, aid id.ID) error {
+	cur, _, err := keys.Get(ctx, r, keys.EnvoyConnIDKey{Namespace: c.nsID, EnvoyKey: c.key})
+	if err != nil {
+		return err
+	}
+	if cur != c.connID {
+		return rerr.EnvoyStaleConnection(c.key)
+	}
+	_, placed, err := keys.Get(ctx, r, keys.EnvoyActorKey{Namespace: c.nsID, EnvoyKey: c.key, ActorID: aid})
+	if err != nil || placed {
+		return err
+	}
+	_, exists, err := keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
+	switch {
+	case err != nil:
+		return err
+	case exists:
+		return errKVNotHosted{msg: kvActorNotEnvoys}
+	default:
+		return errKVNotHosted{msg: kvActorNotFound}
+	}
+}
+
+// kvTimeout bounds one KV request's transaction, retries included.
+const kvTimeout = 10 * time.Second

@@ -1,0 +1,227 @@
+package actor
+
+import (
+	"strings"
+
+	"github.com/berthhq/berth/keys"
+	openvoy "github.com/berthhq/berth/ops/envoy"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	oprunner "github.com/berthhq/berth/ops/runner"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+)
+
+// Host is where an actor is placed: a runner (protocol v7, by id) or an envoy (protocol
+// v8, by key within the actor's namespace). Everything the lifecycle does that depends on
+// the kind of host is in this file; the rest of the machine deals in Hosts.
+type Host struct {
+	RunnerID id.ID // zero for an envoy
+	// Namespace and EnvoyKey name an envoy; both are zero for a runner.
+	Namespace id.ID
+	EnvoyKey  string
+}
+
+// RunnerHost is runner rid.
+func RunnerHost(rid id.ID) Host { return Host{RunnerID: rid} }
+
+// EnvoyHost is envoy key of namespace ns.
+func EnvoyHost(ns id.ID, key string) Host { return Host{Namespace: ns, EnvoyKey: key} }
+
+// IsEnvoy reports whether the host is an envoy.
+func (h Host) IsEnvoy() bool { return h.EnvoyKey != "" }
+
+func (h Host) String() string {
+	if h.IsEnvoy() {
+		return "envoy " + h.EnvoyKey
+	}
+	return "runner " + h.RunnerID.String()
+}
+
+// HostOf returns the host of an actor with state st; ok is false when it is not placed.
+func HostOf(st keys.ActorState) (h Host, ok bool) {
+	switch {
+	case st.EnvoyKey != nil:
+		return EnvoyHost(st.Namespace, *st.EnvoyKey), true
+	case st.RunnerID != nil:
+		return RunnerHost(*st.RunnerID), true
+	}
+	return Host{}, false
+}
+
+// setHost records h as the host of st (nil-free: the other kind is cleared).
+func setHost(st *keys.ActorState, h Host) {
+	st.RunnerID, st.EnvoyKey = nil, nil
+	if h.IsEnvoy() {
+		k := h.EnvoyKey
+		st.EnvoyKey = &k
+	} else {
+		rid := h.RunnerID
+		st.RunnerID = &rid
+	}
+}
+
+func clearHost(st *keys.ActorState) { st.RunnerID, st.EnvoyKey = nil, nil }
+
+// hostedOn reports whether st is placed on h.
+func hostedOn(st keys.ActorState, h Host) bool {
+	cur, ok := HostOf(st)
+	return ok && cur == h
+}
+
+// errorFields names the host in an Actor error ({"runner_id": …} or {"envoy_key": …}).
+func (h Host) errorFields() map[string]any {
+	if h.IsEnvoy() {
+		return map[string]any{"envoy_key": h.EnvoyKey}
+	}
+	return map[string]any{"runner_id": h.RunnerID.String()}
+}
+
+// lostReason is the Actor error code of a loss of kind reason (one of the Lost…
+// constants, named for runners): envoys have the same codes with "envoy_" (Rivet's
+// envoy_connection_lost, envoy_no_response).
+func (h Host) lostReason(reason string) string {
+	if h.IsEnvoy() {
+		return strings.Replace(reason, "runner_", "envoy_", 1)
+	}
+	return reason
+}
+
+// MARK: stored commands
+
+// commandKey is where command (aid, generation, index) for h is stored.
+func (h Host) commandKey(aid id.ID, generation uint32, index int64) []byte {
+	if h.IsEnvoy() {
+		return keys.EnvoyCommandKey{Namespace: h.Namespace, EnvoyKey: h.EnvoyKey, ActorID: aid, Generation: generation, Index: index}.Pack()
+	}
+	return keys.RunnerCommandKey{RunnerID: h.RunnerID, ActorID: aid, Generation: generation, Index: index}.Pack()
+}
+
+// commandRange is every command stored for h.
+func (h Host) commandRange() (begin, end []byte) {
+	if h.IsEnvoy() {
+		return keys.EnvoyCommandRange(h.Namespace, h.EnvoyKey)
+	}
+	return keys.RunnerCommandRange(h.RunnerID)
+}
+
+// commandsUpTo is what an acknowledgement of (aid, generation, index) clears.
+func (h Host) commandsUpTo(aid id.ID, generation uint32, index int64) (begin, end []byte) {
+	if h.IsEnvoy() {
+		return keys.EnvoyCommandsUpTo(h.Namespace, h.EnvoyKey, aid, generation, index)
+	}
+	return keys.RunnerCommandsUpTo(h.RunnerID, aid, generation, index)
+}
+
+// unpackCommandKey parses a key of commandRange.
+func (h Host) unpackCommandKey(b []byte) (aid id.ID, generation uint32, index int64, err error) {
+	if h.IsEnvoy() {
+		k, err := keys.UnpackEnvoyCommandKey(b)
+		return k.ActorID, k.Generation, k.Index, corrupt.Mark("envoy", err)
+	}
+	k, err := keys.UnpackRunnerCommandKey(b)
+	return k.ActorID, k.Generation, k.Index, corrupt.Mark("runner", err)
+}
+
+// MARK: placement
+
+// pick chooses a host for a in its pool and takes a slot there for its next generation;
+// ok is false when no host can take it now. A pool is hosted by envoys once one of its
+// envoys registered (the runner config's protocol version is set, as on Rivet); read at
+// snapshot isolation: a pool changes kind once, and a placement racing it lands on a host
+// the pool still had.
+func (m *machine) pick(a *actor) (Host, bool, error) {
+	st := &a.st
+	_, envoys, err := keys.Get(m.ctx, m.tx.Snapshot(), keys.RunnerConfigProtocolVersionKey{Namespace: st.Namespace, Name: st.Selector})
+	if err != nil {
+		return Host{}, false, corrupt.Mark("runner_config", err)
+	}
+	if envoys {
+		return m.pickEnvoy(a)
+	}
+	return m.pickRunner(a)
+}
+
+func (m *machine) pickEnvoy(a *actor) (Host, bool, error) {
+	st := &a.st
+	key, ok, err := openvoy.Pick(m.ctx, m.tx, openvoy.PickInput{
+		Namespace: st.Namespace, PoolName: st.Selector, Strategy: m.cfg.EnvoyPlacement,
+		PingedSinceMs: m.now - m.cfg.EnvoyEligibleThreshold, Random: m.cfg.jitter,
+	})
+	if err != nil || !ok {
+		return Host{}, false, err
+	}
+	openvoy.PlaceActor(m.tx, openvoy.PlaceActorInput{Namespace: st.Namespace, EnvoyKey: key, ActorID: a.id, Generation: st.NextGeneration})
+	return EnvoyHost(st.Namespace, key), true, nil
+}
+
+func (m *machine) pickRunner(a *actor) (Host, bool, error) {
+	st := &a.st
+	cands, err := oprunner.ListCandidates(m.ctx, m.tx, st.Namespace, st.Selector, m.now-m.cfg.RunnerEligibleThreshold, 16)
+	if err != nil {
+		return Host{}, false, err
+	}
+	for _, i := range placementOrder(cands, m.cfg.jitter) {
+		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
+			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: st.NextGeneration, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold,
+		})
+		if err != nil {
+			return Host{}, false, err
+		}
+		if ok {
+			return RunnerHost(cands[i].RunnerID), true, nil
+		}
+	}
+	return Host{}, false, nil
+}
+
+// release frees a's slot on h and reports a host that this left stopped (a draining
+// runner or a stopping envoy with no actor left), whose socket is then closed.
+func (m *machine) release(a *actor, h Host) error {
+	if h.IsEnvoy() {
+		out, err := openvoy.ReleaseActor(m.ctx, m.tx, h.Namespace, h.EnvoyKey, a.id)
+		if err != nil {
+			return err
+		}
+		if out.Stopped {
+			m.eff.StoppedEnvoys = append(m.eff.StoppedEnvoys, h)
+		}
+		return nil
+	}
+	if err := oprunner.ReleaseSlot(m.ctx, m.tx, h.RunnerID, a.id); err != nil {
+		return err
+	}
+	fin, err := oprunner.FinishDrain(m.ctx, m.tx, oprunner.FinishDrainInput{RunnerID: h.RunnerID, NowMs: m.now})
+	if err != nil && !rerr.Is(err, "runner", "not_found") {
+		return err
+	}
+	if fin.Stopped {
+		m.eff.StoppedRunners = append(m.eff.StoppedRunners, h.RunnerID)
+	}
+	return nil
+}
+
+// MARK: liveness
+
+// alive reports whether envoy h pinged within the lost threshold (serializable: a ping
+// landing meanwhile makes the check retry). Runners are watched by their own loop
+// (engine/pegboard.Runners), so a runner host is always alive here.
+func (m *machine) alive(h Host) (bool, error) {
+	if !h.IsEnvoy() {
+		return true, nil
+	}
+	ping, found, err := keys.Get(m.ctx, m.tx, keys.EnvoyLastPingTsKey{Namespace: h.Namespace, EnvoyKey: h.EnvoyKey})
+	if err != nil {
+		return false, corrupt.Mark("envoy", err)
+	}
+	return found && ping >= m.now-m.cfg.EnvoyLostThreshold, nil
+}
+
+// livenessDeadline is when a running actor on h is next checked: envoys have no lifecycle
+// loop of their own that loses their actors (as on Rivet, the actor checks its envoy's
+// last ping every lost threshold); nil for runners.
+func (m *machine) livenessDeadline(h Host) *int64 {
+	if !h.IsEnvoy() {
+		return nil
+	}
+	return ptr(m.now + m.cfg.EnvoyLostThreshold)
+}

@@ -1,0 +1,282 @@
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	opnode "github.com/berthhq/berth/ops/node"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
+	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	_ "github.com/berthhq/berth/pkg/udb/driver/postgres"
+)
+
+// held lists the ownership records node holds in the store at dbURL.
+func held(t testing.TB, dbURL, node string) []opnode.Held {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := udb.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: node})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.([]opnode.Held)
+}
+
+// awaitCond polls cond every 50 ms until it holds or within passes.
+func awaitCond(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+}
+
+// TestThreeNodes: runners spread over three nodes; every actor answers through every node
+// (so most requests are relayed to the node holding the runner's socket), and its start
+// command reached its runner wherever the actor was created.
+func TestThreeNodes(t *testing.T) {
+	c := startCluster(t, 3, 6, 12)
+	db := c.nodes[0].dbURL
+	for _, n := range c.nodes {
+		if h := held(t, db, n.id); len(h) == 0 {
+			t.Errorf("node %s holds no runner socket: the balancer spread 6 runners over 3 nodes", n.id)
+		}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	for _, aid := range c.actors {
+		for i, n := range c.nodes {
+			v, err := counterOn(hc, n, http.MethodPost, aid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v != i+1 {
+				t.Fatalf("actor %s through node %s: %d, want %d", aid, n.id, v, i+1)
+			}
+		}
+	}
+	// An actor created through each node is placed and answers through the others.
+	for _, n := range c.nodes {
+		cl := &client{nodes: []*node{n}, http: hc}
+		aid, err := cl.createCounter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c.nodes {
+			cm := &client{nodes: []*node{m}, http: hc}
+			if _, err := cm.count(http.MethodGet, aid); err != nil {
+				t.Fatalf("actor %s created on %s, through %s: %v", aid, n.id, m.id, err)
+			}
+		}
+	}
+}
+
+// traffic sends POSTs to random counters through every node until stop, counting the values
+// acknowledged per actor and the requests that failed after the client's retries.
+type traffic struct {
+	acked  sync.Map // actor id → *atomic.Int64
+	ok     atomic.Int64
+	failed atomic.Int64
+	errs   sync.Map // first errors, for the report
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func startTraffic(c *cluster, workers int) *traffic {
+	tr := &traffic{stop: make(chan struct{})}
+	for _, aid := range c.actors {
+		tr.acked.Store(aid, new(atomic.Int64))
+	}
+	for w := range workers {
+		tr.wg.Go(func() {
+			for {
+				select {
+				case <-tr.stop:
+					return
+				default:
+				}
+				aid := c.actors[rand.IntN(len(c.actors))]
+				if _, err := c.client.count(http.MethodPost, aid); err != nil {
+					if tr.failed.Add(1) <= 5 {
+						tr.errs.Store(fmt.Sprintf("%d-%d", w, tr.failed.Load()), err.Error())
+					}
+					continue
+				}
+				tr.ok.Add(1)
+				v, _ := tr.acked.Load(aid)
+				v.(*atomic.Int64).Add(1)
+			}
+		})
+	}
+	return tr
+}
+
+func (tr *traffic) finish() {
+	close(tr.stop)
+	tr.wg.Wait()
+}
+
+func (tr *traffic) report(t testing.TB) {
+	var msgs []string
+	tr.errs.Range(func(_, v any) bool { msgs = append(msgs, v.(string)); return true })
+	if tr.failed.Load() > 0 {
+		t.Errorf("%d of %d requests failed after retries; first: %s", tr.failed.Load(), tr.failed.Load()+tr.ok.Load(), strings.Join(msgs, "; "))
+	}
+}
+
+// checkState fails if an actor is gone or answers less than the increments acknowledged to
+// the clients (a retried POST may have counted twice, never less).
+func (tr *traffic) checkState(t testing.TB, c *cluster) {
+	t.Helper()
+	for _, aid := range c.actors {
+		v, err := c.client.count(http.MethodGet, aid)
+		if err != nil {
+			t.Fatalf("actor %s lost: %v", aid, err)
+		}
+		a, _ := tr.acked.Load(aid)
+		if acked := a.(*atomic.Int64).Load(); int64(v) < acked {
+			t.Errorf("actor %s: counter %d, but %d increments were acknowledged", aid, v, acked)
+		}
+	}
+}
+
+// TestRollingRestart restarts the three nodes one after the other (SIGTERM, then start
+// again at the same address) under continuous gateway traffic entering every node: no
+// request fails after the client's retries, and no actor or acknowledged increment is lost.
+func TestRollingRestart(t *testing.T) {
+	c := startCluster(t, 3, 6, 12)
+	tr := startTraffic(c, 4)
+	for _, n := range c.nodes {
+		before := tr.ok.Load()
+		awaitCond(t, "traffic flowing", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
+		n.term(60 * time.Second)
+		if !strings.Contains(string(n.log()), "timed_out=false") {
+			t.Errorf("node %s: drain did not finish before its deadline:\n%s", n.id, n.log())
+		}
+		// Its runners are on the two other nodes now.
+		if h := held(t, n.dbURL, n.id); len(h) != 0 {
+			t.Errorf("node %s still holds %d ownership records after its drain", n.id, len(h))
+		}
+		n.start()
+	}
+	before := tr.ok.Load()
+	awaitCond(t, "traffic flowing after the restarts", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
+	tr.finish()
+	tr.report(t)
+	tr.checkState(t, c)
+	t.Logf("rolling restart: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
+}
+
+// TestKillNode kills the node holding the most runner sockets: its runners reconnect to the
+// other nodes within their reconnect backoff, every actor answers, and no acknowledged
+// increment is lost.
+func TestKillNode(t *testing.T) {
+	c := startCluster(t, 3, 6, 12)
+	tr := startTraffic(c, 4)
+	before := tr.ok.Load()
+	awaitCond(t, "traffic flowing", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
+	victim := c.nodes[0]
+	for _, n := range c.nodes {
+		if len(held(t, n.dbURL, n.id)) > len(held(t, victim.dbURL, victim.id)) {
+			victim = n
+		}
+	}
+	moved := held(t, victim.dbURL, victim.id)
+	victim.kill()
+	// Backoff 50 ms to 1 s, plus the balancer's health checks: well within 15 s.
+	awaitCond(t, "the killed node's runners on other nodes", 15*time.Second, func() bool {
+		for _, h := range moved {
+			if !heldElsewhere(t, c, victim, h.RunnerID) {
+				return false
+			}
+		}
+		return true
+	})
+	before = tr.ok.Load()
+	awaitCond(t, "traffic flowing after the kill", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
+	tr.finish()
+	tr.report(t)
+	tr.checkState(t, c)
+	t.Logf("kill: %d runners moved, %d requests acknowledged, %d failed after retries", len(moved), tr.ok.Load(), tr.failed.Load())
+}
+
+func heldElsewhere(t testing.TB, c *cluster, except *node, rid id.ID) bool {
+	for _, n := range c.nodes {
+		if n == except {
+			continue
+		}
+		for _, h := range held(t, n.dbURL, n.id) {
+			if h.RunnerID == rid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// seedHeld writes count ownership records naming node into the store at dbURL, as a node
+// restarted after a preserve shutdown finds them.
+func seedHeld(t testing.TB, dbURL, node string, count int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	db, err := udb.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < count; i += 500 {
+		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			for range min(500, count-i) {
+				if _, err := opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{RunnerID: id.New(1), NodeID: node}); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShutdownReleasesHeld: a node holding 1,000 ownership records (and live runner sockets)
+// releases them all on SIGTERM and exits without waiting for its drain deadline.
+func TestShutdownReleasesHeld(t *testing.T) {
+	dbURL := "file://" + t.TempDir() + "/store"
+	seedHeld(t, dbURL, "solo", 990)
+	n := newNode(t, "solo", nodeConfig{db: dbURL, env: []string{"BERTH_SHUTDOWN_DRAIN_MS=120000", "BERTH_RELEASES=16"}})
+	n.start()
+	for i := range 10 {
+		startRunner(t, n.url, fmt.Sprintf("runner-%d", i), 10)
+	}
+	took := n.term(100 * time.Second)
+	log := string(n.log())
+	for l := range strings.Lines(log) {
+		if strings.Contains(l, "berth drained") {
+			t.Logf("SIGTERM to exit %v: %s", took, strings.TrimSpace(l))
+		}
+	}
+	if !strings.Contains(log, "timed_out=false") || !strings.Contains(log, "held=0") {
+		t.Fatalf("drain did not release everything before its deadline:\n%s", log)
+	}
+	if h := held(t, dbURL, "solo"); len(h) != 0 {
+		t.Fatalf("%d ownership records left after the drain", len(h))
+	}
+}
