@@ -226,3 +226,36 @@ func UnpackSQLiteSegmentFirst(aid id.ID, stageID, b []byte) (uint32, error) {
 	}
 	return uint32(v), nil
 }
+
+// SQLiteStageIdxKey is (ACTOR_SQLITE, SQLITE_STAGE, begin_ms, actor_id) → the stage id: one
+// entry per open staged commit, oldest first, so that abandoned stages are found and
+// discarded without a scan of every actor (ops/sqlite.Sweep). Its second segment is an
+// integer, never an actor id, so it is outside every actor's subspace.
+type SQLiteStageIdxKey struct {
+	BeginMs int64
+	ActorID id.ID
+}
+
+func (k SQLiteStageIdxKey) Pack() []byte {
+	return pegboard.Pack(tuple.Tuple{tagActorSQLite, tagSQLiteStage, k.BeginMs, k.ActorID})
+}
+
+// UnpackSQLiteStageIdxKey parses a SQLiteStageIdxKey, checking every constant segment.
+func UnpackSQLiteStageIdxKey(b []byte) (SQLiteStageIdxKey, error) {
+	t, err := unpack("SQLiteStageIdxKey", pegboard, b, tagActorSQLite, tagSQLiteStage, anyInt, anyID)
+	if err != nil {
+		return SQLiteStageIdxKey{}, err
+	}
+	return SQLiteStageIdxKey{BeginMs: t[2].(int64), ActorID: t[3].(id.ID)}, nil
+}
+
+func (SQLiteStageIdxKey) Encode(stageID []byte) []byte   { return stageID }
+func (SQLiteStageIdxKey) Decode(b []byte) ([]byte, error) { return b, nil }
+
+// SQLiteStageIdxBefore is the SQLiteStageIdxKey entries of stages begun before beforeMs.
+func SQLiteStageIdxBefore(beforeMs int64) (begin, end []byte) {
+	p := pegboard.Pack(tuple.Tuple{tagActorSQLite, tagSQLiteStage})
+	begin, _ = prefixRange(p)
+	end = tuple.Tuple{beforeMs}.AppendPack(append([]byte(nil), p...))
+	return begin, end
+}

@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/corrupt"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Fence names the placement of an actor that may use its database: every page read and
+// write checks it against the actor's lifecycle record, read serializably in the same
+// transaction, so a host whose actor moved (a newer generation) or stopped can never write
+// again: a placement committed meanwhile makes the transaction retry and then fail.
+type Fence struct {
+	ActorID    id.ID
+	Generation uint32
+	// Host, when set, is one more check on the record: the socket's (the actor is placed
+	// on this envoy). Its error is returned as is.
+	Host func(keys.ActorState) error
+}
+
+// GenerationFromWire converts a request's u64 generation; ok is false when it cannot be an
+// actor generation (u32).
+func GenerationFromWire(g uint64) (uint32, bool) {
+	if g > math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(g), true
+}
+
+func errFenced(aid id.ID, gen uint32, format string, args ...any) error {
+	return rerr.New("sqlite", "fenced", "actor_id", aid.String(), "generation", gen, "reason", fmt.Sprintf(format, args...))
+}
+
+// placed reports whether an actor in phase p is on a host (the host owns its database).
+func placed(p keys.ActorPhase) bool {
+	return p == keys.PhaseStarting || p == keys.PhaseRunning || p == keys.PhaseStopping
+}
+
+// checkFence reads the actor's record serializably and checks that f's placement holds it.
+// When offline, it checks the opposite: generation f.Generation is the actor's last one and
+// the actor is on no host, so the engine itself may write (SQL run while it sleeps).
+func checkFence(ctx context.Context, tx udb.ReadTransaction, f Fence, offline bool) (keys.ActorState, error) {
+	st, found, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: f.ActorID})
+	switch {
+	case err != nil:
+		return st, corrupt.Mark("actor", err)
+	case !found:
+		return st, rerr.ActorNotFound(f.ActorID.String())
+	case st.Phase == keys.PhaseDestroyed:
+		return st, rerr.ActorNotFound(f.ActorID.String())
+	case st.Generation != f.Generation:
+		return st, errFenced(f.ActorID, f.Generation, "the actor is at generation %d", st.Generation)
+	case !offline && !placed(st.Phase):
+		return st, errFenced(f.ActorID, f.Generation, "the actor is %s, not placed", st.Phase)
+	}
+	if f.Host != nil {
+		if err := f.Host(st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
