@@ -249,7 +249,7 @@ func UnpackSQLiteStageIdxKey(b []byte) (SQLiteStageIdxKey, error) {
 	return SQLiteStageIdxKey{BeginMs: t[2].(int64), ActorID: t[3].(id.ID)}, nil
 }
 
-func (SQLiteStageIdxKey) Encode(stageID []byte) []byte   { return stageID }
+func (SQLiteStageIdxKey) Encode(stageID []byte) []byte    { return stageID }
 func (SQLiteStageIdxKey) Decode(b []byte) ([]byte, error) { return b, nil }
 
 // SQLiteStageIdxBefore is the SQLiteStageIdxKey entries of stages begun before beforeMs.
