@@ -21,17 +21,24 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # The FoundationDB driver's tests (-tags fdb) against the cluster of
-# docker-compose.yml. Needs Docker and the FoundationDB client 7.3.x
-# (foundationdb-clients: fdb_c.h and libfdb_c) on this machine. Without
-# FDB_CLUSTER_FILE it brings the compose cluster up and copies its cluster
-# file to .fdb/; with it, it uses that cluster.
+# docker-compose.yml, then the engine's integration tests (FDB_INTEGRATION)
+# with every engine on that cluster under a key prefix of its own
+# (BERTH_TEST_DB_URL) and berth built with -tags fdb (BERTH_TEST_BUILD_TAGS).
+# Needs Docker and the FoundationDB client 7.3.x (foundationdb-clients:
+# fdb_c.h and libfdb_c) on this machine. Without FDB_CLUSTER_FILE it brings
+# the compose cluster up and copies its cluster file to .fdb/; with it, it
+# uses that cluster.
 FDB_CLUSTER_FILE ?=
+FDB_INTEGRATION  ?= ./tests/actors ./tests/runner ./tests/gateway ./tests/envoy ./tests/multidc ./tests/rivetkit
 test-fdb:
 	@cf="$(FDB_CLUSTER_FILE)"; if [ -z "$$cf" ]; then \
 		docker compose up -d fdb && docker compose run --rm fdb-init && \
 		mkdir -p .fdb && docker compose cp fdb:/var/fdb/fdb.cluster .fdb/fdb.cluster && \
 		cf="$(CURDIR)/.fdb/fdb.cluster" || exit 1; fi; \
-	BERTH_TEST_FDB_CLUSTER_FILE="$$cf" $(GO) test -tags fdb -race -count=1 -timeout 30m ./pkg/udb/driver/fdb ./tests/fdb
+	cf=$$(realpath "$$cf") || exit 1; \
+	BERTH_TEST_FDB_CLUSTER_FILE="$$cf" $(GO) test -tags fdb -race -count=1 -timeout 30m ./pkg/udb/driver/fdb ./tests/fdb && \
+	BERTH_TEST_DB_URL="fdb://$$cf" BERTH_TEST_BUILD_TAGS=fdb \
+		$(GO) test -tags fdb -race -count=1 -timeout 30m $(FDB_INTEGRATION)
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
