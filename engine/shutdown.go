@@ -187,6 +187,7 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 	// here: they get a moment to finish before the sockets close.
 	grace := min(2*time.Second, e.shutdown.DrainTimeout/4)
 	waitUntil(ctx, start.Add(grace), func() bool { return busy() == 0 })
+	graceMs := time.Since(start).Milliseconds()
 	e.runners.CloseSockets()
 	e.envoys.Close()
 	released := make(chan struct{})
@@ -219,7 +220,7 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 		e.log.Warn(fmt.Sprintf("berth shutdown drain reached its %dms deadline", e.shutdown.DrainTimeout.Milliseconds()),
 			"mode", mode.String(), "sockets", st.Sockets, "releasing", st.Releasing, "held", st.Held, "requests", st.Requests)
 	}
-	e.log.Info("berth drained", "mode", mode.String(), "elapsed_ms", time.Since(start).Milliseconds(),
+	e.log.Info("berth drained", "mode", mode.String(), "elapsed_ms", time.Since(start).Milliseconds(), "grace_ms", graceMs,
 		"sockets", st.Sockets, "releasing", st.Releasing, "held", st.Held, "requests", st.Requests, "timed_out", st.TimedOut)
 	return st
 }

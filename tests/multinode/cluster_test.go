@@ -379,9 +379,10 @@ func startRunner(t testing.TB, endpoint, key string, slots uint32) *runner.Runne
 // client calls the nodes directly, as clients behind a load balancer would; a request that
 // meets a node going away (no answer, or 502/503/504) is retried on the next node.
 type client struct {
-	nodes []*node
-	http  *http.Client
-	next  atomic.Uint64
+	nodes   []*node
+	http    *http.Client
+	next    atomic.Uint64
+	retried atomic.Int64 // attempts that met a node going away and were retried
 }
 
 func newClient(t testing.TB, nodes []*node) *client {
@@ -426,6 +427,7 @@ func (c *client) do(method, path, body string) ([]byte, error) {
 			}
 		}
 		last = err
+		c.retried.Add(1)
 		time.Sleep(time.Duration(min(attempt+1, 10)) * 50 * time.Millisecond) // retry backoff
 	}
 	return nil, fmt.Errorf("%s %s: %w: %v", method, path, errRetriesExhausted, last)
