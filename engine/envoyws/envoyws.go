@@ -622,9 +622,7 @@ func (c *conn) handle(m proto.ToRivet) {
 	case proto.ToRivetTunnelMessage:
 		c.tunnelMessage(m)
 	default:
-		if r, ok := sqliteRefusal(m); ok {
-			c.reply(r)
-		}
+		c.sqliteRequest(m)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/berthhq/berth/engine/envoyws"
 	openvoy "github.com/berthhq/berth/ops/envoy"
-	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -317,55 +316,6 @@ func TestStopping(t *testing.T) {
 	eventually(t, "expiry", func() bool { return expired(t, e, "envoy-1") })
 	if a := active(t, e); a != nil {
 		t.Fatalf("still active: %v", a)
-	}
-}
-
-// Every SQLite request is answered under its request id with a SqliteErrorResponse naming
-// the feature; the socket stays usable.
-func TestSqliteRequestsRefused(t *testing.T) {
-	e := start(t, envoyws.Options{})
-	s, _ := connect(t, e, e.hs, "envoy-1")
-	reqs := []proto.ToRivet{
-		proto.ToRivetSqliteGetPagesRequest{RequestID: 1, Data: proto.SqliteGetPagesRequest{ActorID: "a", Pgnos: []uint32{1}}},
-		proto.ToRivetSqliteCommitRequest{RequestID: 2, Data: proto.SqliteCommitRequest{ActorID: "a"}},
-		proto.ToRivetSqliteCommitStageBeginRequest{RequestID: 3, Data: proto.SqliteCommitStageBeginRequest{ActorID: "a"}},
-		proto.ToRivetSqliteCommitStageSegmentRequest{RequestID: 4, Data: proto.SqliteCommitStageSegmentRequest{ActorID: "a"}},
-		proto.ToRivetSqliteCommitFinalizeRequest{RequestID: 5, Data: proto.SqliteCommitFinalizeRequest{ActorID: "a"}},
-		proto.ToRivetSqliteExecRequest{RequestID: 6, Data: proto.SqliteExecRequest{ActorID: "a", SQL: "select 1"}},
-		proto.ToRivetSqliteExecuteRequest{RequestID: 7, Data: proto.SqliteExecuteRequest{ActorID: "a", SQL: "select 1"}},
-		proto.ToRivetSqliteExecuteBatchRequest{RequestID: 8, Data: proto.SqliteExecuteBatchRequest{ActorID: "a"}},
-	}
-	for _, r := range reqs {
-		s.send(r)
-	}
-	check := func(want uint32, gotID uint32, data any) {
-		t.Helper()
-		er, ok := data.(proto.SqliteErrorResponse)
-		if !ok || gotID != want || er.Group != "actor" || er.Code != "sqlite_not_supported" || !strings.Contains(er.Message, "SQLite") {
-			t.Fatalf("response %d: id %d, %#v", want, gotID, data)
-		}
-	}
-	r1 := next[proto.ToEnvoySqliteGetPagesResponse](s)
-	check(1, r1.RequestID, r1.Data)
-	r2 := next[proto.ToEnvoySqliteCommitResponse](s)
-	check(2, r2.RequestID, r2.Data)
-	r3 := next[proto.ToEnvoySqliteCommitStageBeginResponse](s)
-	check(3, r3.RequestID, r3.Data)
-	r4 := next[proto.ToEnvoySqliteCommitStageSegmentResponse](s)
-	check(4, r4.RequestID, r4.Data)
-	r5 := next[proto.ToEnvoySqliteCommitFinalizeResponse](s)
-	check(5, r5.RequestID, r5.Data)
-	r6 := next[proto.ToEnvoySqliteExecResponse](s)
-	check(6, r6.RequestID, r6.Data)
-	r7 := next[proto.ToEnvoySqliteExecuteResponse](s)
-	check(7, r7.RequestID, r7.Data)
-	r8 := next[proto.ToEnvoySqliteExecuteBatchResponse](s)
-	check(8, r8.RequestID, r8.Data)
-	// Still open and served.
-	s.send(proto.ToRivetKvRequest{ActorID: id.New(1).String(), RequestID: 9, Data: proto.KvGetRequest{Keys: [][]byte{{1}}}})
-	kv := next[proto.ToEnvoyKvResponse](s)
-	if er, ok := kv.Data.(proto.KvErrorResponse); !ok || kv.RequestID != 9 || er.Message != "actor does not exist" {
-		t.Fatalf("kv response %#v", kv)
 	}
 }
 

@@ -1,45 +1,214 @@
 package envoyws
 
 import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/berthhq/berth/keys"
+	opsqlite "github.com/berthhq/berth/ops/sqlite"
+	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
-// SQLite requests (ToRivet tags 7–14): berth has no actor SQLite page store yet, so each is
-// answered at once, under its request id, with a SqliteErrorResponse that names the feature
-// and the request. The socket stays open.
+// SQLite requests (ToRivet tags 7–14): the actor SQLite page store (ops/sqlite). Each is
+// answered under its request id, with the request's …Ok value or a SqliteErrorResponse
+// carrying the error's group, code and message; the socket stays open. A page request is
+// fenced three ways, in its own transaction: this socket is still its envoy's current one
+// (else the socket is evicted, as for KV), the actor is placed on this envoy, and at the
+// generation the request expects (when it names none, the generation the actor has here).
+// Requests are served in order on the read loop, so the segments of a staged commit are
+// applied in the order sent.
 
-// SqliteErrorGroup and SqliteErrorCode are the error every SQLite request gets.
-const (
-	SqliteErrorGroup = "actor"
-	SqliteErrorCode  = "sqlite_not_supported"
-)
+// sqliteTimeout bounds one SQLite request, retries and a staged commit's apply included.
+const sqliteTimeout = 30 * time.Second
 
-func sqliteError(op string) proto.SqliteErrorResponse {
-	return proto.SqliteErrorResponse{
-		Group: SqliteErrorGroup, Code: SqliteErrorCode,
-		Message: "Actor SQLite storage is not supported by this engine yet (" + op + " refused).",
+// sqliteRequest answers SQLite request m; false if m is not one.
+func (c *conn) sqliteRequest(m proto.ToRivet) bool {
+	ctx, cancel := context.WithTimeout(c.s.ctx, sqliteTimeout)
+	defer cancel()
+	st := &opsqlite.Store{DB: c.s.o.DB}
+	evict := false
+	sqliteError := func(err error, actorID string) proto.SqliteErrorResponse {
+		if rerr.Is(err, "envoy", "stale_connection") {
+			evict = true
+		}
+		return c.sqliteError(err, actorID)
 	}
-}
-
-// sqliteRefusal returns the refusal of SQLite request m; false if m is not one.
-func sqliteRefusal(m proto.ToRivet) (proto.ToEnvoy, bool) {
+	var out proto.ToEnvoy
 	switch m := m.(type) {
 	case proto.ToRivetSqliteGetPagesRequest:
-		return proto.ToEnvoySqliteGetPagesResponse{RequestID: m.RequestID, Data: sqliteError("get_pages")}, true
+		d := m.Data
+		var data proto.SqliteGetPagesResponse
+		f, err := c.sqliteFence(ctx, d.ActorID, d.ExpectedGeneration)
+		if err == nil {
+			var res opsqlite.GetPagesOutput
+			if res, err = st.GetPages(ctx, opsqlite.GetPagesInput{Fence: f, Pgnos: d.Pgnos, ExpectedHead: d.ExpectedHeadTxid}); err == nil {
+				ok := proto.SqliteGetPagesOk{Pages: make([]proto.SqliteFetchedPage, len(res.Pages)), HeadTxid: &res.HeadTxid}
+				for i, p := range res.Pages {
+					ok.Pages[i] = proto.SqliteFetchedPage{Pgno: p.Pgno, Bytes: p.Bytes}
+				}
+				data = ok
+			}
+		}
+		if err != nil {
+			data = sqliteError(err, d.ActorID)
+		}
+		out = proto.ToEnvoySqliteGetPagesResponse{RequestID: m.RequestID, Data: data}
 	case proto.ToRivetSqliteCommitRequest:
-		return proto.ToEnvoySqliteCommitResponse{RequestID: m.RequestID, Data: sqliteError("commit")}, true
+		d := m.Data
+		var data proto.SqliteCommitResponse
+		f, err := c.sqliteFence(ctx, d.ActorID, d.ExpectedGeneration)
+		if err == nil {
+			var res opsqlite.CommitOutput
+			res, err = st.Commit(ctx, opsqlite.CommitInput{Fence: f, Pages: dirtyPages(d.DirtyPages), DbSizePages: d.DbSizePages,
+				NowMs: d.NowMs, ExpectedHead: d.ExpectedHeadTxid})
+			data = proto.SqliteCommitOk{HeadTxid: &res.HeadTxid}
+		}
+		if err != nil {
+			data = sqliteError(err, d.ActorID)
+		}
+		out = proto.ToEnvoySqliteCommitResponse{RequestID: m.RequestID, Data: data}
 	case proto.ToRivetSqliteCommitStageBeginRequest:
-		return proto.ToEnvoySqliteCommitStageBeginResponse{RequestID: m.RequestID, Data: sqliteError("commit_stage_begin")}, true
+		d := m.Data
+		var data proto.SqliteCommitStageBeginResponse
+		f, err := c.sqliteFence(ctx, d.ActorID, d.ExpectedGeneration)
+		if err == nil {
+			var res opsqlite.StageBeginOutput
+			res, err = st.StageBegin(ctx, f, d.ExpectedHeadTxid)
+			data = proto.SqliteCommitStageBeginOk{Txid: res.Txid}
+		}
+		if err != nil {
+			data = sqliteError(err, d.ActorID)
+		}
+		out = proto.ToEnvoySqliteCommitStageBeginResponse{RequestID: m.RequestID, Data: data}
 	case proto.ToRivetSqliteCommitStageSegmentRequest:
-		return proto.ToEnvoySqliteCommitStageSegmentResponse{RequestID: m.RequestID, Data: sqliteError("commit_stage_segment")}, true
+		d := m.Data
+		var data proto.SqliteCommitStageSegmentResponse
+		f, err := c.sqliteFence(ctx, d.ActorID, d.ExpectedGeneration)
+		if err == nil {
+			var res opsqlite.StageSegmentOutput
+			res, err = st.StageSegment(ctx, opsqlite.StageSegmentInput{Fence: f, Txid: d.Txid, FirstPgno: d.FirstPgno, Pages: dirtyPages(d.DirtyPages)})
+			data = proto.SqliteCommitStageSegmentOk{StagedBytes: res.StagedBytes}
+		}
+		if err != nil {
+			data = sqliteError(err, d.ActorID)
+		}
+		out = proto.ToEnvoySqliteCommitStageSegmentResponse{RequestID: m.RequestID, Data: data}
 	case proto.ToRivetSqliteCommitFinalizeRequest:
-		return proto.ToEnvoySqliteCommitFinalizeResponse{RequestID: m.RequestID, Data: sqliteError("commit_finalize")}, true
+		d := m.Data
+		var data proto.SqliteCommitFinalizeResponse
+		f, err := c.sqliteFence(ctx, d.ActorID, d.ExpectedGeneration)
+		if err == nil {
+			var res opsqlite.StageFinalizeOutput
+			res, err = st.StageFinalize(ctx, opsqlite.StageFinalizeInput{Fence: f, Txid: d.Txid, NewDbSizePages: d.NewDbSizePages,
+				NowMs: d.NowMs, SegmentFirstPgnos: d.SegmentFirstPgnos})
+			data = proto.SqliteCommitFinalizeOk{HeadTxid: &res.HeadTxid}
+		}
+		if err != nil {
+			data = sqliteError(err, d.ActorID)
+		}
+		out = proto.ToEnvoySqliteCommitFinalizeResponse{RequestID: m.RequestID, Data: data}
+	default:
+		r, ok := c.sqliteStatement(ctx, m, sqliteError)
+		if !ok {
+			return false
+		}
+		out = r
+	}
+	if evict {
+		c.closeWith(rerr.WS("eviction"))
+		return true
+	}
+	c.reply(out)
+	return true
+}
+
+func dirtyPages(ps []proto.SqliteDirtyPage) []opsqlite.Page {
+	out := make([]opsqlite.Page, len(ps))
+	for i, p := range ps {
+		out[i] = opsqlite.Page{Pgno: p.Pgno, Bytes: p.Bytes}
+	}
+	return out
+}
+
+// errNotHosted is a page request for an actor this envoy does not hold.
+func errNotHosted(aid, why string) error {
+	return rerr.New("sqlite", "fenced", "actor_id", aid, "generation", "any", "reason", why)
+}
+
+// sqliteFence builds the fence of a page request. Without an expected generation it reads
+// the generation the actor has on this envoy (snapshot: the fence reads it again,
+// serializably, with the request).
+func (c *conn) sqliteFence(ctx context.Context, actorID string, expected *uint64) (opsqlite.Fence, error) {
+	aid, err := id.Parse(actorID)
+	if err != nil {
+		return opsqlite.Fence{}, rerr.New("sqlite", "invalid_request", "reason", "actor id: "+err.Error())
+	}
+	f := opsqlite.Fence{ActorID: aid, Host: func(ctx context.Context, r udb.ReadTransaction, st keys.ActorState) error {
+		return c.sqliteHosted(ctx, r, actorID, st)
+	}}
+	if expected != nil {
+		g, ok := opsqlite.GenerationFromWire(*expected)
+		if !ok {
+			return f, errNotHosted(actorID, "the expected generation is not a u32")
+		}
+		f.Generation = g
+		return f, nil
+	}
+	res, err := c.s.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		g, placed, err := keys.Get(ctx, r.Snapshot(), keys.EnvoyActorKey{Namespace: c.nsID, EnvoyKey: c.key, ActorID: aid})
+		if err == nil && !placed {
+			err = errNotHosted(actorID, "the actor is not placed on envoy "+c.key)
+		}
+		return g, err
+	})
+	if err != nil {
+		return f, err
+	}
+	f.Generation = res.(uint32)
+	return f, nil
+}
+
+// sqliteHosted is the socket's part of the fence: the socket is its envoy's current one and
+// the actor's record places it on this envoy.
+func (c *conn) sqliteHosted(ctx context.Context, r udb.ReadTransaction, actorID string, st keys.ActorState) error {
+	cur, _, err := keys.Get(ctx, r, keys.EnvoyConnIDKey{Namespace: c.nsID, EnvoyKey: c.key})
+	if err != nil {
+		return err
+	}
+	if cur != c.connID {
+		return rerr.EnvoyStaleConnection(c.key)
+	}
+	if st.EnvoyKey == nil || *st.EnvoyKey != c.key || st.Namespace != c.nsID {
+		return errNotHosted(actorID, "the actor is not placed on envoy "+c.key)
+	}
+	return nil
+}
+
+// sqliteError maps err to a SqliteErrorResponse: rerr errors by group, code and public
+// message; anything else is logged and internal.
+func (c *conn) sqliteError(err error, actorID string) proto.SqliteErrorResponse {
+	pub := rerr.Public(err)
+	if pub.Key() == "core.internal_error" && c.s.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+		c.s.o.Log.Error("envoy socket: sqlite request", "envoy_key", c.key, "actor_id", actorID, "ray_id", c.ray, "error", err)
+	}
+	return proto.SqliteErrorResponse{Group: pub.Group, Code: pub.Code, Message: pub.Message}
+}
+
+// sqliteStatement answers SqliteExec, SqliteExecute and SqliteExecuteBatch; false if m is
+// none of them.
+func (c *conn) sqliteStatement(ctx context.Context, m proto.ToRivet, sqliteError func(error, string) proto.SqliteErrorResponse) (proto.ToEnvoy, bool) {
+	notYet := rerr.New("sqlite", "invalid_request", "reason", "SQL statements are not served yet")
+	switch m := m.(type) {
 	case proto.ToRivetSqliteExecRequest:
-		return proto.ToEnvoySqliteExecResponse{RequestID: m.RequestID, Data: sqliteError("exec")}, true
+		return proto.ToEnvoySqliteExecResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
 	case proto.ToRivetSqliteExecuteRequest:
-		return proto.ToEnvoySqliteExecuteResponse{RequestID: m.RequestID, Data: sqliteError("execute")}, true
+		return proto.ToEnvoySqliteExecuteResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
 	case proto.ToRivetSqliteExecuteBatchRequest:
-		return proto.ToEnvoySqliteExecuteBatchResponse{RequestID: m.RequestID, Data: sqliteError("execute_batch")}, true
+		return proto.ToEnvoySqliteExecuteBatchResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
 	}
 	return nil, false
 }

@@ -19,9 +19,10 @@ import (
 type Fence struct {
 	ActorID    id.ID
 	Generation uint32
-	// Host, when set, is one more check on the record: the socket's (the actor is placed
-	// on this envoy). Its error is returned as is.
-	Host func(keys.ActorState) error
+	// Host, when set, is one more check in the same transaction, given the record: the
+	// socket's (it is still its envoy's socket and the actor is placed on that envoy). Its
+	// error is returned as is.
+	Host func(ctx context.Context, r udb.ReadTransaction, st keys.ActorState) error
 }
 
 // GenerationFromWire converts a request's u64 generation; ok is false when it cannot be an
@@ -60,7 +61,7 @@ func checkFence(ctx context.Context, tx udb.ReadTransaction, f Fence, offline bo
 		return st, errFenced(f.ActorID, f.Generation, "the actor is %s, not placed", st.Phase)
 	}
 	if f.Host != nil {
-		if err := f.Host(st); err != nil {
+		if err := f.Host(ctx, tx, st); err != nil {
 			return st, err
 		}
 	}

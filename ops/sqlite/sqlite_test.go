@@ -246,7 +246,7 @@ func TestFence(t *testing.T) {
 		// The host check runs on the record.
 		place(t, db, aid, 2, keys.PhaseRunning)
 		errHost := rerr.New("sqlite", "fenced", "reason", "not this envoy")
-		_, err = s.Commit(bg, CommitInput{Fence: Fence{ActorID: aid, Generation: 2, Host: func(keys.ActorState) error { return errHost }}, DbSizePages: 1})
+		_, err = s.Commit(bg, CommitInput{Fence: Fence{ActorID: aid, Generation: 2, Host: func(context.Context, udb.ReadTransaction, keys.ActorState) error { return errHost }}, DbSizePages: 1})
 		if !errors.Is(err, errHost) {
 			t.Fatalf("host check: %v", err)
 		}

@@ -1,0 +1,152 @@
+package envoyws_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/engine/envoyws"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// hostActor records actor aid as running on envoy key at generation gen, as a placement
+// does (its lifecycle record and the envoy's actor entry).
+func hostActor(t *testing.T, e *env, aid id.ID, key string, gen uint32) {
+	t.Helper()
+	_, err := e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Namespace: e.ns, Name: "sql",
+			Phase: keys.PhaseRunning, Generation: gen, NextGeneration: gen + 1, EnvoyKey: &key})
+		keys.Set(tx, keys.EnvoyActorKey{Namespace: e.ns, EnvoyKey: key, ActorID: aid}, gen)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func u64(v uint64) *uint64 { return &v }
+
+func pageBytes(pgno uint32, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(int(pgno) + i*7)
+	}
+	return b
+}
+
+func wantSqliteErr(t *testing.T, data any, group, code string) {
+	t.Helper()
+	er, ok := data.(proto.SqliteErrorResponse)
+	if !ok || er.Group != group || er.Code != code || er.Message == "" {
+		t.Fatalf("response %#v, want %s.%s", data, group, code)
+	}
+}
+
+// A raw envoy commits pages, reads them back, stages a commit in segments and finalizes
+// it, over the v8 codec; a request for another generation or an actor of another envoy is
+// refused under its request id, and the socket stays open.
+func TestSqlitePages(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	aid := id.New(label)
+	hostActor(t, e, aid, "envoy-1", 2)
+
+	s.send(proto.ToRivetSqliteCommitRequest{RequestID: 1, Data: proto.SqliteCommitRequest{ActorID: aid.String(),
+		DirtyPages:  []proto.SqliteDirtyPage{{Pgno: 1, Bytes: pageBytes(1, 4096)}, {Pgno: 3, Bytes: pageBytes(3, 4096)}},
+		DbSizePages: 3, NowMs: 5, ExpectedGeneration: u64(2), ExpectedHeadTxid: u64(0)}})
+	c := next[proto.ToEnvoySqliteCommitResponse](s)
+	if ok, is := c.Data.(proto.SqliteCommitOk); !is || c.RequestID != 1 || ok.HeadTxid == nil || *ok.HeadTxid != 1 {
+		t.Fatalf("commit %#v", c)
+	}
+	// No expected generation: the one the actor has on this envoy.
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 2, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{1, 2, 3, 4}}})
+	g := next[proto.ToEnvoySqliteGetPagesResponse](s)
+	ok, is := g.Data.(proto.SqliteGetPagesOk)
+	if !is || g.RequestID != 2 || len(ok.Pages) != 4 || *ok.HeadTxid != 1 ||
+		!bytes.Equal(ok.Pages[0].Bytes, pageBytes(1, 4096)) || ok.Pages[1].Bytes != nil || !bytes.Equal(ok.Pages[2].Bytes, pageBytes(3, 4096)) || ok.Pages[3].Bytes != nil {
+		t.Fatalf("get pages %#v", g)
+	}
+
+	// A staged commit of two segments.
+	s.send(proto.ToRivetSqliteCommitStageBeginRequest{RequestID: 3, Data: proto.SqliteCommitStageBeginRequest{ActorID: aid.String(), ExpectedGeneration: u64(2), ExpectedHeadTxid: u64(1)}})
+	b := next[proto.ToEnvoySqliteCommitStageBeginResponse](s)
+	if ok, is := b.Data.(proto.SqliteCommitStageBeginOk); !is || ok.Txid != 2 {
+		t.Fatalf("stage begin %#v", b)
+	}
+	for i, first := range []uint32{1, 65} {
+		var dirty []proto.SqliteDirtyPage
+		for p := first; p < first+64; p++ {
+			dirty = append(dirty, proto.SqliteDirtyPage{Pgno: p, Bytes: pageBytes(p+100, 4096)})
+		}
+		s.send(proto.ToRivetSqliteCommitStageSegmentRequest{RequestID: uint32(4 + i), Data: proto.SqliteCommitStageSegmentRequest{
+			ActorID: aid.String(), ExpectedGeneration: u64(2), Txid: 2, FirstPgno: first, DirtyPages: dirty}})
+		r := next[proto.ToEnvoySqliteCommitStageSegmentResponse](s)
+		if ok, is := r.Data.(proto.SqliteCommitStageSegmentOk); !is || r.RequestID != uint32(4+i) || ok.StagedBytes != uint64(i+1)*64*4096 {
+			t.Fatalf("segment %d: %#v", i, r)
+		}
+	}
+	s.send(proto.ToRivetSqliteCommitFinalizeRequest{RequestID: 6, Data: proto.SqliteCommitFinalizeRequest{ActorID: aid.String(),
+		ExpectedGeneration: u64(2), Txid: 2, NewDbSizePages: 128, NowMs: 6, SegmentFirstPgnos: []uint32{1, 65}}})
+	f := next[proto.ToEnvoySqliteCommitFinalizeResponse](s)
+	if ok, is := f.Data.(proto.SqliteCommitFinalizeOk); !is || ok.HeadTxid == nil || *ok.HeadTxid != 2 {
+		t.Fatalf("finalize %#v", f)
+	}
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 7, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{128, 3}, ExpectedGeneration: u64(2), ExpectedHeadTxid: u64(2)}})
+	g = next[proto.ToEnvoySqliteGetPagesResponse](s)
+	if ok, is := g.Data.(proto.SqliteGetPagesOk); !is || !bytes.Equal(ok.Pages[0].Bytes, pageBytes(228, 4096)) || !bytes.Equal(ok.Pages[1].Bytes, pageBytes(103, 4096)) {
+		t.Fatalf("pages after finalize %#v", g)
+	}
+
+	// Fencing: a stale generation, a stale head, an actor of another envoy, a bad id.
+	s.send(proto.ToRivetSqliteCommitRequest{RequestID: 8, Data: proto.SqliteCommitRequest{ActorID: aid.String(), DbSizePages: 1, ExpectedGeneration: u64(1)}})
+	c = next[proto.ToEnvoySqliteCommitResponse](s)
+	wantSqliteErr(t, c.Data, "sqlite", "fenced")
+	s.send(proto.ToRivetSqliteCommitRequest{RequestID: 9, Data: proto.SqliteCommitRequest{ActorID: aid.String(), DbSizePages: 1, ExpectedHeadTxid: u64(1)}})
+	c = next[proto.ToEnvoySqliteCommitResponse](s)
+	wantSqliteErr(t, c.Data, "sqlite", "head_mismatch")
+	other := id.New(label)
+	hostActor(t, e, other, "envoy-2", 0)
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 10, Data: proto.SqliteGetPagesRequest{ActorID: other.String(), Pgnos: []uint32{1}, ExpectedGeneration: u64(0)}})
+	g = next[proto.ToEnvoySqliteGetPagesResponse](s)
+	wantSqliteErr(t, g.Data, "sqlite", "fenced")
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 11, Data: proto.SqliteGetPagesRequest{ActorID: other.String(), Pgnos: []uint32{1}}})
+	g = next[proto.ToEnvoySqliteGetPagesResponse](s)
+	wantSqliteErr(t, g.Data, "sqlite", "fenced")
+	s.send(proto.ToRivetSqliteCommitStageBeginRequest{RequestID: 12, Data: proto.SqliteCommitStageBeginRequest{ActorID: "not-an-id"}})
+	b = next[proto.ToEnvoySqliteCommitStageBeginResponse](s)
+	wantSqliteErr(t, b.Data, "sqlite", "invalid_request")
+	if b.RequestID != 12 {
+		t.Fatalf("request id %d", b.RequestID)
+	}
+
+	// The actor moves to envoy-2 at generation 3: envoy-1 can no longer write, and the
+	// new host reads what envoy-1 committed.
+	hostActor(t, e, aid, "envoy-2", 3)
+	s.send(proto.ToRivetSqliteCommitRequest{RequestID: 13, Data: proto.SqliteCommitRequest{ActorID: aid.String(), DbSizePages: 1, ExpectedGeneration: u64(2)}})
+	c = next[proto.ToEnvoySqliteCommitResponse](s)
+	wantSqliteErr(t, c.Data, "sqlite", "fenced")
+	s2, _ := connect(t, e, e.hs, "envoy-2")
+	s2.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 1, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{1}, ExpectedGeneration: u64(3)}})
+	g = next[proto.ToEnvoySqliteGetPagesResponse](s2)
+	if ok, is := g.Data.(proto.SqliteGetPagesOk); !is || !bytes.Equal(ok.Pages[0].Bytes, pageBytes(101, 4096)) {
+		t.Fatalf("new host's read %#v", g)
+	}
+}
+
+// A socket that a newer one of its envoy replaced (on another node, so it is still open
+// here) is evicted by its next SQLite request instead of answered.
+func TestSqliteStaleSocketEvicted(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	aid := id.New(label)
+	hostActor(t, e, aid, "envoy-1", 0)
+	_, hs2 := serve(t, e.db, envoyws.Options{})
+	connect(t, e, hs2, "envoy-1")
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 1, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{1}}})
+	s.closed(websocket.StatusNormalClosure, "ws.eviction")
+}
