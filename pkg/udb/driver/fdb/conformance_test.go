@@ -61,6 +61,44 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePrefixed runs the suite on a key-prefixed view of the
+// cluster (prefix= in the URL), as the integration tests' engines use it
+// under make test-fdb.
+func TestConformancePrefixed(t *testing.T) {
+	const prefix = "7001"
+	url := clusterURL(t) + "?" + udb.PrefixParam + "=" + prefix
+	open := func(t testing.TB, u string) udb.Database {
+		db, err := udb.Open(context.Background(), u)
+		if err != nil {
+			t.Fatalf("udb.Open(%q): %v", u, err)
+		}
+		return db
+	}
+	var mu sync.Mutex
+	shared := open(t, url)
+	t.Cleanup(func() { mu.Lock(); defer mu.Unlock(); shared.Close() })
+	udbtest.Run(t, udbtest.Harness{
+		Open: func(testing.TB) udb.Database {
+			mu.Lock()
+			defer mu.Unlock()
+			return shared
+		},
+		OpenWithMaxWatches: func(t testing.TB, n int) udb.Database {
+			db := open(t, fmt.Sprintf("%s&max_watches=%d", url, n))
+			t.Cleanup(func() { db.Close() })
+			return db
+		},
+		Reopen: func(t testing.TB, db udb.Database) udb.Database {
+			mu.Lock()
+			defer mu.Unlock()
+			db.Close()
+			shared = open(t, url)
+			return shared
+		},
+		KeyOverhead: len(prefix) / 2,
+	})
+}
+
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ url, want string }{
