@@ -9,5 +9,7 @@
 // package and pkg/tuple only, never on a driver or on the FoundationDB binding.
 //
 // Open picks a driver by URL scheme; drivers register themselves with Register.
+// With prefix=HEX in any URL, Open returns a view of the store under that key
+// prefix (WithPrefix), so several users can share one store.
 // Import pkg/udb/driver/all (or a single driver) for its side effect.
 package udb

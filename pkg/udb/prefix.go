@@ -528,13 +528,28 @@ func (it *prefixIter) KeyValue() KeyValue { return it.cur }
 
 func (it *prefixIter) Err() error { return it.err }
 
+// All lets the driver read the rest in its own batches.
 func (it *prefixIter) All(ctx context.Context) ([]KeyValue, error) {
-	var out []KeyValue
-	for it.Next(ctx) {
-		kv := it.KeyValue()
-		out = append(out, KeyValue{Key: bytes.Clone(kv.Key), Value: kv.Value})
+	if it.err != nil {
+		return nil, it.err
 	}
-	return out, it.Err()
+	if !it.started {
+		if it.err = it.start(ctx); it.err != nil {
+			return nil, it.err
+		}
+	}
+	if it.inner == nil {
+		return nil, nil
+	}
+	rows, err := it.inner.All(ctx)
+	if err != nil {
+		it.err = err
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].Key = rows[i].Key[len(it.v.t.prefix):]
+	}
+	return rows, nil
 }
 
 type prefixOptions struct{ t *prefixTx }
