@@ -10,11 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/runnerws"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
+	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -55,10 +57,12 @@ type Local interface {
 type Node struct {
 	o       Options
 	subject string
-	sem     chan struct{} // one token per release in flight
 	local   Local
+	// releases commits ownership releases in batches: Workers × Batch ≤ Options.Releases
+	// records in flight.
+	releases wsconn.Batcher[releaseJob]
 
-	releasing atomic.Int64 // releases in flight
+	releasing atomic.Int64 // releases queued or in flight
 	preserve  atomic.Bool  // a preserve shutdown: ownership is kept
 	relays    sync.WaitGroup
 	relaysN   atomic.Int64
@@ -87,7 +91,10 @@ func New(o Options) *Node {
 	if o.Lease <= 0 {
 		o.Lease = 10 * time.Second
 	}
-	return &Node{o: o, subject: fmt.Sprintf("berth.dc%d.runners", o.Label), sem: make(chan struct{}, o.Releases)}
+	n := &Node{o: o, subject: fmt.Sprintf("berth.dc%d.runners", o.Label)}
+	batch := min(16, o.Releases)
+	n.releases = wsconn.Batcher[releaseJob]{Run: n.runReleases, WG: &n.wg, Workers: o.Releases / batch, Batch: batch, Queue: 4096}
+	return n
 }
 
 // ID is the node's id.
@@ -170,36 +177,85 @@ func (n *Node) ClaimSocket(ctx context.Context, rid id.ID) (int64, error) {
 	return res.(int64), nil
 }
 
-// ReleaseSocket runs before (the socket's own clean-up, nil for none) and then releases the
-// ownership record of runner rid held under epoch, with at most Options.Releases of these in
-// flight. After a preserve shutdown began it does nothing: ownership is kept for the restart.
-func (n *Node) ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context)) {
+// ReleaseSocket releases the ownership record of runner rid held under epoch, in one
+// transaction with before (the socket's own clean-up, nil for none; an *rerr.Error from it
+// means it wrote nothing and is ignored), and returns once that committed or failed. Releases
+// are committed in batches, at most Options.Releases records in flight. After a preserve
+// shutdown began it does nothing: ownership is kept for the restart.
+func (n *Node) ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context, udb.Transaction) error) {
 	if n.preserve.Load() {
 		return
 	}
-	n.releasing.Add(1)
-	defer n.releasing.Add(-1)
-	select {
-	case n.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	}
-	defer func() { <-n.sem }()
-	n.release(ctx, rid, epoch, before)
+	j := releaseJob{ctx: ctx, rid: rid, epoch: epoch, before: before, done: make(chan struct{})}
+	n.push(j)
+	<-j.done
 }
 
-// release is ReleaseSocket with a token already held.
-func (n *Node) release(ctx context.Context, rid id.ID, epoch int64, before func(context.Context)) {
-	if before != nil {
-		before(ctx)
+// releaseJob is one ownership record to release.
+type releaseJob struct {
+	ctx    context.Context
+	rid    id.ID
+	epoch  int64
+	before func(context.Context, udb.Transaction) error
+	done   chan struct{} // closed once settled
+}
+
+func (n *Node) push(j releaseJob) {
+	n.releasing.Add(1)
+	n.releases.Push(j)
+}
+
+// runReleases commits one batch of releases in one transaction; if that fails, each alone.
+func (n *Node) runReleases(batch []releaseJob) {
+	defer func() {
+		for _, j := range batch {
+			close(j.done)
+		}
+		n.releasing.Add(-int64(len(batch)))
+	}()
+	if n.preserve.Load() {
+		return
 	}
-	in := opnode.ReleaseSocketInput{RunnerID: rid, NodeID: n.o.ID, Epoch: epoch}
-	if _, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return opnode.ReleaseSocket(ctx, tx, in)
-	}); err != nil && ctx.Err() == nil {
-		// The record stays ours; other nodes see it dead once the lease runs out.
-		n.o.Log.Warn("cluster: release runner socket", "runner_id", rid.String(), "epoch", epoch, "error", err)
+	ctx := batch[0].ctx
+	if len(batch) > 1 {
+		// Jobs come from different callers; the batch runs under a context of its own,
+		// bounded like one of theirs.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
 	}
+	err := n.releaseTx(ctx, batch)
+	if err == nil || len(batch) == 1 {
+		if err != nil && ctx.Err() == nil {
+			// The record stays ours; other nodes see it dead once the lease runs out.
+			n.o.Log.Warn("cluster: release runner socket", "runner_id", batch[0].rid.String(), "epoch", batch[0].epoch, "error", err)
+		}
+		return
+	}
+	for _, j := range batch {
+		if err := n.releaseTx(j.ctx, []releaseJob{j}); err != nil && j.ctx.Err() == nil {
+			n.o.Log.Warn("cluster: release runner socket", "runner_id", j.rid.String(), "epoch", j.epoch, "error", err)
+		}
+	}
+}
+
+func (n *Node) releaseTx(ctx context.Context, batch []releaseJob) error {
+	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		for _, j := range batch {
+			if j.before != nil {
+				if err := j.before(ctx, tx); err != nil {
+					if _, ok := rerr.As(err); !ok {
+						return nil, err
+					}
+				}
+			}
+			if _, err := opnode.ReleaseSocket(ctx, tx, opnode.ReleaseSocketInput{RunnerID: j.rid, NodeID: n.o.ID, Epoch: j.epoch}); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	return err
 }
 
 // Releasing is how many releases are in flight (waiting for a token or committing).
@@ -212,9 +268,13 @@ func (n *Node) Preserve() { n.preserve.Store(true) }
 // not live here (those are released by their sockets as they close), at most
 // Options.Releases at once, and returns when all have settled or ctx ends.
 func (n *Node) ReleaseAll(ctx context.Context) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	var after id.ID
+	var pending []chan struct{}
+	defer func() {
+		for _, d := range pending {
+			<-d
+		}
+	}()
 	for {
 		res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
 			return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: n.o.ID, After: after, Limit: 1000})
@@ -227,25 +287,15 @@ func (n *Node) ReleaseAll(ctx context.Context) error {
 			return nil
 		}
 		for _, h := range page {
+			if n.preserve.Load() {
+				return nil
+			}
 			if n.local != nil && n.local.Holds(h.RunnerID) {
 				continue
 			}
-			// The token is taken here, so the listing runs no further ahead than the releases.
-			n.releasing.Add(1)
-			select {
-			case n.sem <- struct{}{}:
-			case <-ctx.Done():
-				n.releasing.Add(-1)
-				return ctx.Err()
-			}
-			wg.Go(func() {
-				defer n.releasing.Add(-1)
-				defer func() { <-n.sem }()
-				if n.preserve.Load() {
-					return
-				}
-				n.release(ctx, h.RunnerID, h.Epoch, nil)
-			})
+			j := releaseJob{ctx: ctx, rid: h.RunnerID, epoch: h.Epoch, done: make(chan struct{})}
+			n.push(j) // blocks while the queue is full, so the listing stays near the releases
+			pending = append(pending, j.done)
 		}
 		after = page[len(page)-1].RunnerID
 	}

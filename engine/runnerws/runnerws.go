@@ -106,9 +106,10 @@ type Cluster interface {
 	// ClaimSocket records that this node holds runner rid's socket, returning the epoch
 	// to release it with.
 	ClaimSocket(ctx context.Context, rid id.ID) (int64, error)
-	// ReleaseSocket runs before, then releases the record held under epoch, bounded in
-	// concurrency; it does nothing while the node shuts down preserving ownership.
-	ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context))
+	// ReleaseSocket releases the record held under epoch in one transaction with before
+	// (whose *rerr.Error means it wrote nothing, and is ignored), bounded in concurrency; it
+	// does nothing while the node shuts down preserving ownership.
+	ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context, udb.Transaction) error)
 	SendCommands(rid id.ID, cmds []proto.CommandWrapper)
 	CloseRunner(rid id.ID, err error)
 	Evict(connID id.ID)
@@ -674,13 +675,14 @@ func (c *conn) stopping() {
 func (c *conn) disconnect() {
 	<-c.done
 	if cl := c.s.o.Cluster; cl != nil && c.epoch != 0 {
-		// The ownership record goes after the disconnect, in the same bounded release.
+		// The ownership record goes with the disconnect, in one bounded (batched) release.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 20*time.Second)
 		defer cancel()
-		cl.ReleaseSocket(ctx, c.runnerID, c.epoch, func(ctx context.Context) {
-			if !c.evicted {
-				c.disconnectNow(ctx)
+		cl.ReleaseSocket(ctx, c.runnerID, c.epoch, func(ctx context.Context, tx udb.Transaction) error {
+			if c.evicted {
+				return nil
 			}
+			return oprunner.Disconnect(ctx, tx, oprunner.DisconnectInput{RunnerID: c.runnerID, ConnID: c.connID})
 		})
 		return
 	}

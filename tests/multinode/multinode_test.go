@@ -166,10 +166,12 @@ func TestRollingRestart(t *testing.T) {
 	for _, n := range c.nodes {
 		before := tr.ok.Load()
 		awaitCond(t, "traffic flowing", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
-		n.term(60 * time.Second)
-		if !strings.Contains(string(n.log()), "timed_out=false") {
+		took := n.term(60 * time.Second)
+		drained := drainLine(n)
+		if !strings.Contains(drained, "timed_out=false") {
 			t.Errorf("node %s: drain did not finish before its deadline:\n%s", n.id, n.log())
 		}
+		t.Logf("node %s: SIGTERM to exit %v; %s", n.id, took, drained)
 		// Its runners are on the two other nodes now.
 		if h := held(t, n.dbURL, n.id); len(h) != 0 {
 			t.Errorf("node %s still holds %d ownership records after its drain", n.id, len(h))
@@ -182,6 +184,17 @@ func TestRollingRestart(t *testing.T) {
 	tr.report(t)
 	tr.checkState(t, c)
 	t.Logf("rolling restart: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
+}
+
+// drainLine is the last "berth drained" line of n's log.
+func drainLine(n *node) string {
+	var last string
+	for l := range strings.Lines(string(n.log())) {
+		if strings.Contains(l, "berth drained") {
+			last = strings.TrimSpace(l)
+		}
+	}
+	return last
 }
 
 // TestKillNode kills the node holding the most runner sockets: its runners reconnect to the
