@@ -76,7 +76,9 @@ func (l *fakeLocal) Holds(rid id.ID) bool {
 	return l.held[rid]
 }
 
-func (l *fakeLocal) OpenTunnel(id.ID) (*runnerws.Tunnel, error) { return nil, runnerws.ErrNoRunnerSocket }
+func (l *fakeLocal) OpenTunnel(id.ID) (*runnerws.Tunnel, error) {
+	return nil, runnerws.ErrNoRunnerSocket
+}
 
 func (l *fakeLocal) await(t *testing.T) {
 	t.Helper()
