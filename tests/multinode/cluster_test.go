@@ -350,6 +350,19 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, n)
 }
 
+// ServeWebSocket echoes every message until the client closes.
+func (c *counter) ServeWebSocket(ctx context.Context, ws *runner.WebSocket) {
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		if err := ws.Write(ctx, typ, b); err != nil {
+			return
+		}
+	}
+}
+
 // startRunner connects a Go runner of pool "pool" hosting counters through endpoint; it
 // reconnects quickly (50 ms, at most 1 s) and keeps its key, so its runner id and actors.
 func startRunner(t testing.TB, endpoint, key string, slots uint32) *runner.Runner {
@@ -477,10 +490,11 @@ func (c *client) count(method, aid string) (int, error) {
 // cluster is three nodes over one store and one NATS, a balancer for runners, runners and
 // counters.
 type cluster struct {
-	nodes  []*node
-	lb     *balancer
-	client *client
-	actors []string
+	runners []*runner.Runner
+	nodes   []*node
+	lb      *balancer
+	client  *client
+	actors  []string
 }
 
 func startCluster(t testing.TB, nodes, runners, actors int, env ...string) *cluster {
@@ -497,7 +511,7 @@ func startCluster(t testing.TB, nodes, runners, actors int, env ...string) *clus
 	c.lb = startBalancer(t, c.nodes)
 	c.client = newClient(t, c.nodes)
 	for i := range runners {
-		startRunner(t, c.lb.URL(), fmt.Sprintf("runner-%d", i), 1000)
+		c.runners = append(c.runners, startRunner(t, c.lb.URL(), fmt.Sprintf("runner-%d", i), 1000))
 	}
 	for range actors {
 		aid, err := c.client.createCounter()
@@ -512,4 +526,13 @@ func startCluster(t testing.TB, nodes, runners, actors int, env ...string) *clus
 		}
 	}
 	return c
+}
+
+// runnerIDs is each runner's id, in order.
+func (c *cluster) runnerIDs() []string {
+	out := make([]string, len(c.runners))
+	for i, r := range c.runners {
+		out[i] = r.RunnerID()
+	}
+	return out
 }

@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
 	_ "github.com/berthhq/berth/pkg/udb/driver/postgres"
+	"github.com/berthhq/berth/sdk/runner"
 )
 
 // held lists the ownership records node holds in the store at dbURL.
@@ -72,6 +75,13 @@ func TestThreeNodes(t *testing.T) {
 			}
 		}
 	}
+	// WebSockets too: through every node to every actor (relayed when the runner's socket is
+	// on another node).
+	for _, aid := range c.actors {
+		for _, n := range c.nodes {
+			echoThrough(t, n, aid)
+		}
+	}
 	// An actor created through each node is placed and answers through the others.
 	for _, n := range c.nodes {
 		cl := &client{nodes: []*node{n}, http: hc}
@@ -86,6 +96,27 @@ func TestThreeNodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// echoThrough opens a WebSocket to actor aid through node n and checks one echo.
+func echoThrough(t *testing.T, n *node, aid string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(n.url, "http")+"/gateway/"+aid+"/ws", nil)
+	if err != nil {
+		t.Fatalf("WebSocket to %s through %s: %v", aid, n.id, err)
+	}
+	defer ws.CloseNow()
+	msg := "hello " + n.id
+	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := ws.Read(ctx)
+	if err != nil || string(b) != msg {
+		t.Fatalf("echo through %s: %q %v, want %q", n.id, b, err, msg)
+	}
+	_ = ws.Close(websocket.StatusNormalClosure, "")
 }
 
 // traffic sends POSTs to random counters through every node until stop, counting the values
@@ -162,6 +193,7 @@ func (tr *traffic) checkState(t testing.TB, c *cluster) {
 // request fails after the client's retries, and no actor or acknowledged increment is lost.
 func TestRollingRestart(t *testing.T) {
 	c := startCluster(t, 3, 6, 12)
+	ids := c.runnerIDs()
 	tr := startTraffic(c, 4)
 	for _, n := range c.nodes {
 		before := tr.ok.Load()
@@ -183,6 +215,10 @@ func TestRollingRestart(t *testing.T) {
 	tr.finish()
 	tr.report(t)
 	tr.checkState(t, c)
+	// Every runner reconnected with its key: same runner id, same actors.
+	if got := c.runnerIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("runner ids changed over the restarts: %v, then %v", ids, got)
+	}
 	t.Logf("rolling restart: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
 }
 
@@ -291,5 +327,68 @@ func TestShutdownReleasesHeld(t *testing.T) {
 	}
 	if h := held(t, dbURL, "solo"); len(h) != 0 {
 		t.Fatalf("%d ownership records left after the drain", len(h))
+	}
+}
+
+// wait waits (up to within) for n's process to exit on its own.
+func (n *node) wait(within time.Duration) {
+	n.t.Helper()
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		n.t.Fatalf("node %s did not exit within %v", n.id, within)
+	}
+}
+
+// TestPreserveKeepsOwnership: POST /shutdown?handoff=preserve drains without releasing the
+// node's ownership records; the same node restarted at the same address gets its runners
+// back, and a SIGTERM then releases everything.
+func TestPreserveKeepsOwnership(t *testing.T) {
+	dbURL := "file://" + t.TempDir() + "/store"
+	n := newNode(t, "keep", nodeConfig{db: dbURL})
+	n.start()
+	var rs []*runner.Runner
+	for i := range 3 {
+		rs = append(rs, startRunner(t, n.url, fmt.Sprintf("runner-%d", i), 10))
+	}
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.RunnerID()
+	}
+	resp, err := http.Post(n.peerURL+"/shutdown?handoff=preserve", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /shutdown?handoff=preserve: %d", resp.StatusCode)
+	}
+	n.wait(60 * time.Second)
+	if !strings.Contains(drainLine(n), "mode=preserve") {
+		t.Fatalf("no preserve drain in the log:\n%s", n.log())
+	}
+	if h := held(t, dbURL, "keep"); len(h) != len(rs) {
+		t.Fatalf("%d ownership records after a preserve shutdown, want %d", len(h), len(rs))
+	}
+	n.start()
+	awaitCond(t, "runners back on the restarted node", 30*time.Second, func() bool {
+		for _, r := range rs {
+			if r.State() != runner.StateConnected {
+				return false
+			}
+		}
+		return true
+	})
+	for i, r := range rs {
+		if r.RunnerID() != ids[i] {
+			t.Errorf("runner %d: id %s after the restart, was %s", i, r.RunnerID(), ids[i])
+		}
+	}
+	n.term(60 * time.Second)
+	if h := held(t, dbURL, "keep"); len(h) != 0 {
+		t.Fatalf("%d ownership records after the handoff shutdown", len(h))
 	}
 }
