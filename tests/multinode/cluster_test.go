@@ -297,7 +297,7 @@ func (b *balancer) serve(c net.Conn) {
 	first := int(b.next.Add(1))
 	for i := range b.nodes {
 		n := b.nodes[(first+i)%len(b.nodes)]
-		if !healthy(n.guard, 500*time.Millisecond) {
+		if !healthy(n.guard, 2*time.Second) {
 			continue
 		}
 		up, err := net.DialTimeout("tcp", n.guard, time.Second)
