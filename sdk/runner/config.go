@@ -76,8 +76,14 @@ type Config struct {
 	// PrepopulateActorNames maps actor names to their metadata (a JSON object, or nil for {}),
 	// listed by GET /actors/names before any actor of that name exists.
 	PrepopulateActorNames map[string]json.RawMessage
-	// ProtocolVersion is the runner protocol version, 5 to 7; default 7.
+	// ProtocolVersion is the runner protocol version, 5 to 7; default 7. With Envoy it must
+	// be 0 or 7 (the envoy protocol is version 8).
 	ProtocolVersion int
+	// Envoy connects as an envoy (/envoys/connect, envoy protocol v8) instead of a runner:
+	// Name is the envoy's pool, Key its envoy key (3 to 128 of [A-Za-z0-9_-], not starting
+	// or ending with '-'), and TotalSlots is not sent (envoys have no slot limit). The
+	// runner's API, hooks and actors are the same; RunnerID reports the envoy key.
+	Envoy bool
 	// Logger receives the runner's logs; default slog.Default().
 	Logger *slog.Logger
 	// HTTPClient dials the socket (TLS settings, proxies); default: a client of the runner's
@@ -280,6 +286,14 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if size > MaxMetadataLen {
 		bad("PrepopulateActorNames", "("+strconv.Itoa(size)+" bytes of metadata)", "metadata larger than "+strconv.Itoa(MaxMetadataLen)+" bytes in all")
 	}
+	if c.Envoy {
+		if c.ProtocolVersion != 0 && c.ProtocolVersion != proto.LatestVersion {
+			bad("ProtocolVersion", c.ProtocolVersion, "an envoy speaks envoy protocol 8; leave ProtocolVersion 0")
+		}
+		if !isEnvoyKey(c.Key) {
+			bad("Key", c.Key, "an envoy key is 3 to 128 of [A-Za-z0-9_-], not starting or ending with '-'")
+		}
+	}
 	switch {
 	case c.ProtocolVersion == 0:
 		c.ProtocolVersion = proto.LatestVersion
@@ -348,8 +362,6 @@ func connectURL(endpoint string) (*url.URL, error) {
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, errors.New("must not have a query or fragment")
 	}
-	u.Path = strings.TrimRight(u.Path, "/") + "/runners/connect"
-	u.RawPath = ""
 	return u, nil
 }
 
@@ -387,4 +399,17 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// isEnvoyKey reports whether k is a valid envoy key (the engine's rule).
+func isEnvoyKey(k string) bool {
+	if len(k) < 3 || len(k) > 128 || k[0] == '-' || k[len(k)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

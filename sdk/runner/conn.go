@@ -98,8 +98,11 @@ func (c *conn) handshake(ctx context.Context) (proto.ToClientInit, error) {
 		}
 		return proto.ToClientInit{}, socketError(err)
 	}
-	if err := c.ws.Write(ctx, websocket.MessageBinary, c.r.initFrame); err != nil {
-		return fail(err)
+	w := c.r.wire
+	if w.initFirst() {
+		if err := c.ws.Write(ctx, websocket.MessageBinary, c.r.initFrame); err != nil {
+			return fail(err)
+		}
 	}
 	typ, b, err := c.ws.Read(ctx)
 	if err != nil {
@@ -108,13 +111,14 @@ func (c *conn) handshake(ctx context.Context) (proto.ToClientInit, error) {
 	if typ != websocket.MessageBinary {
 		return proto.ToClientInit{}, &ProtocolError{"the engine's first frame is not binary"}
 	}
-	m, err := proto.DecodeToClient(b, c.r.cfg.ProtocolVersion)
+	init, err := w.decodeInit(b)
 	if err != nil {
-		return proto.ToClientInit{}, &ProtocolError{fmt.Sprintf("the engine's first frame does not decode: %v", err)}
+		return proto.ToClientInit{}, err
 	}
-	init, ok := m.(proto.ToClientInit)
-	if !ok {
-		return proto.ToClientInit{}, &ProtocolError{fmt.Sprintf("the engine's first frame is %T, not ToClientInit", m)}
+	if !w.initFirst() {
+		if err := c.ws.Write(ctx, websocket.MessageBinary, c.r.initFrame); err != nil {
+			return fail(err)
+		}
 	}
 	if init.RunnerID == "" {
 		return proto.ToClientInit{}, &ProtocolError{"ToClientInit has an empty runner id"}
@@ -164,7 +168,7 @@ func (c *conn) readLoop() error {
 			r.log.Warn("runner: ignoring a text frame from the engine")
 			continue
 		}
-		m, err := proto.DecodeToClient(b, r.cfg.ProtocolVersion)
+		m, err := r.wire.decode(b)
 		if err != nil {
 			// As the reference client: report and go on. Closing would not help, the engine
 			// would send the same frame again.
@@ -172,6 +176,8 @@ func (c *conn) readLoop() error {
 			continue
 		}
 		switch m := m.(type) {
+		case nil:
+			// Nothing for the runner (wire.go).
 		case proto.ToClientPing:
 			c.send(proto.ToServerPong{Ts: m.Ts})
 		case proto.ToClientCommands:
@@ -226,11 +232,14 @@ func (c *conn) writeLoop() {
 }
 
 func (c *conn) write(m proto.ToServer) error {
-	b, err := proto.EncodeToServer(m, c.r.cfg.ProtocolVersion)
+	b, err := c.r.wire.encode(m)
 	if err != nil {
 		// SendEvents checked the events; nothing else the runner sends can fail to encode.
 		c.r.log.Error("runner: cannot encode a message; skipped", "type", fmt.Sprintf("%T", m), "error", err)
 		return nil
+	}
+	if b == nil {
+		return nil // nothing the engine takes on this wire
 	}
 	// A write whose context ends closes the socket, which is what a stuck write deserves.
 	ctx, cancel := context.WithTimeout(context.Background(), c.r.cfg.PingTimeout)

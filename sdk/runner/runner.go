@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,6 +67,7 @@ type Runner struct {
 	url       string
 	protocols []string
 	initFrame []byte
+	wire      wire // the socket's protocol (wire.go)
 	log       *slog.Logger
 	hc        *http.Client
 	ownHC     bool  // hc is the runner's own: its idle connections are closed at the end
@@ -127,11 +127,9 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.RawQuery = url.Values{
-		"protocol_version": {strconv.Itoa(c.ProtocolVersion)},
-		"namespace":        {c.Namespace},
-		"runner_key":       {c.Key},
-	}.Encode()
+	w := newWire(c)
+	u = withPath(u, w)
+	u.RawQuery = w.query(c).Encode()
 	init := proto.ToServerInit{Name: c.Name, Version: c.Version, TotalSlots: c.TotalSlots}
 	if c.Metadata != nil {
 		md := string(c.Metadata)
@@ -144,15 +142,16 @@ func New(cfg Config) (*Runner, error) {
 		}
 		init.PrepopulateActorNames = append(init.PrepopulateActorNames, proto.ActorName{Name: name, Metadata: md})
 	}
-	frame, err := proto.EncodeToServer(init, c.ProtocolVersion)
+	frame, err := w.initFrame(init)
 	if err != nil {
-		return nil, fmt.Errorf("runner: encode ToServerInit: %w", err)
+		return nil, fmt.Errorf("runner: encode the init: %w", err)
 	}
 	r := &Runner{
 		cfg:       c,
 		url:       u.String(),
 		protocols: []string{"rivet"},
 		initFrame: frame,
+		wire:      w,
 		log:       c.Logger.With("runner_name", c.Name, "runner_key", c.Key),
 		hc:        c.HTTPClient,
 		ready:     make(chan struct{}),
