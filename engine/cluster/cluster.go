@@ -106,6 +106,10 @@ func (n *Node) ID() string { return n.o.ID }
 func (n *Node) Start(ctx context.Context, local Local, address string) error {
 	n.local = local
 	n.o.Address = address
+	// Registration is a quick local step, done even when ctx is already cancelled (as
+	// engine.Run allows); the loops below outlive ctx until Stop.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	if err := n.renew(ctx); err != nil {
 		return fmt.Errorf("cluster: register node %s: %w", n.o.ID, err)
 	}
