@@ -2,7 +2,6 @@ package envoyws
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/berthhq/berth/engine/internal/kvserve"
@@ -109,56 +108,26 @@ func (c *conn) ackCommands(m proto.ToRivetAckCommands) {
 	}
 }
 
-// The texts the Rivet engine answers when the actor is not this envoy's.
-const (
-	kvActorNotFound  = "actor does not exist"
-	kvActorNotEnvoys = "actor does not belong to envoy"
-)
-
-// errKVNotHosted carries one of the texts above out of the transaction.
-type errKVNotHosted struct{ msg string }
-
-func (e errKVNotHosted) Error() string { return e.msg }
-
-// kvRequest runs one KV request (kvserve, as for runners) and answers it; a request the
-// store refuses is answered with KvErrorResponse; a socket a newer one replaced is closed
-// with ws.eviction.
+// kvRequest runs one KV request (kvserve, as for runners) and answers it; a socket a newer
+// one replaced is closed with ws.eviction.
 func (c *conn) kvRequest(m proto.ToRivetKvRequest) {
-	data, err := c.kvRun(m)
-	var nh errKVNotHosted
-	switch {
-	case err == nil:
-	case rerr.Is(err, "envoy", "stale_connection"):
-		c.closeWith(rerr.WS("eviction"))
-		return
-	case errors.As(err, &nh):
-		data = proto.KvErrorResponse{Message: nh.msg}
-	default:
-		pub := rerr.Public(err)
-		if pub.Key() == "core.internal_error" && c.s.ctx.Err() == nil {
-			c.s.o.Log.Error("envoy socket: kv request", "envoy_key", c.key, "actor_id", m.ActorID, "ray_id", c.ray, "error", err)
-		}
-		data = proto.KvErrorResponse{Message: pub.Message}
-	}
-	c.reply(proto.ToEnvoyKvResponse{RequestID: m.RequestID, Data: data})
-}
-
-func (c *conn) kvRun(m proto.ToRivetKvRequest) (proto.KvResponseData, error) {
-	aid, err := id.Parse(m.ActorID)
-	if err != nil {
-		return nil, errKVNotHosted{msg: err.Error()}
-	}
 	req := bridge.KvRequestToRunner(m.Data)
 	if req == nil {
-		return nil, rerr.InvalidInput("unknown KV request")
+		c.reply(proto.ToEnvoyKvResponse{RequestID: m.RequestID, Data: proto.KvErrorResponse{Message: "unknown KV request"}})
+		return
 	}
 	ctx, cancel := context.WithTimeout(c.s.ctx, kvTimeout)
 	defer cancel()
-	res, err := kvserve.Serve(ctx, c.s.o.DB, c.kvHosted, kvserve.Request{ActorID: aid, Data: req, Version: c.s.o.Version})
-	if err != nil {
-		return nil, err
+	data, stale := kvserve.Answer(ctx, c.s.o.DB, c.kvHosted, m.ActorID, req, c.s.o.Version, func(err error) {
+		if c.s.ctx.Err() == nil {
+			c.s.o.Log.Error("envoy socket: kv request", "envoy_key", c.key, "actor_id", m.ActorID, "ray_id", c.ray, "error", err)
+		}
+	})
+	if stale {
+		c.closeWith(rerr.WS("eviction"))
+		return
 	}
-	return bridge.KvResponseToEnvoy(res), nil
+	c.reply(proto.ToEnvoyKvResponse{RequestID: m.RequestID, Data: bridge.KvResponseToEnvoy(data)})
 }
 
 // kvHosted checks, serializably, that this socket is its envoy's current one and that
@@ -172,18 +141,10 @@ func (c *conn) kvHosted(ctx context.Context, r udb.ReadTransaction, aid id.ID) e
 		return rerr.EnvoyStaleConnection(c.key)
 	}
 	_, placed, err := keys.Get(ctx, r, keys.EnvoyActorKey{Namespace: c.nsID, EnvoyKey: c.key, ActorID: aid})
-	if err != nil || placed {
+	if err != nil {
 		return err
 	}
-	_, exists, err := keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
-	switch {
-	case err != nil:
-		return err
-	case exists:
-		return errKVNotHosted{msg: kvActorNotEnvoys}
-	default:
-		return errKVNotHosted{msg: kvActorNotFound}
-	}
+	return kvserve.CheckPlaced(ctx, r, aid, placed, kvserve.NotEnvoys)
 }
 
 // kvTimeout bounds one KV request's transaction, retries included.

@@ -2,10 +2,10 @@ package envoyws
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"sync"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/protocol/bridge"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
@@ -33,13 +33,10 @@ const tunnelBuffer = 1024
 type Tunnel struct {
 	c   *conn
 	rid proto.RequestID
-	in  chan rp.ToServerTunnelMessageKind
+	*wsconn.Inbox[rp.ToServerTunnelMessageKind]
 
 	sendMu sync.Mutex
 	next   uint16 // index of the next message sent
-
-	closeOnce sync.Once
-	closed    chan struct{}
 }
 
 // OpenEnvoyTunnel starts a request to an actor on envoy (ns, envoyKey), or fails with
@@ -51,13 +48,15 @@ func (s *Server) OpenEnvoyTunnel(ns id.ID, envoyKey string) (*Tunnel, error) {
 	if c == nil {
 		return nil, ErrNoEnvoySocket
 	}
-	t := &Tunnel{c: c, in: make(chan rp.ToServerTunnelMessageKind, tunnelBuffer), closed: make(chan struct{})}
-	for {
-		_, _ = rand.Read(t.rid[:])
-		if _, taken := s.tunnels[t.rid]; !taken {
-			break
+	t := &Tunnel{c: c}
+	t.rid = wsconn.NewRequestID(func(id [4]byte) bool { _, taken := s.tunnels[id]; return taken })
+	t.Inbox = wsconn.NewInbox[rp.ToServerTunnelMessageKind](tunnelBuffer, func() {
+		s.mu.Lock()
+		if s.tunnels[t.rid] == t {
+			delete(s.tunnels, t.rid)
 		}
-	}
+		s.mu.Unlock()
+	})
 	s.tunnels[t.rid] = t
 	s.wg.Add(1)
 	go func() {
@@ -65,7 +64,7 @@ func (s *Server) OpenEnvoyTunnel(ns id.ID, envoyKey string) (*Tunnel, error) {
 		select {
 		case <-c.done:
 			t.Close()
-		case <-t.closed:
+		case <-t.Done():
 		}
 	}()
 	return t, nil
@@ -80,7 +79,7 @@ func (t *Tunnel) Send(kind rp.ToClientTunnelMessageKind) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
 	select {
-	case <-t.closed:
+	case <-t.Done():
 		return ErrTunnelClosed
 	default:
 	}
@@ -98,32 +97,7 @@ func (t *Tunnel) Send(kind rp.ToClientTunnelMessageKind) error {
 
 // Recv returns the envoy's next message for the request.
 func (t *Tunnel) Recv(ctx context.Context) (rp.ToServerTunnelMessageKind, error) {
-	select {
-	case m := <-t.in:
-		return m, nil
-	default:
-	}
-	select {
-	case m := <-t.in:
-		return m, nil
-	case <-t.closed:
-		return nil, ErrTunnelClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Close ends the tunnel; later envoy messages for it are dropped.
-func (t *Tunnel) Close() {
-	t.closeOnce.Do(func() {
-		close(t.closed)
-		s := t.c.s
-		s.mu.Lock()
-		if s.tunnels[t.rid] == t {
-			delete(s.tunnels, t.rid)
-		}
-		s.mu.Unlock()
-	})
+	return t.Inbox.Recv(ctx, ErrTunnelClosed)
 }
 
 // tunnelMessage routes an envoy's tunnel message to its request.
@@ -141,9 +115,5 @@ func (c *conn) tunnelMessage(m proto.ToRivetTunnelMessage) {
 	if t == nil || t.c != c {
 		return
 	}
-	select {
-	case t.in <- kind:
-	default:
-		t.Close() // the reader fell too far behind
-	}
+	t.Deliver(kind)
 }

@@ -2,7 +2,6 @@ package runnerws
 
 import (
 	"context"
-	"errors"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -25,17 +24,6 @@ const (
 	// kvWriteTimeout bounds the write of one response.
 	kvWriteTimeout = 10 * time.Second
 )
-
-// The texts the Rivet engine answers when the actor is not this runner's.
-const (
-	kvActorNotFound   = "actor does not exist"
-	kvActorNotRunners = "actor does not belong to runner"
-)
-
-// errKVNotHosted carries one of the texts above out of the transaction.
-type errKVNotHosted struct{ msg string }
-
-func (e errKVNotHosted) Error() string { return e.msg }
 
 // kvVersion is Options.Version, or else the build's version (buildVersion).
 func (s *Server) kvVersion() []byte {
@@ -60,23 +48,17 @@ var buildVersion = sync.OnceValue(func() []byte {
 // socket is closed only when the response cannot be written, or when a newer socket of this
 // runner took over (ws.eviction, as for a stale pong).
 func (c *conn) kvRequest(m proto.ToServerKvRequest) {
-	data, err := c.kvRun(m)
-	switch {
-	case err == nil:
-	case rerr.Is(err, "runner", "stale_connection"):
-		c.closeWith(rerr.WS("eviction"), true)
-		return
-	default:
-		var nh errKVNotHosted
-		if errors.As(err, &nh) {
-			data = proto.KvErrorResponse{Message: nh.msg}
-			break
-		}
-		pub := rerr.Public(err)
-		if pub.Key() == "core.internal_error" && c.s.ctx.Err() == nil {
+	tctx, cancel := context.WithTimeout(c.s.ctx, kvTxnTimeout)
+	defer cancel()
+	hosted := func(ctx context.Context, r udb.ReadTransaction, aid id.ID) error { return kvHosted(ctx, r, c, aid) }
+	data, stale := kvserve.Answer(tctx, c.s.o.DB, hosted, m.ActorID, m.Data, c.s.kvVersion(), func(err error) {
+		if c.s.ctx.Err() == nil {
 			c.s.o.Log.Error("runner socket: kv request", "runner_id", c.runnerID.String(), "actor_id", m.ActorID, "ray_id", c.ray, "error", err)
 		}
-		data = proto.KvErrorResponse{Message: pub.Message}
+	})
+	if stale {
+		c.closeWith(rerr.WS("eviction"), true)
+		return
 	}
 	b, err := proto.EncodeToClient(proto.ToClientKvResponse{RequestID: m.RequestID, Data: data}, c.version)
 	if err != nil {
@@ -88,19 +70,6 @@ func (c *conn) kvRequest(m proto.ToServerKvRequest) {
 	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
 		c.fail(nil)
 	}
-}
-
-// kvRun runs the request in one transaction with the host check, and returns the response
-// to send on success.
-func (c *conn) kvRun(m proto.ToServerKvRequest) (proto.KvResponseData, error) {
-	aid, err := id.Parse(m.ActorID)
-	if err != nil {
-		return nil, errKVNotHosted{msg: err.Error()} // Rivet answers the id's parse error
-	}
-	ctx, cancel := context.WithTimeout(c.s.ctx, kvTxnTimeout)
-	defer cancel()
-	hosted := func(ctx context.Context, r udb.ReadTransaction, aid id.ID) error { return kvHosted(ctx, r, c, aid) }
-	return kvserve.Serve(ctx, c.s.o.DB, hosted, kvserve.Request{ActorID: aid, Data: m.Data, Version: c.s.kvVersion()})
 }
 
 // kvHosted checks, inside the request's transaction, that this socket is its runner's current
@@ -117,16 +86,8 @@ func kvHosted(ctx context.Context, r udb.ReadTransaction, c *conn, aid id.ID) er
 		return rerr.RunnerStaleConnection(c.runnerID.String())
 	}
 	_, placed, err := keys.Get(ctx, r, keys.RunnerActorKey{RunnerID: c.runnerID, ActorID: aid})
-	if err != nil || placed {
+	if err != nil {
 		return err
 	}
-	_, exists, err := keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
-	switch {
-	case err != nil:
-		return err
-	case exists:
-		return errKVNotHosted{msg: kvActorNotRunners}
-	default:
-		return errKVNotHosted{msg: kvActorNotFound}
-	}
+	return kvserve.CheckPlaced(ctx, r, aid, placed, kvserve.NotRunners)
 }

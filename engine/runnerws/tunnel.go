@@ -2,10 +2,10 @@ package runnerws
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"sync"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 )
@@ -30,13 +30,10 @@ const tunnelBuffer = 1024
 type Tunnel struct {
 	c   *conn
 	rid proto.RequestID
-	in  chan proto.ToServerTunnelMessageKind
+	*wsconn.Inbox[proto.ToServerTunnelMessageKind]
 
 	sendMu sync.Mutex
 	next   uint16 // index of the next message sent
-
-	closeOnce sync.Once
-	closed    chan struct{}
 }
 
 // GatewayID is this server's gateway id, fixed for the life of the process.
@@ -61,27 +58,29 @@ func (s *Server) openTunnel(rid id.ID, req *proto.RequestID, next uint16) (*Tunn
 	if c == nil {
 		return nil, ErrNoRunnerSocket
 	}
-	t := &Tunnel{c: c, in: make(chan proto.ToServerTunnelMessageKind, tunnelBuffer), closed: make(chan struct{}), next: next}
+	t := &Tunnel{c: c, next: next}
 	if req != nil {
 		if _, taken := s.tunnels[*req]; taken {
 			return nil, ErrTunnelClosed
 		}
 		t.rid = *req
 	} else {
-		for {
-			_, _ = rand.Read(t.rid[:])
-			if _, taken := s.tunnels[t.rid]; !taken {
-				break
-			}
-		}
+		t.rid = wsconn.NewRequestID(func(id [4]byte) bool { _, taken := s.tunnels[id]; return taken })
 	}
+	t.Inbox = wsconn.NewInbox[proto.ToServerTunnelMessageKind](tunnelBuffer, func() {
+		s.mu.Lock()
+		if s.tunnels[t.rid] == t {
+			delete(s.tunnels, t.rid)
+		}
+		s.mu.Unlock()
+	})
 	s.tunnels[t.rid] = t
 	c.tunnels.Add(1)
 	go func() {
 		select {
 		case <-c.done:
 			t.Close()
-		case <-t.closed:
+		case <-t.Done():
 		}
 		c.tunnels.Done()
 	}()
@@ -126,7 +125,7 @@ func (t *Tunnel) Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error 
 
 func (t *Tunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) error {
 	select {
-	case <-t.closed:
+	case <-t.Done():
 		return ErrTunnelClosed
 	default:
 	}
@@ -143,33 +142,10 @@ func (t *Tunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) error {
 
 // Recv returns the runner's next message for the request.
 func (t *Tunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, error) {
-	select {
-	case m := <-t.in:
-		return m, nil
-	default:
-	}
-	select {
-	case m := <-t.in:
-		return m, nil
-	case <-t.closed:
-		return nil, ErrTunnelClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return t.Inbox.Recv(ctx, ErrTunnelClosed)
 }
 
-// Close ends the tunnel; later runner messages for it are dropped.
-func (t *Tunnel) Close() {
-	t.closeOnce.Do(func() {
-		close(t.closed)
-		s := t.c.s
-		s.mu.Lock()
-		if s.tunnels[t.rid] == t {
-			delete(s.tunnels, t.rid)
-		}
-		s.mu.Unlock()
-	})
-}
+// Close (the Inbox's) ends the tunnel; later runner messages for it are dropped.
 
 // tunnelMessage routes a runner's tunnel message to its request.
 func (c *conn) tunnelMessage(m proto.ToServerTunnelMessage) {
@@ -182,9 +158,5 @@ func (c *conn) tunnelMessage(m proto.ToServerTunnelMessage) {
 	if t == nil || t.c != c {
 		return
 	}
-	select {
-	case t.in <- m.MessageKind:
-	default:
-		t.Close() // the reader fell too far behind
-	}
+	t.Deliver(m.MessageKind)
 }

@@ -5,8 +5,10 @@ package kvserve
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -25,6 +27,67 @@ type Request struct {
 	Data    proto.KvRequestData
 	// Version is stored in the metadata of every value written.
 	Version []byte
+}
+
+// The texts the Rivet engine answers when the actor is not the socket's.
+const (
+	actorNotFound = "actor does not exist"
+	// NotRunners and NotEnvoys are the text for an actor placed on another host.
+	NotRunners = "actor does not belong to runner"
+	NotEnvoys  = "actor does not belong to envoy"
+)
+
+// NotHosted carries one of the texts above out of the transaction; it is answered as a
+// KvErrorResponse with that text.
+type NotHosted struct{ Msg string }
+
+func (e NotHosted) Error() string { return e.Msg }
+
+// CheckPlaced ends a Hosted check once the socket is known current: nil when the actor is
+// placed on the socket's host, else NotHosted: notHere for an actor that exists (placed
+// elsewhere, or not at all), "actor does not exist" for one that does not.
+func CheckPlaced(ctx context.Context, r udb.ReadTransaction, aid id.ID, placed bool, notHere string) error {
+	if placed {
+		return nil
+	}
+	_, exists, err := keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
+	switch {
+	case err != nil:
+		return err
+	case exists:
+		return NotHosted{Msg: notHere}
+	default:
+		return NotHosted{Msg: actorNotFound}
+	}
+}
+
+// Answer runs one request of actor actorID (as the socket received it) and returns the
+// response to send: the result, or a KvErrorResponse for a request the store refused (a
+// limit, an actor the host does not hold, an id that does not parse: Rivet answers its
+// parse error). stale reports that the socket was replaced by a newer one (its check
+// returned a *.stale_connection error): nothing is to be sent, the socket closes with
+// ws.eviction. Internal errors are given to logInternal before being answered.
+func Answer(ctx context.Context, db udb.Database, hosted Hosted, actorID string, data proto.KvRequestData, version []byte, logInternal func(error)) (resp proto.KvResponseData, stale bool) {
+	aid, err := id.Parse(actorID)
+	if err == nil {
+		resp, err = Serve(ctx, db, hosted, Request{ActorID: aid, Data: data, Version: version})
+	} else {
+		err = NotHosted{Msg: err.Error()}
+	}
+	var nh NotHosted
+	switch e, ok := rerr.As(err); {
+	case err == nil:
+		return resp, false
+	case ok && e.Code == "stale_connection":
+		return nil, true
+	case errors.As(err, &nh):
+		return proto.KvErrorResponse{Message: nh.Msg}, false
+	}
+	pub := rerr.Public(err)
+	if pub.Key() == "core.internal_error" && logInternal != nil {
+		logInternal(err)
+	}
+	return proto.KvErrorResponse{Message: pub.Message}, false
 }
 
 // Serve runs req and returns the response to send on success.
