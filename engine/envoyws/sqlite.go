@@ -19,8 +19,12 @@ import (
 // fenced three ways, in its own transaction: this socket is still its envoy's current one
 // (else the socket is evicted, as for KV), the actor is placed on this envoy, and at the
 // generation the request expects (when it names none, the generation the actor has here).
-// Requests are served in order on the read loop, so the segments of a staged commit are
-// applied in the order sent.
+// SQL statements (Exec, Execute, ExecuteBatch: rivetkit's remote SQLite) run against the
+// stored pages (ops/sqlite.Store.Exec): the actor's own envoy may write, another envoy's
+// SQL runs read-only while the actor is placed, anyone may write while it is on no host.
+// Requests are served in order on the read loop, so the segments of a staged commit and a
+// remote session's statements apply in the order sent; a long one delays the socket's
+// other messages (bounded by sqliteTimeout).
 
 // sqliteTimeout bounds one SQLite request, retries and a staged commit's apply included.
 const sqliteTimeout = 30 * time.Second
@@ -198,17 +202,125 @@ func (c *conn) sqliteError(err error, actorID string) proto.SqliteErrorResponse 
 	return proto.SqliteErrorResponse{Group: pub.Group, Code: pub.Code, Message: pub.Message}
 }
 
-// sqliteStatement answers SqliteExec, SqliteExecute and SqliteExecuteBatch; false if m is
-// none of them.
+// sqliteStatement answers SqliteExec, SqliteExecute and SqliteExecuteBatch (ops/sqlite.Store.
+// Exec); false if m is none of them. The actor's own envoy may write; for an actor placed on
+// another envoy the SQL runs read-only; for one on no host, anyone may write.
 func (c *conn) sqliteStatement(ctx context.Context, m proto.ToRivet, sqliteError func(error, string) proto.SqliteErrorResponse) (proto.ToEnvoy, bool) {
-	notYet := rerr.New("sqlite", "invalid_request", "reason", "SQL statements are not served yet")
+	var (
+		nsID, actorID string
+		gen           uint64
+		in            opsqlite.ExecInput
+	)
 	switch m := m.(type) {
 	case proto.ToRivetSqliteExecRequest:
-		return proto.ToEnvoySqliteExecResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
+		nsID, actorID, gen = m.Data.NamespaceID, m.Data.ActorID, m.Data.Generation
+		in.Script = m.Data.SQL
+		if in.Script == "" {
+			in.Statements = []opsqlite.Statement{{SQL: ""}}
+		}
 	case proto.ToRivetSqliteExecuteRequest:
-		return proto.ToEnvoySqliteExecuteResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
+		nsID, actorID, gen = m.Data.NamespaceID, m.Data.ActorID, m.Data.Generation
+		in.Statements = []opsqlite.Statement{{SQL: m.Data.SQL, Params: bindParams(m.Data.Params)}}
 	case proto.ToRivetSqliteExecuteBatchRequest:
-		return proto.ToEnvoySqliteExecuteBatchResponse{RequestID: m.RequestID, Data: sqliteError(notYet, m.Data.ActorID)}, true
+		nsID, actorID, gen = m.Data.NamespaceID, m.Data.ActorID, m.Data.Generation
+		for _, st := range m.Data.Statements {
+			in.Statements = append(in.Statements, opsqlite.Statement{SQL: st.SQL, Params: bindParams(st.Params)})
+		}
+	default:
+		return nil, false
+	}
+	var out opsqlite.ExecOutput
+	f, err := c.sqliteFence(ctx, actorID, &gen)
+	if err == nil && nsID != c.nsID.String() {
+		err = rerr.New("sqlite", "invalid_request", "reason", "namespace "+nsID+" is not this envoy's")
+	}
+	if err == nil && len(in.Statements) == 0 && in.Script == "" {
+		err = rerr.New("sqlite", "invalid_request", "reason", "no statement")
+	}
+	if err == nil {
+		in.Fence, in.NowMs = f, time.Now().UnixMilli()
+		out, err = (&opsqlite.Store{DB: c.s.o.DB}).Exec(ctx, in)
+	}
+	switch m := m.(type) {
+	case proto.ToRivetSqliteExecRequest:
+		var data proto.SqliteExecResponse
+		if err != nil {
+			data = sqliteError(err, actorID)
+		} else {
+			r := execResult(out.Results[0])
+			data = proto.SqliteExecOk{Result: proto.SqliteQueryResult{Columns: r.Columns, Rows: r.Rows}}
+		}
+		return proto.ToEnvoySqliteExecResponse{RequestID: m.RequestID, Data: data}, true
+	case proto.ToRivetSqliteExecuteRequest:
+		var data proto.SqliteExecuteResponse
+		if err != nil {
+			data = sqliteError(err, actorID)
+		} else {
+			data = proto.SqliteExecuteOk{Result: execResult(out.Results[0])}
+		}
+		return proto.ToEnvoySqliteExecuteResponse{RequestID: m.RequestID, Data: data}, true
+	case proto.ToRivetSqliteExecuteBatchRequest:
+		var data proto.SqliteExecuteBatchResponse
+		if err != nil {
+			data = sqliteError(err, actorID)
+		} else {
+			ok := proto.SqliteExecuteBatchOk{Results: make([]proto.SqliteExecuteResult, len(out.Results))}
+			for i, r := range out.Results {
+				ok.Results[i] = execResult(r)
+			}
+			data = ok
+		}
+		return proto.ToEnvoySqliteExecuteBatchResponse{RequestID: m.RequestID, Data: data}, true
 	}
 	return nil, false
+}
+
+// bindParams converts bound parameters; nil stays nil (none).
+func bindParams(ps []proto.SqliteValue) []any {
+	if ps == nil {
+		return nil
+	}
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		switch p := p.(type) {
+		case proto.SqliteValueInteger:
+			out[i] = p.Value
+		case proto.SqliteValueFloat:
+			out[i] = p.Float64()
+		case proto.SqliteValueText:
+			out[i] = p.Value
+		case proto.SqliteValueBlob:
+			out[i] = p.Value
+		default:
+			out[i] = nil
+		}
+	}
+	return out
+}
+
+// execResult converts a statement's result to the wire's typed columns.
+func execResult(r opsqlite.Result) proto.SqliteExecuteResult {
+	out := proto.SqliteExecuteResult{Columns: r.Columns, Rows: make([][]proto.SqliteValue, len(r.Rows)), Changes: r.Changes, LastInsertRowID: r.LastInsertRowID}
+	if out.Columns == nil {
+		out.Columns = []string{}
+	}
+	for i, row := range r.Rows {
+		vals := make([]proto.SqliteValue, len(row))
+		for j, v := range row {
+			switch v := v.(type) {
+			case int64:
+				vals[j] = proto.SqliteValueInteger{Value: v}
+			case float64:
+				vals[j] = proto.SqliteFloat(v)
+			case string:
+				vals[j] = proto.SqliteValueText{Value: v}
+			case []byte:
+				vals[j] = proto.SqliteValueBlob{Value: v}
+			default:
+				vals[j] = proto.SqliteValueNull{}
+			}
+		}
+		out.Rows[i] = vals
+	}
+	return out
 }

@@ -150,3 +150,66 @@ func TestSqliteStaleSocketEvicted(t *testing.T) {
 	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 1, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{1}}})
 	s.closed(websocket.StatusNormalClosure, "ws.eviction")
 }
+
+// Remote SQL: the actor's envoy runs statements that write its database, with typed
+// parameters and columns; another envoy's SQL for it is read-only while it runs.
+func TestSqliteStatements(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	s2, _ := connect(t, e, e.hs, "envoy-2")
+	aid := id.New(label)
+	hostActor(t, e, aid, "envoy-1", 1)
+	ns := e.ns.String()
+
+	s.send(proto.ToRivetSqliteExecRequest{RequestID: 1, Data: proto.SqliteExecRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1,
+		SQL: "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL, data BLOB)"}})
+	x := next[proto.ToEnvoySqliteExecResponse](s)
+	if _, ok := x.Data.(proto.SqliteExecOk); !ok || x.RequestID != 1 {
+		t.Fatalf("exec %#v", x)
+	}
+	s.send(proto.ToRivetSqliteExecuteBatchRequest{RequestID: 2, Data: proto.SqliteExecuteBatchRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1,
+		Statements: []proto.SqliteBatchStatement{
+			{SQL: "INSERT INTO t (name, score, data) VALUES (?, ?, ?)", Params: []proto.SqliteValue{proto.SqliteValueText{Value: "a"}, proto.SqliteFloat(0.5), proto.SqliteValueBlob{Value: []byte{1, 2}}}},
+			{SQL: "INSERT INTO t (name, score, data) VALUES (?, ?, ?)", Params: []proto.SqliteValue{proto.SqliteValueText{Value: "b"}, proto.SqliteValueNull{}, proto.SqliteValueNull{}}},
+		}}})
+	bt := next[proto.ToEnvoySqliteExecuteBatchResponse](s)
+	bok, ok := bt.Data.(proto.SqliteExecuteBatchOk)
+	if !ok || len(bok.Results) != 2 || bok.Results[1].Changes != 1 || bok.Results[1].LastInsertRowID == nil || *bok.Results[1].LastInsertRowID != 2 {
+		t.Fatalf("batch %#v", bt)
+	}
+	s.send(proto.ToRivetSqliteExecuteRequest{RequestID: 3, Data: proto.SqliteExecuteRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1,
+		SQL: "SELECT id, name, score, data FROM t WHERE id = ?", Params: []proto.SqliteValue{proto.SqliteValueInteger{Value: 1}}}})
+	r := next[proto.ToEnvoySqliteExecuteResponse](s)
+	rok, ok := r.Data.(proto.SqliteExecuteOk)
+	if !ok || len(rok.Result.Rows) != 1 || len(rok.Result.Columns) != 4 {
+		t.Fatalf("select %#v", r)
+	}
+	row := rok.Result.Rows[0]
+	if row[0] != (proto.SqliteValueInteger{Value: 1}) || row[1] != (proto.SqliteValueText{Value: "a"}) || row[2].(proto.SqliteValueFloat).Float64() != 0.5 ||
+		!bytes.Equal(row[3].(proto.SqliteValueBlob).Value, []byte{1, 2}) {
+		t.Fatalf("row %#v", row)
+	}
+
+	// envoy-2 does not host the actor: it reads, and may not write.
+	s2.send(proto.ToRivetSqliteExecRequest{RequestID: 4, Data: proto.SqliteExecRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1, SQL: "SELECT count(*) FROM t"}})
+	x = next[proto.ToEnvoySqliteExecResponse](s2)
+	if xok, ok := x.Data.(proto.SqliteExecOk); !ok || xok.Result.Rows[0][0] != (proto.SqliteValueInteger{Value: 2}) {
+		t.Fatalf("read from another envoy %#v", x)
+	}
+	s2.send(proto.ToRivetSqliteExecRequest{RequestID: 5, Data: proto.SqliteExecRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1, SQL: "DELETE FROM t"}})
+	x = next[proto.ToEnvoySqliteExecResponse](s2)
+	wantSqliteErr(t, x.Data, "sqlite", "read_only")
+	// A bad statement, a stale generation.
+	s.send(proto.ToRivetSqliteExecRequest{RequestID: 6, Data: proto.SqliteExecRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 1, SQL: "SELEC 1"}})
+	x = next[proto.ToEnvoySqliteExecResponse](s)
+	wantSqliteErr(t, x.Data, "sqlite", "statement_failed")
+	s.send(proto.ToRivetSqliteExecRequest{RequestID: 7, Data: proto.SqliteExecRequest{NamespaceID: ns, ActorID: aid.String(), Generation: 0, SQL: "SELECT 1"}})
+	x = next[proto.ToEnvoySqliteExecResponse](s)
+	wantSqliteErr(t, x.Data, "sqlite", "fenced")
+	// The pages the statements wrote are the ones the host's VFS reads.
+	s.send(proto.ToRivetSqliteGetPagesRequest{RequestID: 8, Data: proto.SqliteGetPagesRequest{ActorID: aid.String(), Pgnos: []uint32{1}}})
+	g := next[proto.ToEnvoySqliteGetPagesResponse](s)
+	if gok, ok := g.Data.(proto.SqliteGetPagesOk); !ok || !bytes.HasPrefix(gok.Pages[0].Bytes, []byte("SQLite format 3\x00")) || *gok.HeadTxid != 2 {
+		t.Fatalf("page 1 %#v", g)
+	}
+}

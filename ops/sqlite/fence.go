@@ -19,6 +19,10 @@ import (
 type Fence struct {
 	ActorID    id.ID
 	Generation uint32
+	// Offline makes the fence the opposite of a placement's: generation Generation is the
+	// actor's last one and the actor is on no host, so the engine itself may write (SQL run
+	// while it sleeps). A placement committed meanwhile makes the write fail.
+	Offline bool
 	// Host, when set, is one more check in the same transaction, given the record: the
 	// socket's (it is still its envoy's socket and the actor is placed on that envoy). Its
 	// error is returned as is.
@@ -43,10 +47,9 @@ func placed(p keys.ActorPhase) bool {
 	return p == keys.PhaseStarting || p == keys.PhaseRunning || p == keys.PhaseStopping
 }
 
-// checkFence reads the actor's record serializably and checks that f's placement holds it.
-// When offline, it checks the opposite: generation f.Generation is the actor's last one and
-// the actor is on no host, so the engine itself may write (SQL run while it sleeps).
-func checkFence(ctx context.Context, tx udb.ReadTransaction, f Fence, offline bool) (keys.ActorState, error) {
+// checkFence reads the actor's record serializably and checks that f's placement holds it
+// (f.Offline: that no placement does). anyPhase checks only the actor and its generation.
+func checkFence(ctx context.Context, tx udb.ReadTransaction, f Fence, anyPhase bool) (keys.ActorState, error) {
 	st, found, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: f.ActorID})
 	switch {
 	case err != nil:
@@ -57,7 +60,11 @@ func checkFence(ctx context.Context, tx udb.ReadTransaction, f Fence, offline bo
 		return st, rerr.ActorNotFound(f.ActorID.String())
 	case st.Generation != f.Generation:
 		return st, errFenced(f.ActorID, f.Generation, "the actor is at generation %d", st.Generation)
-	case !offline && !placed(st.Phase):
+	case anyPhase:
+		return st, nil
+	case f.Offline && placed(st.Phase):
+		return st, errFenced(f.ActorID, f.Generation, "the actor was placed meanwhile (%s)", st.Phase)
+	case !f.Offline && !placed(st.Phase):
 		return st, errFenced(f.ActorID, f.Generation, "the actor is %s, not placed", st.Phase)
 	}
 	if f.Host != nil {
