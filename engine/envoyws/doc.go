@@ -22,9 +22,19 @@
 // PingTimeout without a pong. A pong refused as stale closes with 1000 ws.eviction; one
 // refused because the envoy expired closes with 1011 envoy.expired, so that the envoy
 // reconnects and registers again. ToRivetStopping drains the envoy (out of the load-balancer
-// index, stop_ts set; engine/pegboard.Envoys.Stopping) and closes its socket with
-// ws.eviction. A socket that ends expires its envoy unless a newer socket took it over.
+// index and the hash ring, stop_ts set; engine/pegboard.Envoys.Stopping), evicts its actors
+// after the pool's actor_eviction_delay, paced by actor_eviction_rate and _period, and closes
+// its socket with ws.eviction once the last has left (at once with none). A socket that ends
+// expires its envoy unless a newer socket took it over; its actors find the loss at their
+// next liveness check (ops/actor) and sleep.
 //
-// Envoys host no actors yet: KV requests are answered "actor does not exist", and the SQLite
-// page-store and statement requests with a SqliteErrorResponse naming the missing feature.
+// Envoys host actors (actors.go, tunnel.go): after registration the stored commands of its
+// actors are replayed (CommandStartActor, CommandStopActor with its reason), then live
+// commands follow; events (ToRivetEvents) go to the actor lifecycle and are acknowledged
+// with ToEnvoyAckEvents; ToRivetAckCommands clears stored commands; KV requests run through
+// engine/internal/kvserve with the check that the actor is placed on this envoy; the gateway
+// opens tunnels (OpenEnvoyTunnel) carried as ToEnvoyTunnelMessage and ToRivetTunnelMessage.
+// These messages are translated to and from the runner protocol's shapes by
+// pkg/protocol/bridge, so that runners and envoys share the lifecycle, KV and gateway code.
+// The SQLite page-store requests are served in sqlite.go.
 package envoyws
