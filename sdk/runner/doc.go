@@ -52,5 +52,12 @@
 //   - When the runner is lost (OnForceStopActors), every actor is stopped without a report;
 //     graceful shutdown waits until the engine has stopped every actor (ActiveActors).
 //
+// Envoys: with Config.Envoy the runner connects as an envoy instead (GET
+// {endpoint}/envoys/connect?protocol_version=8&namespace=…&pool_name=Name&envoy_key=Key&version=…;
+// the engine speaks first with ToEnvoyInit, answered by ToRivetMetadata). Everything above
+// holds: the envoy protocol's messages are translated to and from the runner protocol's at the
+// socket (wire.go, pkg/protocol/bridge), so hooks, events, KV, tunnels and hosted actors are
+// the same; the envoy key stands for the runner id.
+//
 // examples/counter is a complete runner.
 package runner

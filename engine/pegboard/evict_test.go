@@ -1,0 +1,33 @@
+package pegboard
+
+import (
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/keys"
+)
+
+// The pause between evictions is min(1/rate, period/n), none without a period (Rivet's
+// defaults send every eviction at once).
+func TestEvictionInterval(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		period uint32
+		rate   float32
+		want   time.Duration
+	}{
+		{n: 10, period: 0, rate: 1, want: 0},
+		{n: 0, period: 10, rate: 1, want: 0},
+		{n: 4, period: 2, rate: 1, want: 500 * time.Millisecond}, // period/n
+		{n: 2, period: 10, rate: 1, want: time.Second},           // 1/rate
+		{n: 2, period: 10, rate: 0, want: 5 * time.Second},       // no rate: period/n
+		{n: 3, period: 30, rate: 0.5, want: 2 * time.Second},     // 1/rate below period/n
+		{n: 100, period: 1, rate: 1000, want: time.Millisecond},  // 1/rate
+		{n: 1000, period: 1, rate: 10, want: time.Millisecond},   // period/n
+	} {
+		c := keys.RunnerConfigCommon{ActorEvictionPeriod: tc.period, ActorEvictionRate: tc.rate}
+		if got := evictionInterval(tc.n, c); got != tc.want {
+			t.Errorf("n=%d period=%d rate=%v: %v, want %v", tc.n, tc.period, tc.rate, got, tc.want)
+		}
+	}
+}
