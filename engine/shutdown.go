@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // starts a drain. Health turns 503 at once and new requests get 503 with Retry-After: 1 and
 // Connection: close; requests already admitted finish; the runner sockets held here close
 // with 1011 ws.going_away so their runners reconnect to another node at once (same runner
-// key, so the same runner id and actors); the node's ownership records are released, at most
+// key, so the same runner id and actors), and so do the client WebSockets of the gateway; the node's ownership records are released, at most
 // Releases at a time; the drain ends as soon as no socket, request or release is left, or at
 // DrainTimeout.
 
@@ -82,6 +83,39 @@ func (m ShutdownMode) String() string {
 type admission struct {
 	draining atomic.Bool
 	inflight atomic.Int64
+
+	mu      sync.Mutex
+	sockets map[*context.CancelFunc]struct{} // ends the admitted WebSocket requests
+}
+
+// closeSockets ends the WebSocket requests admitted so far (their handlers see their context
+// end and close the client's socket): a drain cannot wait for connections that last for hours.
+func (a *admission) closeSockets() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.sockets {
+		(*c)()
+	}
+}
+
+// websockets is how many admitted WebSocket requests are running.
+func (a *admission) websockets() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return int64(len(a.sockets))
+}
+
+func (a *admission) track(c *context.CancelFunc, add bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sockets == nil {
+		a.sockets = map[*context.CancelFunc]struct{}{}
+	}
+	if add {
+		a.sockets[c] = struct{}{}
+	} else {
+		delete(a.sockets, c)
+	}
 }
 
 // wrap answers health and refuses new requests while draining, and counts the admitted ones.
@@ -110,6 +144,13 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 		}
 		a.inflight.Add(1)
 		defer a.inflight.Add(-1)
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			a.track(&cancel, true)
+			defer a.track(&cancel, false)
+			r = r.WithContext(ctx)
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -185,9 +226,13 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 	busy := func() int64 { return e.admit.inflight.Load() + e.cluster.Relays() }
 	// Requests admitted before the flag flipped may be tunnelled through the sockets held
 	// here: they get a moment to finish before the sockets close.
+	// WebSockets never finish on their own: only the other requests are waited for.
 	grace := min(2*time.Second, e.shutdown.DrainTimeout/4)
-	waitUntil(ctx, start.Add(grace), func() bool { return busy() == 0 })
+	waitUntil(ctx, start.Add(grace), func() bool { return busy()-e.admit.websockets() == 0 })
 	graceMs := time.Since(start).Milliseconds()
+	// Client WebSockets are closed now (their clients reconnect through another node); HTTP
+	// requests still running may finish until the deadline.
+	e.admit.closeSockets()
 	e.runners.CloseSockets()
 	e.envoys.Close()
 	released := make(chan struct{})

@@ -98,8 +98,8 @@ func TestThreeNodes(t *testing.T) {
 	}
 }
 
-// echoThrough opens a WebSocket to actor aid through node n and checks one echo.
-func echoThrough(t *testing.T, n *node, aid string) {
+// dialEcho opens a WebSocket to actor aid through node n and checks one echo.
+func dialEcho(t *testing.T, n *node, aid string) *websocket.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -107,8 +107,25 @@ func echoThrough(t *testing.T, n *node, aid string) {
 	if err != nil {
 		t.Fatalf("WebSocket to %s through %s: %v", aid, n.id, err)
 	}
-	defer ws.CloseNow()
 	msg := "hello " + n.id
+	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := ws.Read(ctx)
+	if err != nil || string(b) != msg {
+		t.Fatalf("echo through %s: %q %v, want %q", n.id, b, err, msg)
+	}
+	return ws
+}
+
+// echoThrough opens a WebSocket to actor aid through node n and checks one echo.
+func echoThrough(t *testing.T, n *node, aid string) {
+	t.Helper()
+	ws := dialEcho(t, n, aid)
+	defer ws.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg := "again " + n.id
 	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +215,10 @@ func TestRollingRestart(t *testing.T) {
 	for _, n := range c.nodes {
 		before := tr.ok.Load()
 		awaitCond(t, "traffic flowing", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
+		// A client WebSocket through the node must not hold its drain up to the deadline.
+		ws := dialEcho(t, n, c.actors[0])
 		took := n.term(60 * time.Second)
+		ws.CloseNow()
 		drained := drainLine(n)
 		if !strings.Contains(drained, "timed_out=false") {
 			t.Errorf("node %s: drain did not finish before its deadline:\n%s", n.id, n.log())
