@@ -54,6 +54,7 @@ func (c *conn) writeCommands(cmds []actor.HostCommand) {
 	for i, cmd := range cmds {
 		out[i] = bridge.CommandToEnvoy(cmd.Command, cmd.StopReason)
 	}
+	c.addPreloadedKv(out)
 	if err := c.write(out); err != nil {
 		c.fail(nil)
 	}

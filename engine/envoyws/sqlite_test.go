@@ -9,6 +9,8 @@ import (
 
 	"github.com/berthhq/berth/engine/envoyws"
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
@@ -211,5 +213,94 @@ func TestSqliteStatements(t *testing.T) {
 	g := next[proto.ToEnvoySqliteGetPagesResponse](s)
 	if gok, ok := g.Data.(proto.SqliteGetPagesOk); !ok || !bytes.HasPrefix(gok.Pages[0].Bytes, []byte("SQLite format 3\x00")) || *gok.HeadTxid != 2 {
 		t.Fatalf("page 1 %#v", g)
+	}
+}
+
+// The start command of an actor whose KV is small carries all of it (preloadedKv): empty
+// at the first start, then, after the actor slept and its KV was written, the wake's start
+// carries the entries.
+func TestStartCarriesPreloadedKv(t *testing.T) {
+	e := start(t, envoyws.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.srv.Envoys().Actors().Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	s, _ := connect(t, e, e.hs, "envoy-1")
+	acts := e.srv.Envoys().Actors()
+	a, err := acts.Create(context.Background(), actor.CreateInput{
+		Namespace: e.ns, NamespaceName: "default", Name: "counter", Selector: pool, CrashPolicy: actor.CrashSleep,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCmd := func() (proto.ActorCheckpoint, *proto.PreloadedKv) {
+		t.Helper()
+		cmds := nextSkippingAcks[proto.ToEnvoyCommands](t, s)
+		st, ok := cmds[0].Inner.(proto.CommandStartActor)
+		if len(cmds) != 1 || !ok || cmds[0].Checkpoint.ActorID != a.ActorID.String() {
+			t.Fatalf("commands %+v", cmds)
+		}
+		return cmds[0].Checkpoint, st.PreloadedKv
+	}
+	cp, pk := startCmd()
+	if pk == nil || len(pk.Entries) != 0 || len(pk.RequestedPrefixes) != 1 || len(pk.RequestedPrefixes[0]) != 0 {
+		t.Fatalf("first start's preloaded kv %+v", pk)
+	}
+	ev := func(i int64, inner proto.Event) {
+		s.send(proto.ToRivetEvents{{Checkpoint: proto.ActorCheckpoint{ActorID: cp.ActorID, Generation: cp.Generation, Index: i}, Inner: inner}})
+	}
+	ev(0, proto.EventActorStateUpdate{State: proto.ActorStateRunning{}})
+	next[proto.ToEnvoyAckEvents](s)
+	_, err = e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		return nil, actorkv.Put(context.Background(), tx, actorkv.PutInput{ActorID: a.ActorID, Keys: [][]byte{[]byte("k1"), []byte("k2")},
+			Values: [][]byte{[]byte("v1"), []byte("v2")}, Version: []byte("test"), NowMs: 7})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev(1, proto.EventActorIntent{Intent: proto.ActorIntentSleep{}})
+	if stop := nextSkippingAcks[proto.ToEnvoyCommands](t, s); len(stop) != 1 {
+		t.Fatalf("stop %+v", stop)
+	}
+	ev(2, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeOK}})
+	eventually(t, "sleeping", func() bool {
+		res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+			st, _, err := keys.Get(context.Background(), r, keys.ActorStateKey{ActorID: a.ActorID})
+			return st.Phase, err
+		})
+		return err == nil && res.(keys.ActorPhase) == keys.PhaseSleeping
+	})
+	if err := acts.Wake(context.Background(), a.ActorID); err != nil {
+		t.Fatal(err)
+	}
+	_, pk = startCmd()
+	if pk == nil || len(pk.Entries) != 2 || string(pk.Entries[1].Key) != "k2" || string(pk.Entries[1].Value) != "v2" ||
+		pk.Entries[0].Metadata.UpdateTs != 7 || string(pk.Entries[0].Metadata.Version) != "test" {
+		t.Fatalf("wake's preloaded kv %+v", pk)
+	}
+}
+
+// nextSkippingAcks reads messages, skipping pings and event acknowledgements, until one of
+// type T.
+func nextSkippingAcks[T proto.ToEnvoy](t *testing.T, s *sock) T {
+	t.Helper()
+	for {
+		m, err := s.recv()
+		if err != nil {
+			t.Fatalf("waiting for %T: %v", *new(T), err)
+		}
+		switch v := m.(type) {
+		case T:
+			return v
+		case proto.ToEnvoyPing, proto.ToEnvoyAckEvents:
+		default:
+			t.Fatalf("got %#v, waiting for %T", m, *new(T))
+		}
 	}
 }

@@ -643,3 +643,40 @@ func (r packedRow) withActor(aid id.ID) []byte {
 	}
 	panic("bad row")
 }
+
+// The whole KV comes with the start command while it fits in MaxPreloadSize; above, nothing.
+func TestPreload(t *testing.T) {
+	db := opstest.Open(t)
+	aid := id.New(1)
+	preload := func() ([]Entry, bool) {
+		type out struct {
+			e []Entry
+			c bool
+		}
+		o := opstest.Read(t, db, func(r udb.ReadTransaction) (out, error) {
+			e, c, err := Preload(bg, r, aid)
+			return out{e, c}, err
+		})
+		return o.e, o.c
+	}
+	if e, c := preload(); len(e) != 0 || !c {
+		t.Fatalf("empty KV: %v %v, want complete and empty", e, c)
+	}
+	mustPut(t, db, aid, "a", "1", "b", "22")
+	e, c := preload()
+	if !c || len(e) != 2 || string(e[0].Key) != "a" || string(e[1].Value) != "22" || string(e[1].Metadata.Version) != string(version) {
+		t.Fatalf("small KV: %+v %v", e, c)
+	}
+	// Fill to just under the limit, then past it.
+	big := strings.Repeat("x", 100<<10)
+	for i := 0; i < 9; i++ {
+		mustPut(t, db, aid, fmt.Sprintf("big%d", i), big)
+	}
+	if e, c := preload(); !c || len(e) != 11 {
+		t.Fatalf("under the limit: %d entries, complete %v", len(e), c)
+	}
+	mustPut(t, db, aid, "big9", big, "big10", big)
+	if e, c := preload(); c || e != nil {
+		t.Fatalf("over the limit: %d entries, complete %v", len(e), c)
+	}
+}
