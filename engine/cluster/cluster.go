@@ -29,7 +29,8 @@ type Options struct {
 	Bus pubsub.PubSub // shared by the datacenter's nodes; the memory driver for a single node
 	// ID names the node; empty draws a random one.
 	ID string
-	// Address is the internal URL other nodes reach this node's relay endpoint at.
+	// Address is the internal URL other nodes reach this node's relay endpoint at; Start
+	// sets it.
 	Address string
 	// Label is the datacenter's label, which scopes the bus subject.
 	Label uint16
@@ -64,9 +65,8 @@ type Node struct {
 
 	releasing atomic.Int64 // releases queued or in flight
 	preserve  atomic.Bool  // a preserve shutdown: ownership is kept
-	relays    sync.WaitGroup
-	relaysN   atomic.Int64
-	refuse    atomic.Bool // draining: no new relays
+	relays    atomic.Int64 // relays being served
+	refuse    atomic.Bool  // draining: no new relays
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup

@@ -194,11 +194,7 @@ func (n *Node) RelayHandler() http.Handler {
 		}
 		ws.SetReadLimit(runnerws.MaxFrame)
 		n.relays.Add(1)
-		n.relaysN.Add(1)
-		defer func() {
-			n.relaysN.Add(-1)
-			n.relays.Done()
-		}()
+		defer n.relays.Add(-1)
 		n.relay(ws, tun)
 	})
 }
@@ -248,4 +244,4 @@ func (n *Node) relay(ws *websocket.Conn, tun *runnerws.Tunnel) {
 
 // RefuseRelays makes the node refuse new relays (a drain), and Relays counts those open.
 func (n *Node) RefuseRelays() { n.refuse.Store(true) }
-func (n *Node) Relays() int64 { return n.relaysN.Load() }
+func (n *Node) Relays() int64 { return n.relays.Load() }
