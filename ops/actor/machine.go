@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
+	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -294,7 +295,7 @@ func (m *machine) sleep(a *actor, errJSON json.RawMessage) error {
 	return nil
 }
 
-// destroy destroys a for good: its key is free again and its KV is gone.
+// destroy destroys a for good: its key is free again and its KV and SQLite database are gone.
 func (m *machine) destroy(a *actor) error {
 	st := &a.st
 	if err := m.deallocate(a); err != nil {
@@ -312,6 +313,9 @@ func (m *machine) destroy(a *actor) error {
 	}
 	keys.Set(m.tx, keys.ActorDestroyTsKey{ActorID: a.id}, m.now)
 	actorkv.DropAll(m.tx, a.id)
+	if err := opsqlite.DropAll(m.ctx, m.tx, a.id); err != nil {
+		return err
+	}
 	m.tx.ClearRange(keys.HibernatingRequestRange(a.id))
 	m.eff.Destroyed = append(m.eff.Destroyed, a.id)
 	return nil
