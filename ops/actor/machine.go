@@ -10,9 +10,9 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
-	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	oprunner "github.com/berthhq/berth/ops/runner"
+	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
 	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
