@@ -14,10 +14,10 @@ import (
 // EventsInput is one ToServerEvents from a runner socket, or one ToRivetEvents from an
 // envoy socket (in the runner protocol's shape: the events are the same).
 type EventsInput struct {
-	Host     Host
-	Events   []proto.EventWrapper
-	NowMs    int64
-	Config   Config
+	Host   Host
+	Events []proto.EventWrapper
+	NowMs  int64
+	Config Config
 }
 
 // EventsOutput is what applying the events asks of the engine, and the checkpoints to
