@@ -44,7 +44,8 @@ func TestEndpoints(t *testing.T) {
 		{"/datacenters", "tok", 200, `{"datacenters":[{"label":1,"name":"default","url":"http://127.0.0.1:6420"}],"pagination":{"cursor":null}}`},
 		{"/datacenters", "", 401, `{"group":"api","code":"unauthorized","message":"Authentication required"}`},
 		{"/datacenters", "bad", 403, `{"group":"api","code":"forbidden","message":"Access denied"}`},
-		{"/datacenters?x=1", "tok", 400, `{"group":"api","code":"bad_request","message":"Request is invalid: x: unknown query parameter; this endpoint takes no parameters","metadata":{"field":"x","reason":"x: unknown query parameter; this endpoint takes no parameters"}}`},
+		{"/datacenters?namespace=default", "tok", 200, `{"datacenters":[{"label":1,"name":"default","url":"http://127.0.0.1:6420"}],"pagination":{"cursor":null}}`},
+		{"/datacenters?x=1", "tok", 400, `{"group":"api","code":"bad_request","message":"Request is invalid: x: unknown query parameter; this endpoint takes namespace","metadata":{"field":"x","reason":"x: unknown query parameter; this endpoint takes namespace"}}`},
 		{"/nope", "tok", 404, `{"group":"api","code":"not_found","message":"The requested resource was not found"}`},
 	}
 	for _, tt := range tests {

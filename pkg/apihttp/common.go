@@ -60,6 +60,12 @@ type DatacentersResponse struct {
 	Pagination  Pagination       `json:"pagination"`
 }
 
+// DatacentersQuery is the query of GET /datacenters: rivetkit 2.3 names its namespace, which
+// Rivet accepts and ignores (every namespace sees every datacenter).
+type DatacentersQuery struct {
+	Namespace string `query:"namespace"`
+}
+
 // NoQuery is the query of an endpoint that takes no parameters: binding it rejects any.
 type NoQuery struct{}
 
@@ -86,7 +92,7 @@ func DatacentersHandler(t Topology) echo.HandlerFunc {
 	}
 	slices.SortFunc(resp.Datacenters, func(a, b DatacenterInfo) int { return cmp.Compare(a.Label, b.Label) })
 	return func(c echo.Context) error {
-		if err := BindQuery(c, &NoQuery{}); err != nil {
+		if err := BindQuery(c, &DatacentersQuery{}); err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, resp)

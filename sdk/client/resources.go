@@ -189,7 +189,7 @@ type DatacentersAPI struct{ c *Client }
 
 // List returns every datacenter (the list is never paged).
 func (a *DatacentersAPI) List(ctx context.Context) ([]Datacenter, error) {
-	r, err := decode[api.DatacentersListResponse](a.c.raw.DatacentersList(ctx))
+	r, err := decode[api.DatacentersListResponse](a.c.raw.DatacentersList(ctx, nil))
 	return r.Datacenters, err
 }
 

@@ -846,6 +846,12 @@ type ActorsSleepParams struct {
 	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 }
 
+// DatacentersListParams defines parameters for DatacentersList.
+type DatacentersListParams struct {
+	// Namespace Accepted and ignored, as on Rivet (rivetkit's local setup sends it); every namespace sees every datacenter.
+	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
 // EnvoysListParams defines parameters for EnvoysList.
 type EnvoysListParams struct {
 	// Namespace The namespace, by name.
@@ -1587,7 +1593,7 @@ type ClientInterface interface {
 	// Read from configuration. Never paged; `pagination.cursor` is always null.
 	//
 	// Corresponds with GET /datacenters (the `DatacentersList` operationId).
-	DatacentersList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DatacentersList(ctx context.Context, params *DatacentersListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EnvoysList List envoys of a namespace.
 	//
@@ -2068,8 +2074,8 @@ func (c *Client) ActorsSleep(ctx context.Context, actorId ActorIdPath, params *A
 // Read from configuration. Never paged; `pagination.cursor` is always null.
 //
 // Corresponds with GET /datacenters (the `DatacentersList` operationId).
-func (c *Client) DatacentersList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDatacentersListRequest(c.Server)
+func (c *Client) DatacentersList(ctx context.Context, params *DatacentersListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDatacentersListRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3028,7 +3034,7 @@ func NewActorsSleepRequestWithBody(server string, actorId ActorIdPath, params *A
 }
 
 // NewDatacentersListRequest constructs an http.Request for the DatacentersList method
-func NewDatacentersListRequest(server string) (*http.Request, error) {
+func NewDatacentersListRequest(server string, params *DatacentersListParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3044,6 +3050,33 @@ func NewDatacentersListRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4237,7 +4270,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /datacenters (the `DatacentersList` operationId).
-	DatacentersListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DatacentersListHTTPResponse, error)
+	DatacentersListWithResponse(ctx context.Context, params *DatacentersListParams, reqEditors ...RequestEditorFn) (*DatacentersListHTTPResponse, error)
 
 	// EnvoysListWithResponse List envoys of a namespace.
 	//
@@ -6938,8 +6971,8 @@ func (c *ClientWithResponses) ActorsSleepWithResponse(ctx context.Context, actor
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /datacenters (the `DatacentersList` operationId).
-func (c *ClientWithResponses) DatacentersListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DatacentersListHTTPResponse, error) {
-	rsp, err := c.DatacentersList(ctx, reqEditors...)
+func (c *ClientWithResponses) DatacentersListWithResponse(ctx context.Context, params *DatacentersListParams, reqEditors ...RequestEditorFn) (*DatacentersListHTTPResponse, error) {
+	rsp, err := c.DatacentersList(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "9e37f7de741a8f483cf4cbdbce135e917d4fff4533b3abb54ee9c7d629aa81b2"
+const SpecSHA256 = "00fe0044b8187a3af877646299edd61f2fb615dca1e3e1d09f2c0f5b2d543afb"
