@@ -119,9 +119,12 @@ type ActorState struct {
 	DestroyTs     *int64 `json:"destroy_ts,omitempty"`
 	AlarmTs       *int64 `json:"alarm_ts,omitempty"`
 	// Deadline is when the current phase times out (start or stop threshold); its
-	// ActorTimerKey entry is the earliest of Deadline, AlarmTs (sleeping), RescheduleTs
-	// and PendingUntil — see TimerTs.
+	// ActorTimerKey entry is the earliest of Deadline, LivenessTs, AlarmTs (sleeping),
+	// RescheduleTs and PendingUntil — see TimerTs.
 	Deadline *int64 `json:"deadline,omitempty"`
+	// LivenessTs, set while the actor is placed on an envoy, is when it next checks that
+	// its envoy still pings (envoys have no loop of their own that loses their actors).
+	LivenessTs *int64 `json:"liveness_ts,omitempty"`
 	// Error is the Actor JSON "error" value, raw JSON; nil when none.
 	Error json.RawMessage `json:"error,omitempty"`
 	// RetryCount and LastRetryTs drive the crash backoff.
@@ -141,10 +144,10 @@ func (s ActorState) TimerTs() *int64 {
 	switch s.Phase {
 	case PhaseStarting, PhaseStopping:
 		pick(s.Deadline)
+		pick(s.LivenessTs)
 	case PhaseRunning:
-		// A running actor's alarm is kept for when it sleeps. Its deadline, set only on
-		// an envoy, is its next liveness check against the envoy's last ping.
-		pick(s.Deadline)
+		// A running actor's alarm is kept for when it sleeps.
+		pick(s.LivenessTs)
 	case PhaseRescheduling:
 		pick(s.RescheduleTs)
 	case PhasePending:

@@ -31,8 +31,9 @@ func TestActorTimerTs(t *testing.T) {
 		want *int64
 	}{
 		{ActorState{Phase: PhaseStarting, Deadline: i64(10), AlarmTs: i64(5)}, i64(10)},
-		{ActorState{Phase: PhaseRunning, AlarmTs: i64(5)}, nil},
-		{ActorState{Phase: PhaseRunning, Deadline: i64(10), AlarmTs: i64(5)}, i64(10)}, // an envoy's liveness check
+		{ActorState{Phase: PhaseRunning, Deadline: i64(10), AlarmTs: i64(5)}, nil},
+		{ActorState{Phase: PhaseRunning, LivenessTs: i64(12), AlarmTs: i64(5)}, i64(12)}, // on an envoy
+		{ActorState{Phase: PhaseStopping, Deadline: i64(10), LivenessTs: i64(8)}, i64(8)},
 		{ActorState{Phase: PhaseSleeping, AlarmTs: i64(5)}, i64(5)},
 		{ActorState{Phase: PhaseSleeping}, nil},
 		{ActorState{Phase: PhaseRescheduling, RescheduleTs: i64(7)}, i64(7)},

@@ -61,7 +61,7 @@ func TestEnvoyHostedLifecycle(t *testing.T) {
 	}
 	out := w.eventsOn(h, ev(aid, 0, 0, running))
 	st = w.state(aid)
-	if st.Phase != keys.PhaseRunning || st.Deadline == nil || *st.Deadline != w.now+w.cfg.EnvoyLostThreshold || len(out.Effects.Ready) != 1 {
+	if st.Phase != keys.PhaseRunning || st.LivenessTs == nil || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold || len(out.Effects.Ready) != 1 {
 		t.Fatalf("after running: %+v; want running with a liveness check due", st)
 	}
 	out = w.eventsOn(h, ev(aid, 0, 1, wantSleep))
@@ -92,7 +92,7 @@ func TestEnvoyLostActorSleeps(t *testing.T) {
 	w.now += w.cfg.EnvoyLostThreshold
 	w.ping(a)
 	timer()
-	if st := w.state(aid); st.Phase != keys.PhaseRunning || *st.Deadline != w.now+w.cfg.EnvoyLostThreshold {
+	if st := w.state(aid); st.Phase != keys.PhaseRunning || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold {
 		t.Fatalf("after a check with a fresh ping: %+v", st)
 	}
 	w.now += w.cfg.EnvoyLostThreshold + 1
@@ -165,5 +165,24 @@ func TestEnvoyPlacementSpread(t *testing.T) {
 				t.Errorf("the older version got %d actors", n)
 			}
 		})
+	}
+}
+
+// An envoy lost while its actor is stopping (a sleep under way): the liveness check does not
+// wait for the 30-minute stop threshold; the actor sleeps at once, as it asked, without error.
+func TestEnvoyLostWhileStopping(t *testing.T) {
+	w := newWorld(t)
+	a := w.envoy("envoy-a", 1)
+	aid, _ := w.create(CrashRestart, nil)
+	w.eventsOn(a, ev(aid, 0, 0, running))
+	w.eventsOn(a, ev(aid, 0, 1, wantSleep))
+	st := w.state(aid)
+	if st.Phase != keys.PhaseStopping || st.TimerTs() == nil || *st.TimerTs() != w.now+w.cfg.EnvoyLostThreshold {
+		t.Fatalf("stopping: %+v; want the liveness check as its timer", st)
+	}
+	w.now += w.cfg.EnvoyLostThreshold + 1
+	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
+	if st := w.state(aid); st.Phase != keys.PhaseSleeping || st.Error != nil || st.LivenessTs != nil || w.slots(a) != 0 {
+		t.Fatalf("after the envoy went quiet: %+v", st)
 	}
 }

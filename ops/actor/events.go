@@ -94,8 +94,7 @@ func (m *machine) event(a *actor, e proto.Event) error {
 				return nil // already running, or told to stop meanwhile
 			}
 			st.Phase = keys.PhaseRunning
-			h, _ := HostOf(*st)
-			st.Deadline = m.livenessDeadline(h)
+			st.Deadline = nil
 			st.ConnectableTs = m.ts()
 			if st.StartTs == nil {
 				st.StartTs = m.ts()

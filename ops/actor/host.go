@@ -216,9 +216,9 @@ func (m *machine) alive(h Host) (bool, error) {
 	return found && ping >= m.now-m.cfg.EnvoyLostThreshold, nil
 }
 
-// livenessDeadline is when a running actor on h is next checked: envoys have no lifecycle
-// loop of their own that loses their actors (as on Rivet, the actor checks its envoy's
-// last ping every lost threshold); nil for runners.
+// livenessDeadline is when an actor placed on h next checks its host: envoys have no
+// lifecycle loop of their own that loses their actors (as on Rivet, the actor checks its
+// envoy's last ping every lost threshold); nil for runners.
 func (m *machine) livenessDeadline(h Host) *int64 {
 	if !h.IsEnvoy() {
 		return nil

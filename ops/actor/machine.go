@@ -158,6 +158,7 @@ func (m *machine) start(a *actor, h Host) error {
 	st.WillWake = false
 	st.SleepTs, st.RescheduleTs, st.PendingUntil = nil, nil, nil
 	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold)
+	st.LivenessTs = m.livenessDeadline(h)
 	st.Error = nil
 	input, _, err := keys.GetChunked(m.ctx, m.tx, keys.ActorInputKey{ActorID: a.id})
 	if err != nil {
@@ -273,7 +274,7 @@ func (m *machine) deallocate(a *actor) error {
 	}
 	clearHost(st)
 	st.ConnectableTs = nil
-	st.Deadline = nil
+	st.Deadline, st.LivenessTs = nil, nil
 	m.eff.addPool(Pool{Namespace: st.Namespace, Selector: st.Selector})
 	return nil
 }

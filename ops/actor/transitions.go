@@ -198,23 +198,30 @@ func (m *machine) lost(a *actor, reason string) error {
 	return m.crashedAs(a, errJSON, policy)
 }
 
-// checkLiveness is a running actor's periodic check of its envoy's last ping: lost when
-// the envoy has not pinged within the lost threshold, else checked again later.
-func (m *machine) checkLiveness(a *actor) error {
-	h, _ := HostOf(a.st)
-	ok, err := m.alive(h)
-	if err != nil {
-		return err
+// placedTimer handles the timer of a placed actor (starting, running, stopping): first its
+// periodic check of its envoy's last ping, if due (lost when the envoy has not pinged
+// within the lost threshold, else checked again later); then its phase's deadline, if due
+// (a start or stop that took too long is lost, runner_no_response).
+func (m *machine) placedTimer(a *actor) error {
+	if lt := a.st.LivenessTs; lt != nil && *lt <= m.now {
+		h, _ := HostOf(a.st)
+		ok, err := m.alive(h)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return m.lost(a, LostRunnerConnection)
+		}
+		a.st.LivenessTs = m.livenessDeadline(h)
 	}
-	if !ok {
-		return m.lost(a, LostRunnerConnection)
+	if d := a.st.Deadline; a.st.Phase != keys.PhaseRunning && d != nil && *d <= m.now {
+		return m.lost(a, LostNoResponse)
 	}
-	a.st.Deadline = m.livenessDeadline(h)
 	return nil
 }
 
-// Timer acts on an actor whose timer is due: a start or stop that took too long is lost
-// (runner_no_response), a running actor on an envoy checks its envoy's liveness, a crash
+// Timer acts on an actor whose timer is due: an actor on an envoy checks its envoy's
+// liveness, a start or stop that took too long is lost (runner_no_response), a crash
 // backoff ends, a wake's wait for capacity ends, an alarm
 // wakes a sleeping actor. A timer that is not due (it moved) does nothing.
 func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
@@ -224,10 +231,8 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 			return nil
 		}
 		switch a.st.Phase {
-		case keys.PhaseStarting, keys.PhaseStopping:
-			return m.lost(a, LostNoResponse)
-		case keys.PhaseRunning:
-			return m.checkLiveness(a)
+		case keys.PhaseStarting, keys.PhaseStopping, keys.PhaseRunning:
+			return m.placedTimer(a)
 		case keys.PhaseRescheduling:
 			return m.place(a, true, false)
 		case keys.PhasePending:
