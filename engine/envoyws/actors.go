@@ -10,6 +10,7 @@ import (
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/protocol/bridge"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -33,23 +34,12 @@ func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand) {
 	}
 }
 
-// sendCommands writes cmds, or keeps them until the replay is out.
-func (c *conn) sendCommands(cmds []actor.HostCommand) {
-	c.cmdMu.Lock()
-	defer c.cmdMu.Unlock()
-	if !c.replayed {
-		c.held = append(c.held, cmds...)
-		return
-	}
-	c.writeCommands(cmds)
-}
+// sendCommands writes cmds, or keeps them until the replay is out (c.cmds).
+func (c *conn) sendCommands(cmds []actor.HostCommand) { c.cmds.Send(cmds) }
 
-// writeCommands writes one ToEnvoyCommands; c.cmdMu is held. A failed write fails the
+// writeCommands writes one ToEnvoyCommands (c.cmds' writer). A failed write fails the
 // socket: the envoy reconnects and gets the stored commands again.
 func (c *conn) writeCommands(cmds []actor.HostCommand) {
-	if len(cmds) == 0 {
-		return
-	}
 	out := make(proto.ToEnvoyCommands, len(cmds))
 	for i, cmd := range cmds {
 		out[i] = bridge.CommandToEnvoy(cmd.Command, cmd.StopReason)
@@ -60,6 +50,8 @@ func (c *conn) writeCommands(cmds []actor.HostCommand) {
 	}
 }
 
+func hostCheckpoint(c actor.HostCommand) rp.ActorCheckpoint { return c.Command.Checkpoint }
+
 // afterRegister runs once the socket is registered and reachable: the stored commands the
 // envoy must get again go first, then those held meanwhile (without duplicates), and the
 // pool's waiting actors may now be placed here.
@@ -69,21 +61,7 @@ func (c *conn) afterRegister() {
 	if err != nil && c.s.ctx.Err() == nil {
 		c.s.o.Log.Warn("envoy socket: replay commands", "envoy_key", c.key, "ray_id", c.ray, "error", err)
 	}
-	c.cmdMu.Lock()
-	c.replayed = true
-	held := c.held
-	c.held = nil
-	sent := map[proto.ActorCheckpoint]bool{}
-	for _, cmd := range replay {
-		sent[bridge.CheckpointToEnvoy(cmd.Command.Checkpoint)] = true
-	}
-	for _, cmd := range held {
-		if !sent[bridge.CheckpointToEnvoy(cmd.Command.Checkpoint)] {
-			replay = append(replay, cmd)
-		}
-	}
-	c.writeCommands(replay)
-	c.cmdMu.Unlock()
+	c.cmds.Open(replay)
 	actors.MovePool(actor.Pool{Namespace: c.nsID, Selector: c.pool})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -205,6 +206,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
+	c.cmds = wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]{Key: hostCheckpoint, Write: c.writeCommands}
 	go func() {
 		defer s.wg.Done()
 		c.run(r)
@@ -233,9 +235,8 @@ type conn struct {
 	lastPong time.Time // guarded by pongMu
 	hb       wsconn.Heartbeat
 
-	cmdMu    sync.Mutex
-	replayed bool                // the stored commands are out; guarded by cmdMu
-	held     []actor.HostCommand // commands that came before, guarded by cmdMu
+	// cmds holds commands until the stored ones are replayed after registration.
+	cmds wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.

@@ -35,27 +35,18 @@ func (s *Server) SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool {
 	return c != nil
 }
 
-// sendCommands writes cmds, or keeps them until the init is out.
-func (c *conn) sendCommands(cmds []proto.CommandWrapper) {
-	c.cmdMu.Lock()
-	defer c.cmdMu.Unlock()
-	if !c.initSent {
-		c.held = append(c.held, cmds...)
-		return
-	}
-	c.writeCommands(cmds)
-}
+// sendCommands writes cmds, or keeps them until the init is out (c.cmds).
+func (c *conn) sendCommands(cmds []proto.CommandWrapper) { c.cmds.Send(cmds) }
 
-// writeCommands writes one ToClientCommands; c.cmdMu is held. A failed write fails the
+// writeCommands writes one ToClientCommands (c.cmds' writer). A failed write fails the
 // socket: the runner reconnects and gets the stored commands again.
 func (c *conn) writeCommands(cmds []proto.CommandWrapper) {
-	if len(cmds) == 0 {
-		return
-	}
 	if err := c.write(proto.ToClientCommands(cmds)); err != nil {
 		c.fail(nil)
 	}
 }
+
+func checkpointOf(c proto.CommandWrapper) proto.ActorCheckpoint { return c.Checkpoint }
 
 // write encodes m for the socket's protocol version and writes it.
 func (c *conn) write(m proto.ToClient) error {
@@ -77,21 +68,7 @@ func (c *conn) afterInit(pool actor.Pool) {
 	if err != nil && c.s.ctx.Err() == nil {
 		c.s.o.Log.Warn("runner socket: replay commands", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
 	}
-	c.cmdMu.Lock()
-	c.initSent = true
-	held := c.held
-	c.held = nil
-	sent := map[proto.ActorCheckpoint]bool{}
-	for _, cmd := range replay {
-		sent[cmd.Checkpoint] = true
-	}
-	for _, cmd := range held {
-		if !sent[cmd.Checkpoint] {
-			replay = append(replay, cmd)
-		}
-	}
-	c.writeCommands(replay)
-	c.cmdMu.Unlock()
+	c.cmds.Open(replay)
 	c.s.o.Runners.Actors().MovePool(pool)
 }
 

@@ -280,6 +280,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
+	c.cmds = wsconn.CommandGate[proto.CommandWrapper, proto.ActorCheckpoint]{Key: checkpointOf, Write: c.writeCommands}
 	s.active.Add(1)
 	// The socket is served on a goroutine of its own and the handler returns, so that
 	// net/http lets go of the connection's state and 8 KiB of buffers (hijack.go).
@@ -313,9 +314,8 @@ type conn struct {
 
 	pool actor.Pool // the runner's pool, for its pending queue
 
-	cmdMu    sync.Mutex // serialises command writes
-	initSent bool       // ToClientInit is out: commands may go
-	held     []proto.CommandWrapper
+	// cmds holds commands until ToClientInit is out and the stored ones are replayed.
+	cmds wsconn.CommandGate[proto.CommandWrapper, proto.ActorCheckpoint]
 
 	tunnels sync.WaitGroup // watchers of this socket's tunnels
 }
