@@ -186,3 +186,15 @@ func TestEnvoyLostWhileStopping(t *testing.T) {
 		t.Fatalf("after the envoy went quiet: %+v", st)
 	}
 }
+
+// A pool of envoys with none alive: a sleep-policy actor sleeps with no_envoys (Rivet's
+// error), not no_capacity.
+func TestNoEnvoys(t *testing.T) {
+	w := newWorld(t)
+	w.envoy("envoy-a", 1)
+	w.now += w.cfg.EnvoyEligibleThreshold + 1
+	aid, _ := w.create(CrashSleep, nil)
+	if st := w.state(aid); st.Phase != keys.PhaseSleeping || string(st.Error) != `"no_envoys"` {
+		t.Fatalf("%+v (error %s); want sleeping with no_envoys", st, st.Error)
+	}
+}

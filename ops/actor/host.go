@@ -125,20 +125,23 @@ func (h Host) unpackCommandKey(b []byte) (aid id.ID, generation uint32, index in
 // MARK: placement
 
 // pick chooses a host for a in its pool and takes a slot there for its next generation;
-// ok is false when no host can take it now. A pool is hosted by envoys once one of its
+// ok is false when no host can take it now, none then the Actor error that says why
+// (no_capacity: its runners are full or stale; no_envoys: the pool has no live envoy). A pool is hosted by envoys once one of its
 // envoys registered (the runner config's protocol version is set, as on Rivet); read at
 // snapshot isolation: a pool changes kind once, and a placement racing it lands on a host
 // the pool still had.
-func (m *machine) pick(a *actor) (Host, bool, error) {
+func (m *machine) pick(a *actor) (h Host, ok bool, none string, err error) {
 	st := &a.st
 	_, envoys, err := keys.Get(m.ctx, m.tx.Snapshot(), keys.RunnerConfigProtocolVersionKey{Namespace: st.Namespace, Name: st.Selector})
 	if err != nil {
-		return Host{}, false, corrupt.Mark("runner_config", err)
+		return Host{}, false, "", corrupt.Mark("runner_config", err)
 	}
 	if envoys {
-		return m.pickEnvoy(a)
+		h, ok, err = m.pickEnvoy(a)
+		return h, ok, "no_envoys", err
 	}
-	return m.pickRunner(a)
+	h, ok, err = m.pickRunner(a)
+	return h, ok, "no_capacity", err
 }
 
 func (m *machine) pickEnvoy(a *actor) (Host, bool, error) {

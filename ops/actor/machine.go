@@ -80,8 +80,8 @@ func (m *machine) ts() *int64 { t := m.now; return &t }
 // MARK: placement
 
 // place puts a on a host of its pool (pick), or, with none free, queues it (force, or a
-// restart/destroy policy) or puts it to sleep with error no_capacity (sleep policy, as
-// Rivet). fromQueue skips the fairness rule that a new actor queues behind waiting ones.
+// restart/destroy policy) or puts it to sleep with error no_capacity, or no_envoys in a
+// pool of envoys (sleep policy, as Rivet). fromQueue skips the fairness rule that a new actor queues behind waiting ones.
 func (m *machine) place(a *actor, force, fromQueue bool) error {
 	st := &a.st
 	if !fromQueue {
@@ -90,25 +90,25 @@ func (m *machine) place(a *actor, force, fromQueue bool) error {
 			return err
 		}
 		if waiting > 0 {
-			return m.noCapacity(a, force)
+			return m.noCapacity(a, force, "no_capacity")
 		}
 	}
-	h, ok, err := m.pick(a)
+	h, ok, none, err := m.pick(a)
 	if err != nil {
 		return err
 	}
 	if ok {
 		return m.start(a, h)
 	}
-	return m.noCapacity(a, force)
+	return m.noCapacity(a, force, none)
 }
 
-// noCapacity handles an actor no runner can take now: a sleep-policy actor sleeps with
-// error no_capacity (unless forced: a wake), any other waits in the queue.
-func (m *machine) noCapacity(a *actor, force bool) error {
+// noCapacity handles an actor no host can take now: a sleep-policy actor sleeps with
+// error code (unless forced: a wake), any other waits in the queue.
+func (m *machine) noCapacity(a *actor, force bool, code string) error {
 	if !force && a.st.CrashPolicy == CrashSleep {
 		m.leaveQueue(a)
-		return m.sleep(a, errorJSON("no_capacity"))
+		return m.sleep(a, errorJSON(code))
 	}
 	return m.enqueue(a)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,10 +108,11 @@ func registered(t *testing.T, e *harness.Engine, key string) {
 	eventually(t, key+" registered", 10*time.Second, func() bool { _, ok := list(t, e)[key]; return ok })
 }
 
-// startEngine starts berth with the fast envoy timings and a runner config for "pool".
-func startEngine(t *testing.T, normal map[string]any) *harness.Engine {
+// startEngine starts berth with the fast envoy timings (and env) and a runner config for
+// "pool".
+func startEngine(t *testing.T, normal map[string]any, env ...string) *harness.Engine {
 	t.Helper()
-	e := harness.StartEngine(t, harness.Settings{Env: fast})
+	e := harness.StartEngine(t, harness.Settings{Env: append(slices.Clone(fast), env...)})
 	e.CallJSON(t, "PUT", "/runner-configs/pool?namespace=default", map[string]any{
 		"datacenters": map[string]any{"default": map[string]any{"normal": normal}},
 	}, nil)
@@ -348,9 +350,16 @@ func TestEnvoyStoppingEvictsPaced(t *testing.T) {
 	}
 }
 
-// Placement spread: 1,000 actors over 10 envoys, none above 1.5× the mean.
+// Placement spread: 1,000 actors over 10 envoys, none above 1.5× the mean, with either
+// placement strategy (pegboard.envoy_placement).
 func TestEnvoyPlacementSpread(t *testing.T) {
-	e := startEngine(t, map[string]any{})
+	for _, strategy := range []string{"hash_ring", "load_balancer"} {
+		t.Run(strategy, func(t *testing.T) { testSpread(t, strategy) })
+	}
+}
+
+func testSpread(t *testing.T, strategy string) {
+	e := startEngine(t, map[string]any{}, "BERTH__pegboard__envoy_placement="+strategy)
 	for i := range 10 {
 		startEnvoy(t, e, fmt.Sprintf("envoy-%02d", i))
 	}
