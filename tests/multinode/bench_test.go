@@ -1,12 +1,15 @@
 package multinode
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/sdk/runner"
 )
 
 // BenchmarkDrain measures the time from SIGTERM to exit of a node holding 10,000 ownership
@@ -14,8 +17,8 @@ import (
 // preserve shutdown). Over PostgreSQL its runners reconnect to a second node while it
 // drains; on the embedded store it is alone. Reported: ms from SIGTERM to exit, and the
 // drain's own ms from its log (ns/op is the time from SIGTERM to exit too). The timer runs
-// through the setup (thousands of connections) so that one run is past -benchtime: a second
-// run would find the first one's runners still reconnecting.
+// through the setup (thousands of connections), so one run is usually past -benchtime; each
+// run shuts its runners down before the next.
 func BenchmarkDrain(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) { benchDrain(b, true) })
 	b.Run("embedded", func(b *testing.B) { benchDrain(b, false) })
@@ -39,11 +42,12 @@ func benchDrain(b *testing.B, postgres bool) {
 		lb := startBalancer(b, nodes)
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
+		rs := make([]*runner.Runner, sockets)
 		for i := range sockets {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				startRunner(b, lb.URL(), fmt.Sprintf("runner-%d", i), 1)
+				rs[i] = startRunner(b, lb.URL(), fmt.Sprintf("runner-%d", i), 1)
 			})
 		}
 		wg.Wait()
@@ -69,6 +73,15 @@ func benchDrain(b *testing.B, postgres bool) {
 		if h := held(b, nc.db, "n1"); len(h) != 0 {
 			b.Errorf("%d ownership records left", len(h))
 		}
+		// The next run must not meet these runners (its nodes may get this run's ports).
+		for _, r := range rs {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = r.Shutdown(ctx, true)
+			})
+		}
+		wg.Wait()
 	}
 }
 
