@@ -113,10 +113,10 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 		p.o.Log.Info("envoy stopping", "namespace_id", ns.String(), "envoy_key", envoyKey)
 	}
 	if d.actors > 0 {
-		if d.out.Drained {
-			h := actor.EnvoyHost(ns, envoyKey)
-			p.evictions.start(func(ctx context.Context) { p.evict(ctx, h, d.cfg) })
-		}
+		// Also when the envoy was draining already: an eviction this process lost (a
+		// restart) starts again; one under way here is not doubled.
+		h := actor.EnvoyHost(ns, envoyKey)
+		p.evictions.start(h, func(ctx context.Context) { p.evict(ctx, h, d.cfg) })
 		return nil
 	}
 	if p.o.Sockets != nil {

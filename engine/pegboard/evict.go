@@ -21,27 +21,43 @@ import (
 // An eviction under way lives in this process only: if the engine restarts meanwhile,
 // the envoy's actors stay until it disconnects (and their liveness checks find it lost).
 
-// evictions runs the evictions of one Envoys; its goroutines end with Run's context.
+// evictions runs the evictions of one Envoys, one at a time per envoy; its goroutines end
+// with Run's context.
 type evictions struct {
 	mu     sync.Mutex
 	ctx    context.Context // nil until Run; evictions asked for before wait for it
 	queued []func(context.Context)
+	active map[actor.Host]bool // envoys whose eviction is queued or under way
 	wg     sync.WaitGroup
 }
 
-// start runs f in its own goroutine under Run's context, or once Run starts.
-func (e *evictions) start(f func(context.Context)) {
+// start runs f, the eviction of envoy h, in its own goroutine under Run's context (or once
+// Run starts), unless one of h is queued or under way already.
+func (e *evictions) start(h actor.Host, f func(context.Context)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.active[h] {
+		return
+	}
+	if e.active == nil {
+		e.active = map[actor.Host]bool{}
+	}
+	e.active[h] = true
+	g := func(ctx context.Context) {
+		f(ctx)
+		e.mu.Lock()
+		delete(e.active, h)
+		e.mu.Unlock()
+	}
 	if e.ctx == nil {
-		e.queued = append(e.queued, f)
+		e.queued = append(e.queued, g)
 		return
 	}
 	if e.ctx.Err() != nil {
 		return
 	}
 	ctx := e.ctx
-	e.wg.Go(func() { f(ctx) })
+	e.wg.Go(func() { g(ctx) })
 }
 
 // run starts the queued evictions and those asked for later, until ctx ends; then it

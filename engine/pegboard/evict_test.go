@@ -1,10 +1,14 @@
 package pegboard
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
 )
 
 // The pause between evictions is min(1/rate, period/n), none without a period (Rivet's
@@ -29,5 +33,42 @@ func TestEvictionInterval(t *testing.T) {
 		if got := evictionInterval(tc.n, c); got != tc.want {
 			t.Errorf("n=%d period=%d rate=%v: %v, want %v", tc.n, tc.period, tc.rate, got, tc.want)
 		}
+	}
+}
+
+// One eviction per envoy at a time: asked for twice (a second ToRivetStopping), it runs
+// once; asked for before Run, it runs when Run starts; after it ends it may run again.
+func TestEvictionsOncePerEnvoy(t *testing.T) {
+	var e evictions
+	h := actor.EnvoyHost(id.New(1), "envoy-a")
+	var runs atomic.Int32
+	release := make(chan struct{})
+	f := func(context.Context) { runs.Add(1); <-release }
+	e.start(h, f)
+	e.start(h, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.run(ctx) }()
+	e.start(h, f)
+	close(release)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		idle := !e.active[h]
+		e.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("eviction did not end")
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("%d runs, want 1", n)
+	}
+	e.start(h, f)
+	cancel()
+	<-done
+	if n := runs.Load(); n > 2 {
+		t.Fatalf("%d runs, want at most 2", n)
 	}
 }
