@@ -11,6 +11,7 @@
 //                the commit(s) this insert made, and how many (from the database's native
 //                metrics, measured in the actor)
 //              count() reads the row count (a read; pages come from the actor's page cache)
+//              vfs() returns the database's native metrics
 //              goToSleep()
 //
 // Commands on stdin, one per line: "metrics" answers with one "metrics" event whose body is
@@ -61,6 +62,7 @@ const rows = actor({
 			return out;
 		},
 		count: async (c) => (await c.db.execute("SELECT count(*) AS n FROM rows"))[0].n,
+		vfs: (c) => vfs(c),
 		goToSleep: (c) => {
 			c.sleep();
 			return true;
