@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/internal/txn"
@@ -79,15 +80,26 @@ type appliedGroup struct {
 // pipelineDepth bounds the groups applied but not yet synced.
 const pipelineDepth = 2
 
+// idleForgetInterval is how often the committer forgets old conflict history while no
+// commits come (see resolver.forget).
+const idleForgetInterval = time.Second
+
 func (db *DB) commitLoop() {
 	applied := make(chan *appliedGroup, pipelineDepth)
 	go db.syncLoop(applied)
 	defer close(applied)
+	idle := time.NewTicker(idleForgetInterval)
+	defer idle.Stop()
 	for {
 		var group []*pendingCommit
 		select {
 		case p := <-db.commits:
 			group = append(make([]*pendingCommit, 0, 16), p)
+		case <-idle.C:
+			// Commits forget the conflict history that left the window; with none coming,
+			// the last burst's would otherwise stay in memory until the next commit.
+			db.resolver.forget(db.clock.now() - udb.MVCCWindowVersions)
+			continue
 		case <-db.stop:
 			db.failQueued()
 			return
