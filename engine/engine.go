@@ -183,6 +183,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		// Envoys host actors of the same lifecycle as runners.
 		Actors:  e.runners.Runners().Actors(),
 		Version: []byte(opts.Build.Version),
+		Cluster: e.cluster,
 	})
 	undo = append(undo, e.envoys.Close)
 	lifecycle := e.runners.Runners()
@@ -201,7 +202,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners, e.cluster}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
-		Envoys: envoyTunnels{e.envoys},
+		Envoys: envoyTunnels{e.envoys, e.cluster},
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
@@ -224,7 +225,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
 	// The node registers before any socket can be claimed, at the address others relay to.
-	if err := e.cluster.Start(ctx, e.runners, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
+	if err := e.cluster.Start(ctx, localSockets{e.runners, e.envoys}, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
@@ -374,7 +375,7 @@ type tunnels struct {
 func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
 	tun, err := t.s.OpenTunnel(rid)
 	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
-		return t.c.OpenRemoteTunnel(rid)
+		return t.c.OpenRemoteTunnel(actor.RunnerHost(rid))
 	}
 	if err != nil {
 		return nil, err
@@ -392,15 +393,72 @@ func (t tunnels) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (guar
 
 func (t tunnels) GatewayID() proto.GatewayID { return t.s.GatewayID() }
 
-// envoyTunnels adapts the envoy sockets to the gateway's EnvoyTunnels.
-type envoyTunnels struct{ s *envoyws.Server }
+// envoyTunnels adapts the envoy sockets to the gateway's EnvoyTunnels: a socket on this
+// node, else one another node holds, relayed there (engine/cluster).
+type envoyTunnels struct {
+	s *envoyws.Server
+	c *cluster.Node
+}
 
 func (t envoyTunnels) OpenEnvoyTunnel(ns id.ID, envoyKey string) (guard.Tunnel, error) {
 	tun, err := t.s.OpenEnvoyTunnel(ns, envoyKey)
+	if errors.Is(err, envoyws.ErrNoEnvoySocket) {
+		return t.c.OpenRemoteTunnel(actor.EnvoyHost(ns, envoyKey))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return tun, nil
+}
+
+// localSockets is this node's runner and envoy sockets as the cluster sees them (its
+// Local): each call goes to the server of the host's kind.
+type localSockets struct {
+	runners *runnerws.Server
+	envoys  *envoyws.Server
+}
+
+func (l localSockets) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
+	if h.IsEnvoy() {
+		return l.envoys.SendEnvoyCommandsHere(h, cmds)
+	}
+	wrapped := make([]proto.CommandWrapper, len(cmds))
+	for i, c := range cmds {
+		wrapped[i] = c.Command
+	}
+	return l.runners.SendCommandsHere(h.RunnerID, wrapped)
+}
+
+func (l localSockets) CloseHere(h actor.Host, err error) bool {
+	if h.IsEnvoy() {
+		return l.envoys.CloseEnvoyHere(h.Namespace, h.EnvoyKey, err)
+	}
+	return l.runners.CloseRunnerHere(h.RunnerID, err)
+}
+
+// EvictHere: connection ids are unique across runners and envoys.
+func (l localSockets) EvictHere(connID id.ID) bool {
+	return l.runners.EvictHere(connID) || l.envoys.EvictHere(connID)
+}
+
+func (l localSockets) Holds(h actor.Host) bool {
+	if h.IsEnvoy() {
+		return l.envoys.Holds(h.Namespace, h.EnvoyKey)
+	}
+	return l.runners.Holds(h.RunnerID)
+}
+
+func (l localSockets) OpenTunnel(h actor.Host) (cluster.Tunnel, error) {
+	if h.IsEnvoy() {
+		if tun, err := l.envoys.OpenEnvoyTunnel(h.Namespace, h.EnvoyKey); err == nil {
+			return tun, nil
+		}
+		return nil, envoyws.ErrNoEnvoySocket
+	}
+	if tun, err := l.runners.OpenTunnel(h.RunnerID); err == nil {
+		return tun, nil
+	}
+	return nil, runnerws.ErrNoRunnerSocket
 }
 
 // ActorConfig is the actor lifecycle's part of the pegboard config.

@@ -19,8 +19,9 @@ import (
 // starts a drain. Health turns 503 at once and new requests get 503 with Retry-After: 1 and
 // Connection: close; requests already admitted finish; the runner sockets held here close
 // with 1011 ws.going_away so their runners reconnect to another node at once (same runner
-// key, so the same runner id and actors), and so do the client WebSockets of the gateway; the node's ownership records are released, at most
-// Releases at a time; the drain ends as soon as no socket, request or release is left, or at
+// key, so the same runner id and actors), and so do the envoy sockets (same envoy key) and
+// the client WebSockets of the gateway; the node's ownership records, runners' and envoys',
+// are released, at most Releases at a time; the drain ends as soon as no socket, request or release is left, or at
 // DrainTimeout.
 
 // Shutdown tuning from the environment, validated strictly at start.
@@ -200,7 +201,7 @@ func (e *Engine) shutdownHandler(token string, next http.Handler) http.Handler {
 
 // DrainStatus is what a drain left when it ended.
 type DrainStatus struct {
-	Sockets   int64 // runner socket handlers still running
+	Sockets   int64 // runner and envoy socket handlers still running
 	Releasing int64 // ownership releases in flight
 	Held      int   // ownership records still naming this node (handoff)
 	Requests  int64 // admitted requests and relays still running
@@ -234,7 +235,8 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 	// requests still running may finish until the deadline.
 	e.admit.closeSockets()
 	e.runners.CloseSockets()
-	e.envoys.Close()
+	e.envoys.CloseSockets()
+	sockets := func() int64 { return e.runners.Active() + e.envoys.Active() }
 	released := make(chan struct{})
 	if mode == Handoff {
 		go func() {
@@ -252,10 +254,10 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 		default:
 			return false
 		}
-		return e.runners.Active() == 0 && e.cluster.Releasing() == 0 && busy() == 0
+		return sockets() == 0 && e.cluster.Releasing() == 0 && busy() == 0
 	}
 	waitUntil(ctx, deadline, done)
-	st := DrainStatus{Sockets: e.runners.Active(), Releasing: e.cluster.Releasing(), Requests: busy(), TimedOut: !done()}
+	st := DrainStatus{Sockets: sockets(), Releasing: e.cluster.Releasing(), Requests: busy(), TimedOut: !done()}
 	if mode == Handoff {
 		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
 		st.Held, _ = e.cluster.Held(hctx)

@@ -10,7 +10,7 @@ import (
 
 // Engine nodes (berth's own; Rivet keeps node membership outside the store). Several nodes
 // of one datacenter share the store: each registers a lease, and the node holding a
-// runner's socket records it in an ownership record fenced by an epoch, so that a gateway
+// runner's or an envoy's socket records it in an ownership record fenced by an epoch, so that a gateway
 // or a command on any node finds the socket, and a node leaving releases what it holds.
 var nodeSub = subspace.Sub(tagRivet, tagNode)
 
@@ -58,28 +58,81 @@ func (NodeLeaseKey) Decode(b []byte) (NodeLease, error) {
 	return NodeLease{ExpiresMs: int64(binary.BigEndian.Uint64(b)), Address: addr}, nil
 }
 
-// SocketOwner names the node holding a runner's socket. Epoch grows by one at every claim
-// of the runner's socket by any node: a release or a renewal carrying an older epoch is
+// Socket names the peer of an ownership record: a runner (RunnerID) or an envoy (Namespace
+// and EnvoyKey; envoy keys are unique within a namespace). Its key segments are runner_id
+// for a runner and ENVOY, namespace_id, envoy_key for an envoy, so the two never collide.
+type Socket struct {
+	RunnerID  id.ID // zero for an envoy
+	Namespace id.ID // zero for a runner
+	EnvoyKey  string
+}
+
+// RunnerSocket is runner rid's socket.
+func RunnerSocket(rid id.ID) Socket { return Socket{RunnerID: rid} }
+
+// EnvoySocket is the socket of envoy key in namespace ns.
+func EnvoySocket(ns id.ID, key string) Socket { return Socket{Namespace: ns, EnvoyKey: key} }
+
+// IsEnvoy reports whether s is an envoy's socket.
+func (s Socket) IsEnvoy() bool { return s.EnvoyKey != "" }
+
+// String names the socket for logs.
+func (s Socket) String() string {
+	if s.IsEnvoy() {
+		return "envoy " + s.Namespace.String() + "/" + s.EnvoyKey
+	}
+	return "runner " + s.RunnerID.String()
+}
+
+// append adds the socket's segments to t.
+func (s Socket) append(t tuple.Tuple) tuple.Tuple {
+	if s.IsEnvoy() {
+		return append(t, tagEnvoy, s.Namespace, s.EnvoyKey)
+	}
+	return append(t, s.RunnerID)
+}
+
+// unpackSocket parses a key of sub whose segments are prefix (constants and holes) then a
+// Socket's, trying the runner shape and then the envoy shape; it returns the prefix's
+// segments too.
+func unpackSocket(name string, sub subspace.Subspace, b []byte, prefix ...any) (tuple.Tuple, Socket, error) {
+	t, err := unpack(name, sub, b, append(prefix, anyID)...)
+	if err == nil {
+		return t, RunnerSocket(t[len(prefix)].(id.ID)), nil
+	}
+	t, err2 := unpack(name, sub, b, append(prefix, tagEnvoy, anyID, anyString)...)
+	if err2 != nil {
+		return nil, Socket{}, err
+	}
+	n := len(prefix)
+	return t, EnvoySocket(t[n+1].(id.ID), t[n+2].(string)), nil
+}
+
+// SocketOwner names the node holding a runner's or an envoy's socket. Epoch grows by one at
+// every claim of the socket by any node: a release or a renewal carrying an older epoch is
 // refused, so a node that lost the socket can never clear its successor's record.
 type SocketOwner struct {
 	Epoch  int64
 	NodeID string
 }
 
-// SocketOwnerKey is (NODE, SOCKET_OWNER, runner_id) → SocketOwner: big-endian i64 epoch,
-// then the node id as UTF-8. An empty node id is a released record (the epoch is kept, so
-// epochs never go back).
-type SocketOwnerKey struct{ RunnerID id.ID }
+// SocketOwnerKey is (NODE, SOCKET_OWNER, runner_id) for a runner and (NODE, SOCKET_OWNER,
+// ENVOY, namespace_id, envoy_key) for an envoy → SocketOwner: big-endian i64 epoch, then
+// the node id as UTF-8. An empty node id is a released record (the epoch is kept, so epochs
+// never go back).
+type SocketOwnerKey struct{ Socket Socket }
 
-func (k SocketOwnerKey) Pack() []byte { return nodeSub.Pack(tuple.Tuple{tagSocketOwner, k.RunnerID}) }
+func (k SocketOwnerKey) Pack() []byte {
+	return nodeSub.Pack(k.Socket.append(tuple.Tuple{tagSocketOwner}))
+}
 
 // UnpackSocketOwnerKey parses a SocketOwnerKey, checking every constant segment.
 func UnpackSocketOwnerKey(b []byte) (SocketOwnerKey, error) {
-	t, err := unpack("SocketOwnerKey", nodeSub, b, tagSocketOwner, anyID)
+	_, s, err := unpackSocket("SocketOwnerKey", nodeSub, b, tagSocketOwner)
 	if err != nil {
 		return SocketOwnerKey{}, err
 	}
-	return SocketOwnerKey{RunnerID: t[1].(id.ID)}, nil
+	return SocketOwnerKey{Socket: s}, nil
 }
 
 func (SocketOwnerKey) Encode(v SocketOwner) []byte { return append(encodeI64(v.Epoch), v.NodeID...) }
@@ -95,16 +148,17 @@ func (SocketOwnerKey) Decode(b []byte) (SocketOwner, error) {
 	return SocketOwner{Epoch: int64(binary.BigEndian.Uint64(b)), NodeID: node}, nil
 }
 
-// NodeSocketKey is (NODE, NODE_SOCKET_IDX, node_id, runner_id) → i64 big-endian epoch: the
-// ownership records a node holds, so that it can release them all when it leaves. It is
-// written and cleared in the same transactions as the SocketOwnerKey it mirrors.
+// NodeSocketKey is (NODE, NODE_SOCKET_IDX, node_id, <socket>) → i64 big-endian epoch, the
+// socket's segments as in SocketOwnerKey: the ownership records a node holds, so that it can
+// release them all when it leaves. It is written and cleared in the same transactions as
+// the SocketOwnerKey it mirrors.
 type NodeSocketKey struct {
-	NodeID   string
-	RunnerID id.ID
+	NodeID string
+	Socket Socket
 }
 
 func (k NodeSocketKey) Pack() []byte {
-	return nodeSub.Pack(tuple.Tuple{tagNodeSocketIx, k.NodeID, k.RunnerID})
+	return nodeSub.Pack(k.Socket.append(tuple.Tuple{tagNodeSocketIx, k.NodeID}))
 }
 
 // NodeSocketRange is the range of node's ownership index.
@@ -114,11 +168,11 @@ func NodeSocketRange(node string) (begin, end []byte) {
 
 // UnpackNodeSocketKey parses a NodeSocketKey, checking every constant segment.
 func UnpackNodeSocketKey(b []byte) (NodeSocketKey, error) {
-	t, err := unpack("NodeSocketKey", nodeSub, b, tagNodeSocketIx, anyString, anyID)
+	t, s, err := unpackSocket("NodeSocketKey", nodeSub, b, tagNodeSocketIx, anyString)
 	if err != nil {
 		return NodeSocketKey{}, err
 	}
-	return NodeSocketKey{NodeID: t[1].(string), RunnerID: t[2].(id.ID)}, nil
+	return NodeSocketKey{NodeID: t[1].(string), Socket: s}, nil
 }
 
 func (NodeSocketKey) Encode(v int64) []byte          { return encodeI64(v) }

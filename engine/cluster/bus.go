@@ -5,22 +5,47 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// busMessage is one runner control message on the bus.
+// busMessage is one control message for a runner's or an envoy's socket on the bus.
 type busMessage struct {
-	Op     string `json:"op"` // "commands", "close" or "evict"
-	Runner string `json:"runner,omitempty"`
-	Conn   string `json:"conn,omitempty"`
-	// Commands is ToClientCommands encoded at the latest protocol version.
+	Op string `json:"op"` // "commands", "close" or "evict"
+	// Runner names a runner; Namespace and Envoy name an envoy.
+	Runner    string `json:"runner,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Envoy     string `json:"envoy,omitempty"`
+	Conn      string `json:"conn,omitempty"`
+	// Commands is ToClientCommands encoded at the latest runner protocol version; Reasons,
+	// for an envoy, holds each command's stop reason (envoy v8), one byte each.
 	Commands []byte `json:"commands,omitempty"`
+	Reasons  []byte `json:"reasons,omitempty"`
 	// Group and Code are the close error of "close".
 	Group string `json:"group,omitempty"`
 	Code  string `json:"code,omitempty"`
+}
+
+// busMessageFor is a message of op for h's socket.
+func busMessageFor(op string, h actor.Host) busMessage {
+	if h.IsEnvoy() {
+		return busMessage{Op: op, Namespace: h.Namespace.String(), Envoy: h.EnvoyKey}
+	}
+	return busMessage{Op: op, Runner: h.RunnerID.String()}
+}
+
+// host is the socket the message is for.
+func (m busMessage) host() (actor.Host, error) {
+	if m.Envoy != "" {
+		ns, err := id.Parse(m.Namespace)
+		return actor.EnvoyHost(ns, m.Envoy), err
+	}
+	rid, err := id.Parse(m.Runner)
+	return actor.RunnerHost(rid), err
 }
 
 func (n *Node) publish(m busMessage) {
@@ -30,24 +55,35 @@ func (n *Node) publish(m busMessage) {
 		err = n.o.Bus.Publish(context.Background(), n.subject, b)
 	}
 	if err != nil && !errors.Is(err, pubsub.ErrClosed) {
-		// The runner gets stored commands again when it reconnects.
-		n.o.Log.Warn("cluster: publish runner message", "op", m.Op, "runner_id", m.Runner, "error", err)
+		// The runner or envoy gets stored commands again when it reconnects.
+		n.o.Log.Warn("cluster: publish socket message", "op", m.Op, "runner_id", m.Runner, "envoy_key", m.Envoy, "error", err)
 	}
 }
 
-// SendCommands forwards commands for runner rid to the node holding its socket.
-func (n *Node) SendCommands(rid id.ID, cmds []proto.CommandWrapper) {
-	b, err := proto.EncodeToClient(proto.ToClientCommands(cmds), proto.LatestVersion)
+// SendCommands forwards commands for h to the node holding its socket.
+func (n *Node) SendCommands(h actor.Host, cmds []actor.HostCommand) {
+	wrapped := make(proto.ToClientCommands, len(cmds))
+	var reasons []byte
+	for i, c := range cmds {
+		wrapped[i] = c.Command
+		if h.IsEnvoy() {
+			reasons = append(reasons, byte(c.StopReason))
+		}
+	}
+	b, err := proto.EncodeToClient(wrapped, proto.LatestVersion)
 	if err != nil {
-		n.o.Log.Error("cluster: encode commands", "runner_id", rid.String(), "error", err)
+		n.o.Log.Error("cluster: encode commands", "host", h.String(), "error", err)
 		return
 	}
-	n.publish(busMessage{Op: "commands", Runner: rid.String(), Commands: b})
+	m := busMessageFor("commands", h)
+	m.Commands, m.Reasons = b, reasons
+	n.publish(m)
 }
 
-// CloseRunner asks the node holding runner rid's socket to close it with err.
-func (n *Node) CloseRunner(rid id.ID, err error) {
-	m := busMessage{Op: "close", Runner: rid.String(), Group: "ws", Code: "eviction"}
+// CloseSocket asks the node holding h's socket to close it with err.
+func (n *Node) CloseSocket(h actor.Host, err error) {
+	m := busMessageFor("close", h)
+	m.Group, m.Code = "ws", "eviction"
 	if e, ok := rerr.As(err); ok {
 		m.Group, m.Code = e.Group, e.Code
 	}
@@ -55,7 +91,7 @@ func (n *Node) CloseRunner(rid id.ID, err error) {
 }
 
 // Evict asks the node holding the socket with connection id connID to close it with
-// ws.eviction (a newer socket of the same runner registered elsewhere).
+// ws.eviction (a newer socket of the same runner or envoy registered elsewhere).
 func (n *Node) Evict(connID id.ID) {
 	n.publish(busMessage{Op: "evict", Conn: connID.String()})
 }
@@ -80,27 +116,48 @@ func (n *Node) deliver(data []byte) {
 		n.o.Log.Warn("cluster: bad bus message", "error", err)
 		return
 	}
-	switch m.Op {
-	case "commands":
-		rid, err := id.Parse(m.Runner)
-		if err != nil {
-			return
-		}
-		dec, err := proto.DecodeToClient(m.Commands, proto.LatestVersion)
-		if err != nil {
-			n.o.Log.Warn("cluster: bad commands on the bus", "runner_id", m.Runner, "error", err)
-			return
-		}
-		if cmds, ok := dec.(proto.ToClientCommands); ok {
-			n.local.SendCommandsHere(rid, cmds)
-		}
-	case "close":
-		if rid, err := id.Parse(m.Runner); err == nil {
-			n.local.CloseRunnerHere(rid, rerr.New(m.Group, m.Code))
-		}
-	case "evict":
+	if m.Op == "evict" {
 		if cid, err := id.Parse(m.Conn); err == nil {
 			n.local.EvictHere(cid)
 		}
+		return
 	}
+	h, err := m.host()
+	if err != nil {
+		return
+	}
+	switch m.Op {
+	case "commands":
+		cmds, err := m.commands(h)
+		if err != nil {
+			n.o.Log.Warn("cluster: bad commands on the bus", "host", h.String(), "error", err)
+			return
+		}
+		n.local.SendCommandsHere(h, cmds)
+	case "close":
+		n.local.CloseHere(h, rerr.New(m.Group, m.Code))
+	}
+}
+
+// commands decodes the commands of a "commands" message for h.
+func (m busMessage) commands(h actor.Host) ([]actor.HostCommand, error) {
+	dec, err := proto.DecodeToClient(m.Commands, proto.LatestVersion)
+	if err != nil {
+		return nil, err
+	}
+	wrapped, ok := dec.(proto.ToClientCommands)
+	if !ok {
+		return nil, errors.New("not ToClientCommands")
+	}
+	if h.IsEnvoy() && len(m.Reasons) != len(wrapped) {
+		return nil, errors.New("one stop reason per envoy command expected")
+	}
+	out := make([]actor.HostCommand, len(wrapped))
+	for i, c := range wrapped {
+		out[i] = actor.HostCommand{Host: h, Command: c}
+		if h.IsEnvoy() {
+			out[i].StopReason = envoyproto.StopActorReason(m.Reasons[i])
+		}
+	}
+	return out, nil
 }

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
-	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -45,14 +45,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Local is what this node's runner socket server does for the cluster.
+// Local is what this node's socket servers (runners and envoys) do for the cluster, each
+// call for a socket this node holds: false, or an error, when it is not here.
 type Local interface {
-	SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool
-	CloseRunnerHere(rid id.ID, err error) bool
+	SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool
+	CloseHere(h actor.Host, err error) bool
 	EvictHere(connID id.ID) bool
-	Holds(rid id.ID) bool
-	OpenTunnel(rid id.ID) (*runnerws.Tunnel, error)
+	Holds(h actor.Host) bool
+	OpenTunnel(h actor.Host) (Tunnel, error)
 }
+
+// Node implements what the socket servers need of the cluster.
+var _ wsconn.Cluster = (*Node)(nil)
 
 // Node is this engine among the nodes of its datacenter.
 type Node struct {
@@ -169,11 +173,11 @@ func (n *Node) Leave(ctx context.Context) error {
 	return err
 }
 
-// ClaimSocket records that this node holds runner rid's socket; the epoch returned is the
-// one to release it with.
-func (n *Node) ClaimSocket(ctx context.Context, rid id.ID) (int64, error) {
+// ClaimSocket records that this node holds h's socket (a runner's or an envoy's); the epoch
+// returned is the one to release it with.
+func (n *Node) ClaimSocket(ctx context.Context, h actor.Host) (int64, error) {
 	res, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{RunnerID: rid, NodeID: n.o.ID})
+		return opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{Socket: h.Socket, NodeID: n.o.ID})
 	})
 	if err != nil {
 		return 0, err
@@ -181,16 +185,16 @@ func (n *Node) ClaimSocket(ctx context.Context, rid id.ID) (int64, error) {
 	return res.(int64), nil
 }
 
-// ReleaseSocket releases the ownership record of runner rid held under epoch, in one
+// ReleaseSocket releases the ownership record of h's socket held under epoch, in one
 // transaction with before (the socket's own clean-up, nil for none; an *rerr.Error from it
 // means it wrote nothing and is ignored), and returns once that committed or failed. Releases
 // are committed in batches, at most Options.Releases records in flight. After a preserve
 // shutdown began it does nothing: ownership is kept for the restart.
-func (n *Node) ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context, udb.Transaction) error) {
+func (n *Node) ReleaseSocket(ctx context.Context, h actor.Host, epoch int64, before func(context.Context, udb.Transaction) error) {
 	if n.preserve.Load() {
 		return
 	}
-	j := releaseJob{ctx: ctx, rid: rid, epoch: epoch, before: before, done: make(chan struct{})}
+	j := releaseJob{ctx: ctx, sock: h.Socket, epoch: epoch, before: before, done: make(chan struct{})}
 	n.push(j)
 	<-j.done
 }
@@ -198,7 +202,7 @@ func (n *Node) ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before
 // releaseJob is one ownership record to release.
 type releaseJob struct {
 	ctx    context.Context
-	rid    id.ID
+	sock   keys.Socket
 	epoch  int64
 	before func(context.Context, udb.Transaction) error
 	done   chan struct{} // closed once settled
@@ -232,13 +236,13 @@ func (n *Node) runReleases(batch []releaseJob) {
 	if err == nil || len(batch) == 1 {
 		if err != nil && ctx.Err() == nil {
 			// The record stays ours; other nodes see it dead once the lease runs out.
-			n.o.Log.Warn("cluster: release runner socket", "runner_id", batch[0].rid.String(), "epoch", batch[0].epoch, "error", err)
+			n.o.Log.Warn("cluster: release socket", "socket", batch[0].sock.String(), "epoch", batch[0].epoch, "error", err)
 		}
 		return
 	}
 	for _, j := range batch {
 		if err := n.releaseTx(j.ctx, []releaseJob{j}); err != nil && j.ctx.Err() == nil {
-			n.o.Log.Warn("cluster: release runner socket", "runner_id", j.rid.String(), "epoch", j.epoch, "error", err)
+			n.o.Log.Warn("cluster: release socket", "socket", j.sock.String(), "epoch", j.epoch, "error", err)
 		}
 	}
 }
@@ -253,7 +257,7 @@ func (n *Node) releaseTx(ctx context.Context, batch []releaseJob) error {
 					}
 				}
 			}
-			if _, err := opnode.ReleaseSocket(ctx, tx, opnode.ReleaseSocketInput{RunnerID: j.rid, NodeID: n.o.ID, Epoch: j.epoch}); err != nil {
+			if _, err := opnode.ReleaseSocket(ctx, tx, opnode.ReleaseSocketInput{Socket: j.sock, NodeID: n.o.ID, Epoch: j.epoch}); err != nil {
 				return nil, err
 			}
 		}
@@ -268,11 +272,11 @@ func (n *Node) Releasing() int64 { return n.releasing.Load() }
 // Preserve makes later releases keep ownership (a restart of this node at this address).
 func (n *Node) Preserve() { n.preserve.Store(true) }
 
-// ReleaseAll releases every ownership record this node holds for a runner whose socket is
-// not live here (those are released by their sockets as they close), at most
+// ReleaseAll releases every ownership record this node holds for a runner or an envoy whose
+// socket is not live here (those are released by their sockets as they close), at most
 // Options.Releases at once, and returns when all have settled or ctx ends.
 func (n *Node) ReleaseAll(ctx context.Context) error {
-	var after id.ID
+	var after *keys.Socket
 	var pending []chan struct{}
 	defer func() {
 		for _, d := range pending {
@@ -294,14 +298,14 @@ func (n *Node) ReleaseAll(ctx context.Context) error {
 			if n.preserve.Load() {
 				return nil
 			}
-			if n.local != nil && n.local.Holds(h.RunnerID) {
+			if n.local != nil && n.local.Holds(actor.Host{Socket: h.Socket}) {
 				continue
 			}
-			j := releaseJob{ctx: ctx, rid: h.RunnerID, epoch: h.Epoch, done: make(chan struct{})}
+			j := releaseJob{ctx: ctx, sock: h.Socket, epoch: h.Epoch, done: make(chan struct{})}
 			n.push(j) // blocks while the queue is full, so the listing stays near the releases
 			pending = append(pending, j.done)
 		}
-		after = page[len(page)-1].RunnerID
+		after = &page[len(page)-1].Socket
 	}
 }
 

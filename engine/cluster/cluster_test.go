@@ -8,9 +8,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -20,44 +21,44 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeLocal is a node's runner sockets: it holds the runners in held and records what the
-// bus delivered.
+// fakeLocal is a node's runner and envoy sockets: it holds the hosts in held and records
+// what the bus delivered.
 type fakeLocal struct {
 	mu     sync.Mutex
-	held   map[id.ID]bool
-	cmds   map[id.ID]int
-	closed map[id.ID]string
+	held   map[actor.Host]bool
+	cmds   map[actor.Host][]actor.HostCommand
+	closed map[actor.Host]string
 	evict  map[id.ID]bool
 	got    chan struct{}
 }
 
-func newFakeLocal(held ...id.ID) *fakeLocal {
-	l := &fakeLocal{held: map[id.ID]bool{}, cmds: map[id.ID]int{}, closed: map[id.ID]string{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
-	for _, r := range held {
-		l.held[r] = true
+func newFakeLocal(held ...actor.Host) *fakeLocal {
+	l := &fakeLocal{held: map[actor.Host]bool{}, cmds: map[actor.Host][]actor.HostCommand{}, closed: map[actor.Host]string{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
+	for _, h := range held {
+		l.held[h] = true
 	}
 	return l
 }
 
-func (l *fakeLocal) SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool {
+func (l *fakeLocal) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.held[rid] {
+	if !l.held[h] {
 		return false
 	}
-	l.cmds[rid] += len(cmds)
+	l.cmds[h] = append(l.cmds[h], cmds...)
 	l.got <- struct{}{}
 	return true
 }
 
-func (l *fakeLocal) CloseRunnerHere(rid id.ID, err error) bool {
+func (l *fakeLocal) CloseHere(h actor.Host, err error) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.held[rid] {
+	if !l.held[h] {
 		return false
 	}
 	e, _ := rerr.As(err)
-	l.closed[rid] = e.Key()
+	l.closed[h] = e.Key()
 	l.got <- struct{}{}
 	return true
 }
@@ -70,14 +71,14 @@ func (l *fakeLocal) EvictHere(connID id.ID) bool {
 	return true
 }
 
-func (l *fakeLocal) Holds(rid id.ID) bool {
+func (l *fakeLocal) Holds(h actor.Host) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.held[rid]
+	return l.held[h]
 }
 
-func (l *fakeLocal) OpenTunnel(id.ID) (*runnerws.Tunnel, error) {
-	return nil, runnerws.ErrNoRunnerSocket
+func (l *fakeLocal) OpenTunnel(actor.Host) (Tunnel, error) {
+	return nil, ErrNoSocket
 }
 
 func (l *fakeLocal) await(t *testing.T) {
@@ -109,26 +110,40 @@ func startNode(t *testing.T, db udb.Database, bus pubsub.PubSub, nodeID string, 
 	return n
 }
 
-// TestBusReachesTheHoldingNode: commands, closes and evictions sent from one node reach the
-// node that holds the socket.
+// TestBusReachesTheHoldingNode: commands (an envoy's with their stop reasons), closes and
+// evictions sent from one node reach the node that holds the runner's or the envoy's socket.
 func TestBusReachesTheHoldingNode(t *testing.T) {
 	db, bus := openStore(t), pubsub.NewMemory()
 	t.Cleanup(func() { _ = bus.Close() })
-	rid, conn := id.New(1), id.New(1)
-	a, lb := newFakeLocal(), newFakeLocal(rid)
+	runner, envoy := actor.RunnerHost(id.New(1)), actor.EnvoyHost(id.New(1), "envoy-b")
+	a, lb := newFakeLocal(), newFakeLocal(runner, envoy)
 	na := startNode(t, db, bus, "a", 8, a)
 	startNode(t, db, bus, "b", 8, lb)
 
-	na.SendCommands(rid, []proto.CommandWrapper{{Checkpoint: proto.ActorCheckpoint{ActorID: "x"}, Inner: proto.CommandStopActor{}}})
-	lb.await(t)
-	na.CloseRunner(rid, rerr.WS("eviction"))
-	lb.await(t)
-	na.Evict(conn)
-	lb.await(t)
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	if lb.cmds[rid] != 1 || lb.closed[rid] != "ws.eviction" || !lb.evict[conn] {
-		t.Fatalf("delivered to b: commands %v, closes %v, evictions %v", lb.cmds, lb.closed, lb.evict)
+	for _, h := range []actor.Host{runner, envoy} {
+		conn := id.New(1)
+		stop := actor.HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: proto.ActorCheckpoint{ActorID: "x", Index: 3}, Inner: proto.CommandStopActor{}}}
+		if h.IsEnvoy() {
+			stop.StopReason = envoyproto.StopActorReasonSleepIntent
+		}
+		na.SendCommands(h, []actor.HostCommand{stop})
+		lb.await(t)
+		na.CloseSocket(h, rerr.WS("eviction"))
+		lb.await(t)
+		na.Evict(conn)
+		lb.await(t)
+		lb.mu.Lock()
+		got := lb.cmds[h]
+		if len(got) != 1 || got[0].Host != h || got[0].StopReason != stop.StopReason || got[0].Command.Checkpoint != stop.Command.Checkpoint ||
+			lb.closed[h] != "ws.eviction" || !lb.evict[conn] {
+			t.Errorf("delivered to b for %v: commands %+v, closes %v, evictions %v", h, got, lb.closed, lb.evict)
+		}
+		lb.mu.Unlock()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cmds) != 0 || len(a.closed) != 0 {
+		t.Errorf("node a, holding nothing, took %v and %v", a.cmds, a.closed)
 	}
 }
 
@@ -138,12 +153,12 @@ func TestReleaseAll(t *testing.T) {
 	ctx := context.Background()
 	db, bus := openStore(t), pubsub.NewMemory()
 	t.Cleanup(func() { _ = bus.Close() })
-	live := id.New(1)
+	live := actor.EnvoyHost(id.New(1), "envoy-live")
 	n := startNode(t, db, bus, "a", 3, newFakeLocal(live))
 	if n.releases.Workers*n.releases.Batch > 3 {
 		t.Fatalf("%d workers × %d per batch exceed BERTH_RELEASES=3", n.releases.Workers, n.releases.Batch)
 	}
-	for _, rid := range append([]id.ID{live}, ids(100)...) {
+	for _, rid := range append([]actor.Host{live, actor.EnvoyHost(id.New(1), "envoy-gone")}, hosts(100)...) {
 		if _, err := n.ClaimSocket(ctx, rid); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +176,7 @@ func TestReleaseAll(t *testing.T) {
 	}
 
 	p := startNode(t, db, bus, "p", 3, newFakeLocal())
-	for _, rid := range ids(10) {
+	for _, rid := range hosts(10) {
 		if _, err := p.ClaimSocket(ctx, rid); err != nil {
 			t.Fatal(err)
 		}
@@ -175,15 +190,16 @@ func TestReleaseAll(t *testing.T) {
 	}
 }
 
-func ids(n int) []id.ID {
-	out := make([]id.ID, n)
+// hosts is n runners.
+func hosts(n int) []actor.Host {
+	out := make([]actor.Host, n)
 	for i := range out {
-		out[i] = id.New(1)
+		out[i] = actor.RunnerHost(id.New(1))
 	}
 	return out
 }
 
-func heldEpoch(t *testing.T, db udb.Database, node string, rid id.ID) int64 {
+func heldEpoch(t *testing.T, db udb.Database, node string, want actor.Host) int64 {
 	t.Helper()
 	res, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
 		return opnode.ListHeld(context.Background(), r, opnode.ListHeldInput{NodeID: node})
@@ -191,11 +207,11 @@ func heldEpoch(t *testing.T, db udb.Database, node string, rid id.ID) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range res.([]opnode.Held) {
-		if h.RunnerID == rid {
-			return h.Epoch
+	for _, held := range res.([]opnode.Held) {
+		if held.Socket == want.Socket {
+			return held.Epoch
 		}
 	}
-	t.Fatalf("%s holds no record of %s", node, rid)
+	t.Fatalf("%s holds no record of %s", node, want)
 	return 0
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -20,7 +21,8 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// RelayPath is the internal endpoint another node opens a tunnel to a runner through.
+// RelayPath is the internal endpoint another node opens a tunnel to a runner or an envoy
+// through: ?runner_id= names a runner, ?namespace=&envoy_key= an envoy.
 const RelayPath = "/internal/runners/tunnel"
 
 // relayDialTimeout bounds the owner lookup plus the relay's dial and upgrade.
@@ -29,6 +31,33 @@ const relayDialTimeout = 5 * time.Second
 // relayBuffer bounds the messages waiting for a relayed tunnel's reader, as runnerws does.
 const relayBuffer = 1024
 
+// ErrNoSocket: no other live node holds the socket (the gateway retries on a fresh lookup).
+var ErrNoSocket = errors.New("cluster: no other live node holds that socket")
+
+// hostQuery names h in RelayPath's query.
+func hostQuery(h actor.Host) url.Values {
+	if h.IsEnvoy() {
+		return url.Values{"namespace": {h.Namespace.String()}, "envoy_key": {h.EnvoyKey}}
+	}
+	return url.Values{"runner_id": {h.RunnerID.String()}}
+}
+
+// queryHost is the host RelayPath's query names.
+func queryHost(q url.Values) (actor.Host, *rerr.Error) {
+	if key := q.Get("envoy_key"); key != "" {
+		ns, err := id.Parse(q.Get("namespace"))
+		if err != nil {
+			return actor.Host{}, rerr.BadRequest("namespace", err.Error())
+		}
+		return actor.EnvoyHost(ns, key), nil
+	}
+	rid, err := id.Parse(q.Get("runner_id"))
+	if err != nil {
+		return actor.Host{}, rerr.BadRequest("runner_id", err.Error())
+	}
+	return actor.RunnerHost(rid), nil
+}
+
 // Tunnel is a gateway request's channel to an actor (guard.Tunnel).
 type Tunnel interface {
 	Send(proto.ToClientTunnelMessageKind) error
@@ -36,13 +65,13 @@ type Tunnel interface {
 	Close()
 }
 
-// OpenRemoteTunnel opens a tunnel to runner rid through the live node that holds its
-// socket, or fails with runnerws.ErrNoRunnerSocket when no other live node holds it (the
+// OpenRemoteTunnel opens a tunnel to h (a runner or an envoy) through the live node that
+// holds its socket, or fails with ErrNoSocket when no other live node holds it (the
 // gateway retries on a fresh lookup).
-func (n *Node) OpenRemoteTunnel(rid id.ID) (Tunnel, error) {
+func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
 	defer cancel()
-	in := opnode.SocketOwnerInput{RunnerID: rid, NowMs: n.o.Now().UnixMilli()}
+	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
 	res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
 		o, ok, err := opnode.SocketOwner(ctx, r, in)
 		if !ok {
@@ -55,25 +84,25 @@ func (n *Node) OpenRemoteTunnel(rid id.ID) (Tunnel, error) {
 	}
 	o, ok := res.(opnode.Owner)
 	if !ok || o.NodeID == n.o.ID || o.Address == "" {
-		return nil, runnerws.ErrNoRunnerSocket
+		return nil, ErrNoSocket
 	}
 	u, err := url.Parse(o.Address)
 	if err != nil {
-		return nil, runnerws.ErrNoRunnerSocket
+		return nil, ErrNoSocket
 	}
 	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
 	u.Path = RelayPath
-	u.RawQuery = url.Values{"runner_id": {rid.String()}}.Encode()
-	h := http.Header{}
+	u.RawQuery = hostQuery(h).Encode()
+	hdr := http.Header{}
 	if n.o.AdminToken != "" {
-		h.Set("X-Rivet-Token", n.o.AdminToken)
+		hdr.Set("X-Rivet-Token", n.o.AdminToken)
 	}
-	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr})
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
 		}
-		return nil, errors.Join(runnerws.ErrNoRunnerSocket, err)
+		return nil, errors.Join(ErrNoSocket, err)
 	}
 	ws.SetReadLimit(runnerws.MaxFrame)
 	t := &remoteTunnel{ws: ws, in: make(chan proto.ToServerTunnelMessageKind, relayBuffer), closed: make(chan struct{})}
@@ -81,7 +110,7 @@ func (n *Node) OpenRemoteTunnel(rid id.ID) (Tunnel, error) {
 	return t, nil
 }
 
-// remoteTunnel is a tunnel relayed to the node holding the runner's socket.
+// remoteTunnel is a tunnel relayed to the node holding the runner's or envoy's socket.
 type remoteTunnel struct {
 	ws     *websocket.Conn
 	in     chan proto.ToServerTunnelMessageKind
@@ -165,9 +194,9 @@ func (t *remoteTunnel) Close() {
 	})
 }
 
-// RelayHandler serves RelayPath: it opens a tunnel on a runner socket this node holds and
-// relays it over the WebSocket. 404 before the upgrade when the socket is not here; 503
-// while the node drains.
+// RelayHandler serves RelayPath: it opens a tunnel on a runner or envoy socket this node
+// holds and relays it over the WebSocket. 404 before the upgrade when the socket is not
+// here; 503 while the node drains.
 func (n *Node) RelayHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !wsconn.CheckUpgrade(w, r, n.o.AdminToken) {
@@ -177,14 +206,18 @@ func (n *Node) RelayHandler() http.Handler {
 			wsconn.WriteHTTPError(w, rerr.New("guard", "service_unavailable"))
 			return
 		}
-		rid, err := id.Parse(r.URL.Query().Get("runner_id"))
-		if err != nil {
-			wsconn.WriteHTTPError(w, rerr.BadRequest("runner_id", err.Error()))
+		h, bad := queryHost(r.URL.Query())
+		if bad != nil {
+			wsconn.WriteHTTPError(w, bad)
 			return
 		}
-		tun, err := n.local.OpenTunnel(rid)
+		tun, err := n.local.OpenTunnel(h)
 		if err != nil {
-			wsconn.WriteHTTPError(w, rerr.New("runner", "not_found"))
+			if h.IsEnvoy() {
+				wsconn.WriteHTTPError(w, rerr.EnvoyNotFound(h.EnvoyKey))
+			} else {
+				wsconn.WriteHTTPError(w, rerr.New("runner", "not_found"))
+			}
 			return
 		}
 		ws, err := websocket.Accept(w, r, nil)
@@ -199,9 +232,9 @@ func (n *Node) RelayHandler() http.Handler {
 	})
 }
 
-// relay copies the gateway's messages to the tunnel and the runner's back until either
-// side ends.
-func (n *Node) relay(ws *websocket.Conn, tun *runnerws.Tunnel) {
+// relay copies the gateway's messages to the tunnel and the host's back until either side
+// ends.
+func (n *Node) relay(ws *websocket.Conn, tun Tunnel) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup

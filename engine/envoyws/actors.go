@@ -23,15 +23,25 @@ import (
 // host is the socket's envoy as an actor host.
 func (c *conn) host() actor.Host { return actor.EnvoyHost(c.nsID, c.key) }
 
-// SendEnvoyCommands sends commands to envoy h if this server holds its socket. Commands that
-// come before the socket replayed its stored ones wait for the replay (sendCommands).
+// SendEnvoyCommands sends commands to envoy h if this server holds its socket, else (with
+// Options.Cluster) to the node that does. Commands that come before the socket replayed its
+// stored ones wait for the replay (sendCommands).
 func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand) {
+	if !s.SendEnvoyCommandsHere(h, cmds) && s.o.Cluster != nil {
+		s.o.Cluster.SendCommands(h, cmds)
+	}
+}
+
+// SendEnvoyCommandsHere is SendEnvoyCommands for a socket on this node only; false when
+// none is here.
+func (s *Server) SendEnvoyCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
 	s.mu.Lock()
 	c := s.byEnvoy[envoyRef{h.Namespace, h.EnvoyKey}]
 	s.mu.Unlock()
 	if c != nil {
 		c.sendCommands(cmds)
 	}
+	return c != nil
 }
 
 // sendCommands writes cmds, or keeps them until the replay is out (c.cmds).

@@ -13,8 +13,15 @@
 // ws.timed_out_waiting_for_init), is normally ToRivetMetadata; the envoy is then registered
 // in one transaction (ops/envoy.Register, with the runner config read serializably), its
 // metadata included. A newer registration of the same key evicts the older socket with
-// 1000 ws.eviction: at once on this node, and on another node at that socket's next pong,
-// which its connection id no longer fences.
+// 1000 ws.eviction: at once on this node, over the bus on another node of the datacenter
+// (Options.Cluster), and in any case at that socket's next pong, which its connection id no
+// longer fences.
+//
+// Several nodes (Options.Cluster, engine/cluster): as for runners, the node holding an
+// envoy's socket records it in an ownership record keyed by (namespace, envoy_key) with a
+// fencing epoch, released with the envoy's expiry when the socket ends; commands, closes
+// and evictions for an envoy held elsewhere go over the bus, and gateway tunnels are
+// relayed to the owner.
 //
 // After registration the server sends ToEnvoyPing at once and then every PingInterval plus
 // 0–127 ms, records each ToRivetPong (last ping, RTT in ms, load-balancer entry moved) in a

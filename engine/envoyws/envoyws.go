@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -68,6 +69,10 @@ type Options struct {
 	ActorStopThreshold int64 // ms
 	// Metrics, when set, records the pongs' round-trip times.
 	Metrics *metrics.Metrics
+	// Cluster, when set, makes this server one of several nodes sharing the store
+	// (engine/cluster), as for runners: sockets are recorded as held here, released when they
+	// end, and commands, closes and evictions for envoys held elsewhere go to their node.
+	Cluster wsconn.Cluster
 }
 
 // Server is the envoy WebSocket endpoint and the registry of its live sockets.
@@ -83,8 +88,9 @@ type Server struct {
 	closed  bool
 	gateway proto.GatewayID // this process's gateway id, random
 
-	pongs wsconn.Batcher[pongJob] // pongs waiting to be recorded (ping.go)
-	wg    sync.WaitGroup          // socket handlers, close handshakes, pong workers
+	pongs  wsconn.Batcher[pongJob] // pongs waiting to be recorded (ping.go)
+	wg     sync.WaitGroup          // socket handlers, close handshakes, pong workers
+	active atomic.Int64            // socket handlers running, releases included
 }
 
 // envoyRef names an envoy: keys are unique within a namespace.
@@ -167,6 +173,15 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 // Close closes every live socket with 1011 ws.going_away (the envoy reconnects) and waits for
 // their handlers to end. Sockets opened afterwards are refused the same way.
 func (s *Server) Close() {
+	s.CloseSockets()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// CloseSockets closes every live socket with 1011 ws.going_away, as Close does, and refuses
+// new ones, but returns at once: each socket's handler ends on its own, releasing what it
+// held (Active counts them down).
+func (s *Server) CloseSockets() {
 	s.mu.Lock()
 	s.closed = true
 	live := make([]*conn, 0, len(s.conns))
@@ -177,8 +192,16 @@ func (s *Server) Close() {
 	for _, c := range live {
 		c.fail(rerr.WS("going_away"))
 	}
-	s.cancel()
-	s.wg.Wait()
+}
+
+// Active is how many socket handlers are running, their disconnects and releases included.
+func (s *Server) Active() int64 { return s.active.Load() }
+
+// Holds reports whether this server holds a live socket of envoy (ns, envoyKey).
+func (s *Server) Holds(ns id.ID, envoyKey string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byEnvoy[envoyRef{ns, envoyKey}] != nil
 }
 
 // ServeHTTP accepts one envoy socket, which is served until it ends (Close waits for it).
@@ -207,8 +230,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
 	c.cmds = wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]{Key: hostCheckpoint, Write: c.writeCommands}
+	s.active.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer s.active.Add(-1)
 		c.run(r)
 	}()
 }
@@ -227,6 +252,7 @@ type conn struct {
 	pool    string
 	appVer  uint32
 	connID  id.ID
+	epoch   int64 // of the ownership record (Options.Cluster); 0 when none was claimed
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by the first close
@@ -489,8 +515,9 @@ func (c *conn) readFirst() (proto.ToRivet, error) {
 }
 
 // register registers the envoy under a fresh connection id in one transaction, with the
-// pool's runner config read serializably (a concurrent delete of it conflicts), and evicts
-// the socket it replaced if this node holds it.
+// pool's runner config read serializably (a concurrent delete of it conflicts), records
+// the socket as held by this node (Options.Cluster), and evicts the socket it replaced,
+// wherever it is.
 func (c *conn) register(md proto.ToRivetMetadata) error {
 	connID := id.New(c.s.o.Label)
 	in := openvoy.RegisterInput{
@@ -518,6 +545,13 @@ func (c *conn) register(md proto.ToRivetMetadata) error {
 	c.connID = connID
 	if !c.s.add(c) {
 		return rerr.WS("going_away")
+	}
+	if cl := c.s.o.Cluster; cl != nil {
+		epoch, err := cl.ClaimSocket(c.s.ctx, c.host())
+		if err != nil {
+			return c.storeErr("claim ownership", err)
+		}
+		c.epoch = epoch
 	}
 	if !out.PrevConnID.IsZero() {
 		c.s.evict(out.PrevConnID)
@@ -550,24 +584,42 @@ func (s *Server) remove(c *conn) {
 	}
 }
 
-// evict closes the socket with that connection id with 1000 ws.eviction, if it is live here.
+// evict closes the socket with that connection id with 1000 ws.eviction, wherever it is.
 func (s *Server) evict(connID id.ID) {
+	if !s.EvictHere(connID) && s.o.Cluster != nil {
+		s.o.Cluster.Evict(connID)
+	}
+}
+
+// EvictHere closes the socket with that connection id with 1000 ws.eviction if it is live
+// on this node; false when it is not.
+func (s *Server) EvictHere(connID id.ID) bool {
 	s.mu.Lock()
 	c := s.conns[connID]
 	s.mu.Unlock()
 	if c != nil {
 		c.closeWith(rerr.WS("eviction"))
 	}
+	return c != nil
 }
 
-// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this server holds it.
+// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this server holds it,
+// else (with Options.Cluster) on the node that does.
 func (s *Server) CloseEnvoy(ns id.ID, envoyKey string, err error) {
+	if !s.CloseEnvoyHere(ns, envoyKey, err) && s.o.Cluster != nil {
+		s.o.Cluster.CloseSocket(actor.EnvoyHost(ns, envoyKey), err)
+	}
+}
+
+// CloseEnvoyHere is CloseEnvoy for a socket on this node only; false when none is here.
+func (s *Server) CloseEnvoyHere(ns id.ID, envoyKey string, err error) bool {
 	s.mu.Lock()
 	c := s.byEnvoy[envoyRef{ns, envoyKey}]
 	s.mu.Unlock()
 	if c != nil {
 		c.closeWith(err)
 	}
+	return c != nil
 }
 
 // Live reports how many registered sockets this server holds.
@@ -647,9 +699,21 @@ func (c *conn) stopping() {
 	}
 }
 
-// disconnect expires the envoy when its socket ended, unless a newer socket took it over.
+// disconnect expires the envoy when its socket ended, unless a newer socket took it over;
+// with Options.Cluster, in one (batched) transaction with the release of its ownership
+// record.
 func (c *conn) disconnect() {
 	<-c.done
+	if cl := c.s.o.Cluster; cl != nil && c.epoch != 0 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 20*time.Second)
+		defer cancel()
+		cl.ReleaseSocket(ctx, c.host(), c.epoch, func(ctx context.Context, tx udb.Transaction) error {
+			// envoy.stale_connection (a newer socket took over) writes nothing and is ignored.
+			_, err := openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: c.nsID, EnvoyKey: c.key, ConnID: c.connID, NowMs: time.Now().UnixMilli()})
+			return err
+		})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 10*time.Second)
 	defer cancel()
 	if err := c.s.o.Envoys.Disconnected(ctx, c.nsID, c.key, c.connID); err != nil {

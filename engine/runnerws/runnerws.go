@@ -98,21 +98,7 @@ type Options struct {
 	// Cluster, when set, makes this server one of several nodes sharing the store
 	// (engine/cluster): sockets are recorded as held here, released when they end, and
 	// commands, closes and evictions for runners held elsewhere go to their node.
-	Cluster Cluster
-}
-
-// Cluster is what the server needs of the datacenter's nodes (engine/cluster.Node).
-type Cluster interface {
-	// ClaimSocket records that this node holds runner rid's socket, returning the epoch
-	// to release it with.
-	ClaimSocket(ctx context.Context, rid id.ID) (int64, error)
-	// ReleaseSocket releases the record held under epoch in one transaction with before
-	// (whose *rerr.Error means it wrote nothing, and is ignored), bounded in concurrency; it
-	// does nothing while the node shuts down preserving ownership.
-	ReleaseSocket(ctx context.Context, rid id.ID, epoch int64, before func(context.Context, udb.Transaction) error)
-	SendCommands(rid id.ID, cmds []proto.CommandWrapper)
-	CloseRunner(rid id.ID, err error)
-	Evict(connID id.ID)
+	Cluster wsconn.Cluster
 }
 
 // Server is the runner WebSocket endpoint and the registry of its live sockets.
@@ -509,7 +495,7 @@ func (c *conn) register(init proto.ToServerInit) error {
 		return rerr.WS("going_away")
 	}
 	if cl := c.s.o.Cluster; cl != nil {
-		epoch, err := cl.ClaimSocket(c.s.ctx, c.runnerID)
+		epoch, err := cl.ClaimSocket(c.s.ctx, actor.RunnerHost(c.runnerID))
 		if err != nil {
 			if c.s.ctx.Err() != nil {
 				return rerr.WS("going_away")
@@ -583,7 +569,7 @@ func (s *Server) remove(c *conn) {
 // With Options.Cluster, a socket held by another node is closed there.
 func (s *Server) CloseRunner(rid id.ID, err error) {
 	if !s.CloseRunnerHere(rid, err) && s.o.Cluster != nil {
-		s.o.Cluster.CloseRunner(rid, err)
+		s.o.Cluster.CloseSocket(actor.RunnerHost(rid), err)
 	}
 }
 
@@ -678,7 +664,7 @@ func (c *conn) disconnect() {
 		// The ownership record goes with the disconnect, in one bounded (batched) release.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 20*time.Second)
 		defer cancel()
-		cl.ReleaseSocket(ctx, c.runnerID, c.epoch, func(ctx context.Context, tx udb.Transaction) error {
+		cl.ReleaseSocket(ctx, actor.RunnerHost(c.runnerID), c.epoch, func(ctx context.Context, tx udb.Transaction) error {
 			if c.evicted {
 				return nil
 			}

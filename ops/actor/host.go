@@ -15,20 +15,16 @@ import (
 // v8, by key within the actor's namespace). Everything the lifecycle does that depends on
 // the kind of host is in this file; the rest of the machine deals in Hosts.
 type Host struct {
-	RunnerID id.ID // zero for an envoy
-	// Namespace and EnvoyKey name an envoy; both are zero for a runner.
-	Namespace id.ID
-	EnvoyKey  string
+	// Socket names the host (RunnerID for a runner; Namespace and EnvoyKey for an envoy),
+	// as the ownership records of engine nodes name its socket.
+	keys.Socket
 }
 
 // RunnerHost is runner rid.
-func RunnerHost(rid id.ID) Host { return Host{RunnerID: rid} }
+func RunnerHost(rid id.ID) Host { return Host{keys.RunnerSocket(rid)} }
 
 // EnvoyHost is envoy key of namespace ns.
-func EnvoyHost(ns id.ID, key string) Host { return Host{Namespace: ns, EnvoyKey: key} }
-
-// IsEnvoy reports whether the host is an envoy.
-func (h Host) IsEnvoy() bool { return h.EnvoyKey != "" }
+func EnvoyHost(ns id.ID, key string) Host { return Host{keys.EnvoySocket(ns, key)} }
 
 func (h Host) String() string {
 	if h.IsEnvoy() {

@@ -4,31 +4,30 @@ import (
 	"context"
 
 	"github.com/berthhq/berth/keys"
-	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Held is one ownership record a node holds.
+// Held is one ownership record a node holds: its socket (a runner's or an envoy's) and epoch.
 type Held struct {
-	RunnerID id.ID
-	Epoch    int64
+	keys.Socket
+	Epoch int64
 }
 
 // ListHeldInput pages through a node's ownership index.
 type ListHeldInput struct {
 	NodeID string
-	After  id.ID // exclusive; zero starts at the beginning
-	Limit  int   // 0 is unlimited
+	After  *keys.Socket // exclusive; nil starts at the beginning
+	Limit  int          // 0 is unlimited
 }
 
-// ListHeld returns the ownership records a node holds, in runner id order, at snapshot
+// ListHeld returns the ownership records a node holds, in key order, at snapshot
 // isolation: the node itself is the only one adding entries, and each release re-checks
 // its record serializably.
 func ListHeld(ctx context.Context, r udb.ReadTransaction, in ListHeldInput) ([]Held, error) {
 	begin, end := keys.NodeSocketRange(in.NodeID)
 	sel := udb.FirstGreaterOrEqual(begin)
-	if !in.After.IsZero() {
-		sel = udb.FirstGreaterThan(keys.NodeSocketKey{NodeID: in.NodeID, RunnerID: in.After}.Pack())
+	if in.After != nil {
+		sel = udb.FirstGreaterThan(keys.NodeSocketKey{NodeID: in.NodeID, Socket: *in.After}.Pack())
 	}
 	kvs, err := r.Snapshot().GetRange(sel, udb.FirstGreaterOrEqual(end), udb.RangeOptions{Limit: in.Limit}).All(ctx)
 	if err != nil {
@@ -44,7 +43,7 @@ func ListHeld(ctx context.Context, r udb.ReadTransaction, in ListHeldInput) ([]H
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Held{RunnerID: k.RunnerID, Epoch: epoch})
+		out = append(out, Held{Socket: k.Socket, Epoch: epoch})
 	}
 	return out, nil
 }

@@ -2,8 +2,10 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/opstest"
 	"github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
@@ -19,14 +21,14 @@ func tx[T any](t *testing.T, db udb.Database, f func(udb.Transaction) (T, error)
 	return v.(T)
 }
 
-func owner(t *testing.T, db udb.Database, rid id.ID, now int64) (node.Owner, bool) {
+func owner(t *testing.T, db udb.Database, sock keys.Socket, now int64) (node.Owner, bool) {
 	t.Helper()
 	type res struct {
 		o  node.Owner
 		ok bool
 	}
 	r := tx(t, db, func(tx udb.Transaction) (res, error) {
-		o, ok, err := node.SocketOwner(context.Background(), tx, node.SocketOwnerInput{RunnerID: rid, NowMs: now})
+		o, ok, err := node.SocketOwner(context.Background(), tx, node.SocketOwnerInput{Socket: sock, NowMs: now})
 		return res{o, ok}, err
 	})
 	return r.o, r.ok
@@ -39,18 +41,24 @@ func held(t *testing.T, db udb.Database, n string) []node.Held {
 	})
 }
 
+// TestClaimReleaseFencing runs the same fencing story for a runner's socket and an envoy's.
 func TestClaimReleaseFencing(t *testing.T) {
+	for _, sock := range []keys.Socket{keys.RunnerSocket(id.New(1)), keys.EnvoySocket(id.New(1), "envoy-a")} {
+		t.Run(sock.String(), func(t *testing.T) { testClaimReleaseFencing(t, sock) })
+	}
+}
+
+func testClaimReleaseFencing(t *testing.T, rid keys.Socket) {
 	ctx := context.Background()
 	db := opstest.Open(t)
-	rid := id.New(1)
 	claim := func(n string) int64 {
 		return tx(t, db, func(tx udb.Transaction) (int64, error) {
-			return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{RunnerID: rid, NodeID: n})
+			return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{Socket: rid, NodeID: n})
 		})
 	}
 	release := func(n string, epoch int64) bool {
 		return tx(t, db, func(tx udb.Transaction) (bool, error) {
-			return node.ReleaseSocket(ctx, tx, node.ReleaseSocketInput{RunnerID: rid, NodeID: n, Epoch: epoch})
+			return node.ReleaseSocket(ctx, tx, node.ReleaseSocketInput{Socket: rid, NodeID: n, Epoch: epoch})
 		})
 	}
 	tx(t, db, func(tx udb.Transaction) (bool, error) {
@@ -82,7 +90,7 @@ func TestClaimReleaseFencing(t *testing.T) {
 	if o, ok := owner(t, db, rid, 0); !ok || o.NodeID != "b" {
 		t.Fatalf("after a's stale release: %+v %v", o, ok)
 	}
-	if h := held(t, db, "b"); len(h) != 1 || h[0].Epoch != eb || h[0].RunnerID != rid {
+	if h := held(t, db, "b"); len(h) != 1 || h[0].Epoch != eb || h[0].Socket != rid {
 		t.Fatalf("b holds %v", h)
 	}
 	if !release("b", eb) {
@@ -106,20 +114,28 @@ func TestClaimReleaseFencing(t *testing.T) {
 	}
 }
 
+// TestListHeldPages pages through a node's runner and envoy records mixed, each listed once.
 func TestListHeldPages(t *testing.T) {
 	ctx := context.Background()
 	db := opstest.Open(t)
-	for range 25 {
-		rid := id.New(1)
+	ns := id.New(1)
+	want := map[keys.Socket]bool{}
+	for i := range 25 {
+		sock := keys.RunnerSocket(id.New(1))
+		if i%3 == 0 {
+			sock = keys.EnvoySocket(ns, fmt.Sprintf("envoy-%d", i))
+		}
+		want[sock] = true
 		tx(t, db, func(tx udb.Transaction) (int64, error) {
-			return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{RunnerID: rid, NodeID: "a"})
+			return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{Socket: sock, NodeID: "a"})
 		})
 	}
-	tx(t, db, func(tx udb.Transaction) (int64, error) {
-		return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{RunnerID: id.New(1), NodeID: "ab"})
-	})
-	var all []node.Held
-	var after id.ID
+	for _, sock := range []keys.Socket{keys.RunnerSocket(id.New(1)), keys.EnvoySocket(ns, "envoy-ab")} {
+		tx(t, db, func(tx udb.Transaction) (int64, error) {
+			return node.ClaimSocket(ctx, tx, node.ClaimSocketInput{Socket: sock, NodeID: "ab"})
+		})
+	}
+	var after *keys.Socket
 	for {
 		page := tx(t, db, func(tx udb.Transaction) ([]node.Held, error) {
 			return node.ListHeld(ctx, tx, node.ListHeldInput{NodeID: "a", After: after, Limit: 10})
@@ -127,10 +143,15 @@ func TestListHeldPages(t *testing.T) {
 		if len(page) == 0 {
 			break
 		}
-		all = append(all, page...)
-		after = page[len(page)-1].RunnerID
+		for _, h := range page {
+			if !want[h.Socket] {
+				t.Fatalf("listed %v: not one of node a's records, or listed twice", h.Socket)
+			}
+			delete(want, h.Socket)
+		}
+		after = &page[len(page)-1].Socket
 	}
-	if len(all) != 25 {
-		t.Fatalf("listed %d records over pages, want 25 (node ab's must not appear)", len(all))
+	if len(want) != 0 {
+		t.Fatalf("%d of node a's records not listed over pages: %v", len(want), want)
 	}
 }

@@ -4,15 +4,14 @@ import (
 	"context"
 
 	"github.com/berthhq/berth/keys"
-	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// ReleaseSocketInput is a node letting go of a runner's socket it held under Epoch.
+// ReleaseSocketInput is a node letting go of a socket it held under Epoch.
 type ReleaseSocketInput struct {
-	RunnerID id.ID
-	NodeID   string
-	Epoch    int64
+	Socket keys.Socket
+	NodeID string
+	Epoch  int64
 }
 
 // ReleaseSocket clears the ownership record if it still names NodeID at Epoch (a
@@ -21,12 +20,12 @@ type ReleaseSocketInput struct {
 // node's own index entry goes, so a release is settled after one commit and is idempotent.
 // The owner record is read serializably: a claim committing meanwhile makes this retry.
 func ReleaseSocket(ctx context.Context, tx udb.Transaction, in ReleaseSocketInput) (bool, error) {
-	k := keys.SocketOwnerKey{RunnerID: in.RunnerID}
+	k := keys.SocketOwnerKey{Socket: in.Socket}
 	cur, found, err := keys.Get(ctx, tx, k)
 	if err != nil {
 		return false, err
 	}
-	keys.Clear(tx, keys.NodeSocketKey{NodeID: in.NodeID, RunnerID: in.RunnerID})
+	keys.Clear(tx, keys.NodeSocketKey{NodeID: in.NodeID, Socket: in.Socket})
 	if !found || cur.NodeID != in.NodeID || cur.Epoch != in.Epoch {
 		return false, nil
 	}

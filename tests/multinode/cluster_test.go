@@ -363,16 +363,36 @@ func (c *counter) ServeWebSocket(ctx context.Context, ws *runner.WebSocket) {
 	}
 }
 
+// The pools: runners serve "pool", envoys "envoys" (a pool is hosted by runners or by
+// envoys, not both).
+const (
+	runnerPool = "pool"
+	envoyPool  = "envoys"
+)
+
 // startRunner connects a Go runner of pool "pool" hosting counters through endpoint; it
 // reconnects quickly (50 ms, at most 1 s) and keeps its key, so its runner id and actors.
 func startRunner(t testing.TB, endpoint, key string, slots uint32) *runner.Runner {
 	t.Helper()
-	r, err := runner.New(runner.Config{
-		Endpoint: endpoint, Namespace: "default", Name: "pool", Key: key, TotalSlots: slots,
-		Logger:         slog.New(slog.DiscardHandler),
-		BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second,
-		Actors: map[string]func() runner.Actor{"counter": func() runner.Actor { return &counter{} }},
-	})
+	return startHost(t, runner.Config{Endpoint: endpoint, Name: runnerPool, Key: key, TotalSlots: slots})
+}
+
+// startEnvoy connects a Go runner as an envoy (envoy protocol v8) of pool "envoys" hosting
+// counters through endpoint, reconnecting as startRunner's runners do, with its key.
+func startEnvoy(t testing.TB, endpoint, key string, slots uint32) *runner.Runner {
+	t.Helper()
+	return startHost(t, runner.Config{Endpoint: endpoint, Name: envoyPool, Key: key, TotalSlots: slots, Envoy: true, Version: 1})
+}
+
+// startHost starts a runner or an envoy of cfg (endpoint, pool, key, slots and kind) hosting
+// counters in namespace default.
+func startHost(t testing.TB, cfg runner.Config) *runner.Runner {
+	t.Helper()
+	cfg.Namespace = "default"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.BackoffInitial, cfg.BackoffMax = 50*time.Millisecond, time.Second
+	cfg.Actors = map[string]func() runner.Actor{"counter": func() runner.Actor { return &counter{} }}
+	r, err := runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,8 +467,11 @@ func (c *client) do(method, path, body string) ([]byte, error) {
 }
 
 // createCounter creates a counter actor in pool "pool" and returns its id.
-func (c *client) createCounter() (string, error) {
-	b, err := c.do(http.MethodPost, "/actors?namespace=default", `{"name":"counter","runner_name_selector":"pool","crash_policy":"restart"}`)
+func (c *client) createCounter() (string, error) { return c.createCounterIn(runnerPool) }
+
+// createCounterIn creates a counter actor in pool and returns its id.
+func (c *client) createCounterIn(pool string) (string, error) {
+	b, err := c.do(http.MethodPost, "/actors?namespace=default", `{"name":"counter","runner_name_selector":"`+pool+`","crash_policy":"restart"}`)
 	if err != nil {
 		return "", err
 	}
@@ -487,10 +510,11 @@ func (c *client) count(method, aid string) (int, error) {
 	return strconv.Atoi(string(b))
 }
 
-// cluster is three nodes over one store and one NATS, a balancer for runners, runners and
-// counters.
+// cluster is three nodes over one store and one NATS, a balancer for runners and envoys,
+// runners, envoys and counters.
 type cluster struct {
 	runners []*runner.Runner
+	envoys  []*runner.Runner
 	nodes   []*node
 	lb      *balancer
 	client  *client
@@ -513,19 +537,71 @@ func startCluster(t testing.TB, nodes, runners, actors int, env ...string) *clus
 	for i := range runners {
 		c.runners = append(c.runners, startRunner(t, c.lb.URL(), fmt.Sprintf("runner-%d", i), 1000))
 	}
-	for range actors {
-		aid, err := c.client.createCounter()
+	c.addCounters(t, runnerPool, actors)
+	return c
+}
+
+// addCounters creates n counters in pool and waits until each answers.
+func (c *cluster) addCounters(t testing.TB, pool string, n int) {
+	t.Helper()
+	var added []string
+	for range n {
+		aid, err := c.client.createCounterIn(pool)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.actors = append(c.actors, aid)
+		added = append(added, aid)
 	}
-	for _, aid := range c.actors {
+	for _, aid := range added {
 		if _, err := c.client.count(http.MethodGet, aid); err != nil {
 			t.Fatalf("actor %s never answered: %v", aid, err)
 		}
 	}
-	return c
+	c.actors = append(c.actors, added...)
+}
+
+// addEnvoys gives pool "envoys" a runner config, connects n envoys through the balancer
+// (spread over the nodes), waits until all are registered, and adds actors counters hosted
+// on them.
+func (c *cluster) addEnvoys(t testing.TB, n, actors int) {
+	t.Helper()
+	if _, err := c.client.do(http.MethodPut, "/runner-configs/"+envoyPool+"?namespace=default",
+		`{"datacenters":{"default":{"normal":{}}}}`); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for i := range n {
+		key := fmt.Sprintf("envoy-%d", i)
+		keys[key] = true
+		c.envoys = append(c.envoys, startEnvoy(t, c.lb.URL(), key, 1000))
+	}
+	// An envoy's start returns at ToEnvoyInit, before the engine registered it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := c.client.do(http.MethodGet, "/envoys?namespace=default", "")
+		var out struct {
+			Envoys []struct {
+				EnvoyKey string `json:"envoy_key"`
+			} `json:"envoys"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &out)
+		}
+		listed := 0
+		for _, e := range out.Envoys {
+			if keys[e.EnvoyKey] {
+				listed++
+			}
+		}
+		if err == nil && listed == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d envoys registered within 30s (%v)", listed, n, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	c.addCounters(t, envoyPool, actors)
 }
 
 // runnerIDs is each runner's id, in order.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/keys"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
@@ -63,6 +64,36 @@ func TestThreeNodes(t *testing.T) {
 			t.Errorf("node %s holds no runner socket: the balancer spread 6 runners over 3 nodes", n.id)
 		}
 	}
+	reachThroughEveryNode(t, c, runnerPool)
+}
+
+// TestThreeNodesEnvoys is TestThreeNodes with the actors hosted on envoys: each node holds
+// envoy sockets (ownership records keyed by namespace and envoy key), every actor answers
+// HTTP and WebSocket requests through every node, and an actor created through any node is
+// started on its envoy wherever that envoy's socket is.
+func TestThreeNodesEnvoys(t *testing.T) {
+	c := startCluster(t, 3, 0, 0)
+	c.addEnvoys(t, 6, 12)
+	db := c.nodes[0].dbURL
+	for _, n := range c.nodes {
+		envoys := 0
+		for _, h := range held(t, db, n.id) {
+			if h.IsEnvoy() {
+				envoys++
+			}
+		}
+		if envoys == 0 {
+			t.Errorf("node %s holds no envoy socket: the balancer spread 6 envoys over 3 nodes", n.id)
+		}
+	}
+	reachThroughEveryNode(t, c, envoyPool)
+}
+
+// reachThroughEveryNode checks that each of c's actors counts one POST through each node in
+// turn and echoes over a WebSocket through each node, and that a counter created in pool
+// through each node answers through every node.
+func reachThroughEveryNode(t *testing.T, c *cluster, pool string) {
+	t.Helper()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	for _, aid := range c.actors {
 		for i, n := range c.nodes {
@@ -85,7 +116,7 @@ func TestThreeNodes(t *testing.T) {
 	// An actor created through each node is placed and answers through the others.
 	for _, n := range c.nodes {
 		cl := &client{nodes: []*node{n}, http: hc}
-		aid, err := cl.createCounter()
+		aid, err := cl.createCounterIn(pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,6 +242,33 @@ func (tr *traffic) checkState(t testing.TB, c *cluster) {
 func TestRollingRestart(t *testing.T) {
 	c := startCluster(t, 3, 6, 12)
 	ids := c.runnerIDs()
+	tr := rollingRestart(t, c)
+	// Every runner reconnected with its key: same runner id, same actors.
+	if got := c.runnerIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("runner ids changed over the restarts: %v, then %v", ids, got)
+	}
+	t.Logf("rolling restart: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
+}
+
+// TestRollingRestartEnvoys is TestRollingRestart with envoys beside the runners: the envoy
+// sockets a node held move to the other nodes as it drains (its envoys' records released
+// with its runners'), and no request to an actor on a runner or an envoy fails after the
+// client's retries.
+func TestRollingRestartEnvoys(t *testing.T) {
+	c := startCluster(t, 3, 3, 6)
+	c.addEnvoys(t, 6, 12)
+	tr := rollingRestart(t, c)
+	for _, e := range c.envoys {
+		awaitCond(t, "envoys connected after the restarts", 30*time.Second, func() bool { return e.State() == runner.StateConnected })
+	}
+	t.Logf("rolling restart with envoys: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
+}
+
+// rollingRestart restarts c's nodes one after the other (SIGTERM, then start again at the
+// same address) under traffic to every actor entering every node, checks each drain, and
+// that no request failed after retries and no acknowledged increment was lost.
+func rollingRestart(t *testing.T, c *cluster) *traffic {
+	t.Helper()
 	tr := startTraffic(c, 4)
 	for _, n := range c.nodes {
 		before := tr.ok.Load()
@@ -224,7 +282,7 @@ func TestRollingRestart(t *testing.T) {
 			t.Errorf("node %s: drain did not finish before its deadline:\n%s", n.id, n.log())
 		}
 		t.Logf("node %s: SIGTERM to exit %v; %s", n.id, took, drained)
-		// Its runners are on the two other nodes now.
+		// Its runners and envoys are on the two other nodes now.
 		if h := held(t, n.dbURL, n.id); len(h) != 0 {
 			t.Errorf("node %s still holds %d ownership records after its drain", n.id, len(h))
 		}
@@ -235,11 +293,7 @@ func TestRollingRestart(t *testing.T) {
 	tr.finish()
 	tr.report(t)
 	tr.checkState(t, c)
-	// Every runner reconnected with its key: same runner id, same actors.
-	if got := c.runnerIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
-		t.Errorf("runner ids changed over the restarts: %v, then %v", ids, got)
-	}
-	t.Logf("rolling restart: %d requests acknowledged, %d failed after retries", tr.ok.Load(), tr.failed.Load())
+	return tr
 }
 
 // drainLine is the last "berth drained" line of n's log.
@@ -314,7 +368,7 @@ func seedHeld(t testing.TB, dbURL, node string, count int) {
 	for i := 0; i < count; i += 500 {
 		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
 			for range min(500, count-i) {
-				if _, err := opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{RunnerID: id.New(1), NodeID: node}); err != nil {
+				if _, err := opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{Socket: keys.RunnerSocket(id.New(1)), NodeID: node}); err != nil {
 					return nil, err
 				}
 			}
