@@ -53,6 +53,14 @@ func StoreURL(tb testing.TB, dbURL string) string {
 	return prefixedURL(tb, shared)
 }
 
+// SharedStore returns base (a udb URL such as postgres://…) under a fresh random prefix,
+// cleared at tb's end: a store for several engines of one test to share, as the nodes of a
+// datacenter do.
+func SharedStore(tb testing.TB, base string) string {
+	tb.Helper()
+	return prefixedURL(tb, base)
+}
+
 // prefixedURL adds a fresh prefix to the shared store's URL and clears it at tb's end.
 func prefixedURL(tb testing.TB, shared string) string {
 	tb.Helper()
