@@ -72,8 +72,12 @@ type Options struct {
 	FetchActorTimeout time.Duration
 	// WakeSignalTimeout bounds each wake of a sleeping actor while routing (5 s).
 	WakeSignalTimeout time.Duration
-	// MaxBody bounds a request body (20 MiB).
+	// MaxBody bounds a request body sent to the actor in one message (20 MiB).
 	MaxBody int64
+	// StreamBody is the body size above which a request body is streamed to the actor in
+	// chunks (1 MiB, core.StreamRequestBody); negative never streams (every body is read
+	// whole, up to MaxBody). A streamed body has no total size limit.
+	StreamBody int64
 	// Retry is the retry schedule (7 attempts, 150 ms·2^(n−1)).
 	Retry core.Policy
 	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
@@ -112,6 +116,9 @@ func New(o Options) *Gateway {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = core.MaxRequestBody
+	}
+	if o.StreamBody == 0 {
+		o.StreamBody = core.StreamRequestBody
 	}
 	if o.Retry.MaxAttempts <= 0 {
 		o.Retry.MaxAttempts = core.DefaultPolicy.MaxAttempts

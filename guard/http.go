@@ -14,22 +14,18 @@ import (
 )
 
 // serveHTTP tunnels one HTTP request to the actor, retrying while the actor moves: the first
-// attempt may use a cached route, every retry resolves it again.
+// attempt may use a cached route, every retry resolves it again. A body above StreamBody is
+// streamed (stream.go); such a request is retried only while nothing past the first
+// StreamBody bytes was read from the client.
 func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.o.MaxBody+1))
+	body, streamed, err := g.readBody(w, r)
 	if err != nil {
-		g.fail(w, r, ray, rerr.New("guard", "invalid_request_body"))
+		g.fail(w, r, ray, err)
 		return
-	}
-	if int64(len(body)) > g.o.MaxBody {
-		g.fail(w, r, ray, rerr.New("guard", "request_body_too_large"))
-		return
-	}
-	if len(body) == 0 {
-		body = nil
 	}
 	start := proto.ToClientRequestStart{
 		ActorID: req.ActorID.String(), Method: r.Method, Path: req.Path, Headers: forwardHeaders(r), Body: body,
+		Stream: streamed != nil,
 	}
 	ctx := r.Context()
 	var resp response
@@ -39,51 +35,100 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 		if err != nil {
 			return err
 		}
-		resp, err = g.tunnelHTTP(ctx, rt, start)
+		resp, err = g.tunnelHTTP(ctx, rt, start, streamed)
+		if err != nil && streamed != nil && !streamed.replayable() {
+			return core.Unreplayable(err)
+		}
 		return err
 	})
 	var ex *core.Exhausted
 	switch {
+	case err == nil && resp.live != nil:
+		g.writeStreamed(ctx, w, resp)
 	case err == nil:
 		writeResponse(w, resp)
 	case ctx.Err() != nil:
 		// The client went away.
 	case errors.As(err, &ex):
 		g.fail(w, r, ray, core.AttemptsExceeded(ex, "actor"))
+	case errors.Is(err, core.ErrStaleRoute):
+		// A streamed request the actor refused once its body had gone: not retried.
+		g.fail(w, r, ray, rerr.New("guard", "service_unavailable").WithCause(err))
 	default:
 		g.fail(w, r, ray, unwrapRoute(err))
 	}
 }
 
-// response is an actor's complete answer.
+// readBody reads a request body that goes in one message (nil when empty), or returns the
+// streamed body of a larger one: Content-Length above StreamBody, or no Content-Length and
+// more than StreamBody bytes.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *streamedBody, error) {
+	limit := g.o.MaxBody
+	mayStream := g.o.StreamBody >= 0 && (r.ContentLength < 0 || r.ContentLength > g.o.StreamBody)
+	if mayStream {
+		limit = g.o.StreamBody
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, nil, rerr.New("guard", "invalid_request_body").WithCause(err)
+	}
+	if mayStream && int64(len(body)) > limit {
+		return nil, &streamedBody{prefix: body, rest: r.Body, rc: http.NewResponseController(w)}, nil
+	}
+	if int64(len(body)) > g.o.MaxBody {
+		return nil, nil, rerr.New("guard", "request_body_too_large")
+	}
+	if len(body) == 0 {
+		body = nil
+	}
+	return body, nil, nil
+}
+
+// response is an actor's answer: complete, or (live set) its status and headers with the body
+// still to come.
 type response struct {
 	status  int
 	headers []proto.Header
 	body    []byte
+	live    *liveResponse
 }
 
-// exchange sends the request through the actor's runner and reads the whole response. A
-// runner's 503 runner.actor_not_found is core.ErrStaleRoute; an actor's 503/504 with a
-// retryable guard code is that guard error (both retried).
-func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart) (response, error) {
+// exchange sends the request through the actor's runner and reads the response: whole, or
+// its start when the actor streams it (then resp.live holds the tunnel, and the request
+// body's pump, until writeStreamed is done). A runner's 503 runner.actor_not_found is
+// core.ErrStaleRoute; an actor's 503/504 with a retryable guard code is that guard error
+// (both retried). A streamed request body is pumped to the actor while the response is
+// awaited.
+func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart, body *streamedBody) (resp response, err error) {
 	tun, err := g.openTunnel(rt)
 	if err != nil {
 		return response{}, rerr.New("guard", "service_unavailable").WithCause(err)
 	}
-	defer tun.Close()
+	// sctx is the request's for as long as the tunnel is used; a failed body read ends it.
+	sctx, scancel := context.WithCancelCause(ctx)
+	var p *pump
+	defer func() {
+		if resp.live == nil {
+			scancel(nil)
+			tun.Close() // first: it ends a pump waiting for the host's credit
+			p.stop()
+		}
+	}()
 	if err := tun.Send(start); err != nil {
 		return response{}, rerr.New("guard", "tunnel_response_closed", "phase", "pre_request").WithCause(err)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ResponseStartTimeout,
+	if body != nil {
+		p = body.pump(sctx, scancel, tun)
+	}
+	wctx, cancel := context.WithTimeoutCause(sctx, g.o.ResponseStartTimeout,
 		rerr.New("guard", "gateway_response_start_timeout", "phase", "waiting_for_response_start"))
 	defer cancel()
-	var resp response
 	for {
-		m, err := tun.Recv(ctx)
+		m, err := tun.Recv(wctx)
 		if err != nil {
-			if ctx.Err() != nil {
+			if wctx.Err() != nil {
 				_ = tun.Send(proto.ToClientRequestAbort{})
-				return response{}, context.Cause(ctx)
+				return response{}, context.Cause(wctx)
 			}
 			return response{}, rerr.New("guard", "tunnel_response_closed", "phase", "waiting_for_response_start").WithCause(err)
 		}
@@ -101,11 +146,8 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 			if !m.Stream {
 				return resp, nil
 			}
-		case proto.ToServerResponseChunk:
-			resp.body = append(resp.body, m.Body...)
-			if m.Finish {
-				return resp, nil
-			}
+			resp.live = &liveResponse{ctx: sctx, cancel: scancel, tun: tun, pump: p}
+			return resp, nil
 		case proto.ToServerResponseAbort:
 			return response{}, rerr.New("guard", "tunnel_request_aborted", "phase", "waiting_for_response_start")
 		}

@@ -82,12 +82,12 @@ func (g *Gateway) wake(ctx context.Context, aid id.ID) error {
 
 // tunnelHTTP is exchange in a "runner.tunnel" span whose context the actor receives,
 // timed as phase "response".
-func (g *Gateway) tunnelHTTP(ctx context.Context, rt route, start proto.ToClientRequestStart) (response, error) {
+func (g *Gateway) tunnelHTTP(ctx context.Context, rt route, start proto.ToClientRequestStart, body *streamedBody) (response, error) {
 	t0 := time.Now()
 	ctx, end := g.span(ctx, "runner.tunnel", rt.attribute(),
 		attribute.String("http.request.method", start.Method))
 	start.Headers = g.withTraceContext(ctx, start.Headers)
-	resp, err := g.exchange(ctx, rt, start)
+	resp, err := g.exchange(ctx, rt, start, body)
 	if err == nil {
 		g.phase("response", t0)
 	}

@@ -57,6 +57,10 @@ func (p Policy) Do(ctx context.Context, retryable func(error) bool, attempt func
 			}
 		}
 		last = attempt(n)
+		var u unreplayable
+		if errors.As(last, &u) {
+			return u.err
+		}
 		if last == nil || !retryable(last) {
 			return last
 		}
@@ -77,6 +81,27 @@ func (p Policy) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Unreplayable marks an attempt's error after which the request cannot be sent again, so Do
+// returns err (without the mark) at once, whatever the classifier says: a request whose
+// streamed body was partly read from the client and sent to the target has nothing left to
+// send a second time (etcd's at-most-once rule for requests that may have left).
+func Unreplayable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unreplayable{err}
+}
+
+type unreplayable struct{ err error }
+
+func (u unreplayable) Error() string { return u.err.Error() }
+func (u unreplayable) Unwrap() error { return u.err }
+
+// ErrRequestBodyCancelled is what a tunnel returns for a request-body chunk once the target
+// said it wants no more of the body (envoy v8 ToRivetRequestBodyCancel); the response may
+// still come.
+var ErrRequestBodyCancelled = errors.New("guard: the target cancelled the request body")
 
 // ErrStaleRoute means the route's target answered that it does not serve the request (a
 // runner's 503 runner.actor_not_found, or a refused WebSocket open): the route went stale,

@@ -116,3 +116,24 @@ func TestClassifiers(t *testing.T) {
 		}
 	}
 }
+
+// An Unreplayable error ends Do at once, returned without its mark, even when the classifier
+// would retry it.
+func TestDoUnreplayable(t *testing.T) {
+	p := DefaultPolicy
+	p.Sleep = func(context.Context, time.Duration) error { return nil }
+	calls := 0
+	err := p.Do(context.Background(), RetryableHTTP, func(n int) error {
+		calls++
+		if n == 1 {
+			return ErrStaleRoute // retried
+		}
+		return Unreplayable(ErrStaleRoute)
+	})
+	if err != ErrStaleRoute || calls != 2 {
+		t.Fatalf("err %v after %d calls", err, calls)
+	}
+	if Unreplayable(nil) != nil {
+		t.Fatal("Unreplayable(nil) is not nil")
+	}
+}
