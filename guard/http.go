@@ -35,7 +35,17 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 		if err != nil {
 			return err
 		}
-		resp, err = g.tunnelHTTP(ctx, rt, start, streamed)
+		start, body := start, streamed
+		if streamed != nil && !rt.host.IsEnvoy() {
+			// Runners get the body whole: runner 2.2.1 forgets a streamed request at its
+			// finishing chunk and drops its response (so Rivet never streams to runners).
+			whole, err := streamed.whole(g.o.MaxBody)
+			if err != nil {
+				return routeError{err}
+			}
+			start.Stream, start.Body, body = false, whole, nil
+		}
+		resp, err = g.tunnelHTTP(ctx, rt, start, body)
 		if err != nil && streamed != nil && !streamed.replayable() {
 			return core.Unreplayable(err)
 		}

@@ -19,13 +19,14 @@ import (
 
 // Streamed bodies (rivet-protocol.md §3.5, envoy v8 flow control):
 //
-// A request body above Options.StreamBody goes as ToClientRequestStart{stream: true} and then
+// A request body above Options.StreamBody goes to an envoy as ToClientRequestStart{stream: true} and then
 // ToClientRequestChunk messages of at most core.BodyChunk bytes, the last with finish, sent by
 // a pump while the response is awaited. The gateway holds one chunk at a time, plus the first
 // StreamBody bytes, kept so that an attempt that failed before anything past them was read
-// can be retried; after that the request is not replayable (core.Unreplayable). The tunnel
-// paces the chunks: a runner's socket by its writes, an envoy's by the envoy's window (see
-// engine/envoyws). When the actor cancels the body (core.ErrRequestBodyCancelled) the pump
+// can be retried; after that the request is not replayable (core.Unreplayable). The envoy's
+// window paces the chunks (engine/envoyws). A runner (protocol v7) gets the body whole, up
+// to MaxBody, as before: runner 2.2.1 forgets a streamed request when its body finishes and
+// drops the response, which is why Rivet's gateway never streams to runners. When the actor cancels the body (core.ErrRequestBodyCancelled) the pump
 // stops reading and the response goes on.
 //
 // A response the actor streams (ToServerResponseStart{stream: true}, then
@@ -49,12 +50,35 @@ type streamedBody struct {
 	rest   io.Reader
 	rc     *http.ResponseController // ends a blocked read of rest
 	// pastPrefix is set before the first read of rest: from then on the body cannot be sent
-	// again.
+	// again, unless full holds it whole (whole).
 	pastPrefix atomic.Bool
+	full       []byte
 }
 
 // replayable reports whether the body can be sent again from its start.
-func (b *streamedBody) replayable() bool { return !b.pastPrefix.Load() }
+func (b *streamedBody) replayable() bool { return b.full != nil || !b.pastPrefix.Load() }
+
+// whole reads the rest of the body, at most max bytes in all (else 413
+// guard.request_body_too_large), for a host that takes bodies in one message. Not
+// concurrent with a pump.
+func (b *streamedBody) whole(max int64) ([]byte, error) {
+	if b.full != nil {
+		return b.full, nil
+	}
+	if b.pastPrefix.Load() {
+		return nil, rerr.New("guard", "service_unavailable").WithCause(errors.New("the body was partly streamed already"))
+	}
+	b.pastPrefix.Store(true)
+	rest, err := io.ReadAll(io.LimitReader(b.rest, max-int64(len(b.prefix))+1))
+	if err != nil {
+		return nil, rerr.New("guard", "invalid_request_body").WithCause(err)
+	}
+	if int64(len(b.prefix)+len(rest)) > max {
+		return nil, rerr.New("guard", "request_body_too_large")
+	}
+	b.full = append(b.prefix, rest...)
+	return b.full, nil
+}
 
 // pump sends the body to tun, from its start, on a goroutine; a failed read of the client's
 // body cancels ctx with guard.invalid_request_body.

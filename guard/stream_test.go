@@ -12,8 +12,10 @@ import (
 
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // streamHost is a host whose tunnels record what the gateway sends and answer with answer
@@ -30,6 +32,8 @@ type streamHost struct {
 	staleAfter int
 	answer     []proto.ToServerTunnelMessageKind
 }
+
+func (h *streamHost) OpenEnvoyTunnel(id.ID, string) (Tunnel, error) { return h.OpenTunnel(id.ID{}) }
 
 func (h *streamHost) OpenTunnel(id.ID) (Tunnel, error) {
 	h.mu.Lock()
@@ -99,12 +103,41 @@ func (t *streamTunnel) ConsumedResponseBody(n int) error {
 // onlyReader hides a reader's length, so that the request has no Content-Length.
 type onlyReader struct{ io.Reader }
 
+// streamFixture serves an actor hosted on an envoy whose tunnels are h's.
 func streamFixture(t *testing.T, h *streamHost) (*fixture, string) {
 	f := newFixture(t, Options{StreamBody: 100 << 10})
+	f.gw.o.Tunnels, f.gw.o.Envoys = h, h
+	aid := id.New(1)
+	key := "envoy-1"
+	_, err := f.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Phase: keys.PhaseRunning, EnvoyKey: &key,
+			Namespace: id.New(1), Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, "/gateway/" + aid.String() + "/up"
+}
+
+// A runner gets a large body whole, up to MaxBody (runner 2.2.1 cannot take it streamed).
+func TestRunnerGetsWholeBody(t *testing.T) {
+	h := &streamHost{answer: []proto.ToServerTunnelMessageKind{proto.ToServerResponseStart{Status: 200}}}
+	f := newFixture(t, Options{StreamBody: 100 << 10, MaxBody: 300 << 10})
 	f.gw.o.Tunnels = h
 	aid, rid := id.New(1), id.New(1)
 	f.place(t, aid, keys.PhaseRunning, &rid)
-	return f, "/gateway/" + aid.String() + "/up"
+	body := bytes.Repeat([]byte("r"), 300<<10)
+	w := httptest.NewRecorder()
+	f.h.ServeHTTP(w, httptest.NewRequest("POST", "/gateway/"+aid.String()+"/x", onlyReader{bytes.NewReader(body)}))
+	if w.Code != 200 || len(h.starts) != 1 || h.starts[0].Stream || !bytes.Equal(h.starts[0].Body, body) || len(h.chunks) != 0 {
+		t.Fatalf("%d, starts %d, chunks %d", w.Code, len(h.starts), len(h.chunks))
+	}
+	w = httptest.NewRecorder()
+	f.h.ServeHTTP(w, httptest.NewRequest("POST", "/gateway/"+aid.String()+"/x", onlyReader{bytes.NewReader(append(body, 'x'))}))
+	if w.Code != 413 || errKey(w) != "guard.request_body_too_large" {
+		t.Fatalf("over MaxBody: %d %q", w.Code, errKey(w))
+	}
 }
 
 // A body above StreamBody goes as a streamed start and chunks of at most core.BodyChunk,

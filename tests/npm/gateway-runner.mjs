@@ -10,6 +10,9 @@
 //
 // HTTP, on any actor:
 //   /sleep   answers "sleeping", then runner.sleepActor (the actor goes to sleep)
+//   /upload  reads the body as it streams in: 200 JSON {chunks (reads of the body stream),
+//            bytes, sha256 (hex)}; a body that fails (the gateway's abort) emits
+//            uploadAborted {actorId, bytes}
 //   other    200 JSON {actorId, generation, runnerId, method, path (pathname + search, as
 //            received), headers (object), body (base64)} with header x-echo: 1
 // WebSocket: every message is sent back as it came (text or binary).
@@ -22,6 +25,7 @@
 //   error       {message}
 // The runner's own log lines (info and above) go to stderr. The process exits when stdin ends.
 import { Runner } from "@rivetkit/engine-runner";
+import { createHash } from "node:crypto";
 import { createInterface } from "node:readline";
 
 const emit = (ev, fields = {}) => process.stdout.write(JSON.stringify({ ev, ...fields }) + "\n");
@@ -76,6 +80,27 @@ const runner = new Runner({
 	onActorStop: async (actorId, generation) => emit("actorStop", { actorId, generation }),
 	fetch: async (_runner, actorId, _gatewayId, _requestId, request) => {
 		const url = new URL(request.url);
+		if (url.pathname === "/upload") {
+			const hash = createHash("sha256");
+			let chunks = 0;
+			let bytes = 0;
+			try {
+				if (request.body) {
+					for await (const chunk of request.body) {
+						chunks++;
+						bytes += chunk.byteLength;
+						hash.update(chunk);
+					}
+				}
+			} catch (err) {
+				emit("uploadAborted", { actorId, bytes, message: String(err?.message ?? err) });
+				throw err;
+			}
+			return new Response(JSON.stringify({ chunks, bytes, sha256: hash.digest("hex") }), {
+				status: 200,
+				headers: { "content-type": "application/json" },
+			});
+		}
 		if (url.pathname === "/sleep") {
 			setTimeout(() => runner.sleepActor(actorId), 10);
 			return new Response("sleeping");

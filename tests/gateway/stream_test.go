@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// patternReader yields n bytes of a fixed pattern without holding them.
+type patternReader struct{ off, n int64 }
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	b = b[:min(int64(len(b)), p.n-p.off)]
+	for i := range b {
+		b[i] = byte((p.off + int64(i)) * 31 % 251)
+	}
+	p.off += int64(len(b))
+	return len(b), nil
+}
+
+// Large uploads to the npm runner (protocol v7): runner 2.2.1 drops the response of a
+// streamed request, so the gateway sends it the body whole, up to 20 MiB, with or without a
+// Content-Length (past the 1 MiB at which envoys get it streamed); a 50 MiB body is 413.
+func TestLargeUploadToRunner(t *testing.T) {
+	e := startEngine(t)
+	r := startRunner(t, e, "echo")
+	a := e.createActor("echo", "upload")
+	r.await("actorStart", func(ev event) bool { return ev.ActorID == a.ActorID })
+
+	const size = 15 << 20
+	h := sha256.New()
+	if _, err := io.Copy(h, &patternReader{n: size}); err != nil {
+		t.Fatal(err)
+	}
+	want := hex.EncodeToString(h.Sum(nil))
+	for _, tc := range []struct {
+		name   string
+		length int64
+	}{{"content-length", size}, {"chunked", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: size}))
+			req.ContentLength = tc.length
+			setTarget(req, "/gateway/"+a.ActorID+"/upload")
+			resp, b := e.do(req)
+			var got struct {
+				Bytes  int64  `json:"bytes"`
+				SHA256 string `json:"sha256"`
+			}
+			if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%d %s (%v)", resp.StatusCode, b, err)
+			}
+			if got.Bytes != size || got.SHA256 != want {
+				t.Fatalf("actor read %d bytes, sha256 %s; want %d, %s", got.Bytes, got.SHA256, size, want)
+			}
+		})
+	}
+	req, _ := http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: 50 << 20}))
+	req.ContentLength = -1
+	setTarget(req, "/gateway/"+a.ActorID+"/upload")
+	if resp, b := e.do(req); resp.StatusCode != 413 || resp.Header.Get("X-Rivet-Error") != "guard.request_body_too_large" {
+		t.Fatalf("50 MiB: %d %s", resp.StatusCode, b)
+	}
+}
