@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/keys"
@@ -251,5 +252,37 @@ func TestStreamedResponse(t *testing.T) {
 	}()
 	if w.Code != 201 || w.Body.Len() != 1000 {
 		t.Fatalf("aborted response %d with %d bytes", w.Code, w.Body.Len())
+	}
+}
+
+// A client that goes away during a streamed response gets the actor an abort.
+func TestStreamedResponseClientGone(t *testing.T) {
+	h := &streamHost{answer: []proto.ToServerTunnelMessageKind{
+		proto.ToServerResponseStart{Status: 200, Stream: true}, proto.ToServerResponseChunk{Body: []byte("first")}}}
+	f, target := streamFixture(t, h)
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+target, nil)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	for i := 0; ; i++ {
+		h.mu.Lock()
+		n := h.aborts
+		h.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("no abort")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

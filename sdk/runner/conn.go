@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -35,6 +36,7 @@ type conn struct {
 // pegboard.runner_shutdown once everything before it is written.
 type outMsg struct {
 	msg   proto.ToServer
+	envoy envoyproto.ToRivet // an envoy-only message (request-body window updates), msg nil
 	close bool
 }
 
@@ -222,7 +224,11 @@ func (c *conn) writeLoop() {
 				_ = c.ws.Close(websocket.StatusNormalClosure, reasonShutdown)
 				return
 			}
-			if err := c.write(m.msg); err != nil {
+			write := c.write
+			if m.envoy != nil {
+				write = func(proto.ToServer) error { return c.writeEnvoy(m.envoy) }
+			}
+			if err := write(m.msg); err != nil {
 				c.r.log.Warn("runner: write failed; dropping the socket", "error", err)
 				_ = c.ws.CloseNow()
 				return
@@ -242,6 +248,18 @@ func (c *conn) write(m proto.ToServer) error {
 		return nil // nothing the engine takes on this wire
 	}
 	// A write whose context ends closes the socket, which is what a stuck write deserves.
+	ctx, cancel := context.WithTimeout(context.Background(), c.r.cfg.PingTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
+// writeEnvoy writes an envoy-only message (only an envoy's socket queues them).
+func (c *conn) writeEnvoy(m envoyproto.ToRivet) error {
+	b, err := envoyproto.EncodeToRivet(m, envoyVersion)
+	if err != nil {
+		c.r.log.Error("runner: cannot encode a message; skipped", "type", fmt.Sprintf("%T", m), "error", err)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.r.cfg.PingTimeout)
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageBinary, b)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 )
 
@@ -23,8 +24,11 @@ import (
 // HTTP: each ToClientRequestStart is served by the actor's ServeHTTP on a goroutine of its
 // own, once Start has returned; the response is sent whole in one ToServerResponseStart
 // (stream false, content-length added), as runner 2.2.1 does. A streamed request body
-// (stream true, ToClientRequestChunk) is read as it comes. ToClientRequestAbort cancels the
-// request's context and no response is sent. A panic in the handler answers 500.
+// (stream true, ToClientRequestChunk) is read as it comes; as an envoy (Config.Envoy) the
+// runner returns the engine's credit for it (envoy v8 flow control: the engine sends at most
+// 1 MiB the actor has not read) with ToRivetRequestBodyWindowUpdate every 256 KiB read.
+// ToClientRequestAbort cancels the request's context and no response is sent. A panic in
+// the handler answers 500.
 //
 // WebSocket: ToClientWebSocketOpen is answered ToServerWebSocketOpen{canHibernate: false}
 // and served by the actor's ServeWebSocket. The engine's ToClientWebSocketClose is echoed,
@@ -58,6 +62,27 @@ type tunnel struct {
 	mu      sync.Mutex
 	next    uint16 // index of the next message the runner sends for this request
 	aborted bool
+	read    uint64 // request-body bytes the handler read, and returned to the engine (envoy)
+	granted uint64
+}
+
+// windowUpdateEvery is how many request-body bytes an envoy reads between two window
+// updates: a quarter of the engine's 1 MiB window.
+const windowUpdateEvery = 256 << 10
+
+// bodyConsumed counts n more request-body bytes read by the handler and, every
+// windowUpdateEvery bytes, returns them to the engine (envoys only).
+func (t *tunnel) bodyConsumed(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.read += uint64(n)
+	if t.aborted || t.read-t.granted < windowUpdateEvery {
+		return
+	}
+	t.granted = t.read
+	id := envoyproto.MessageID{GatewayID: envoyproto.GatewayID(t.key.gw), RequestID: envoyproto.RequestID(t.key.req), MessageIndex: t.next}
+	t.next++
+	t.h.r.sendEnvoy(envoyproto.ToRivetTunnelMessage{MessageID: id, MessageKind: envoyproto.ToRivetRequestBodyWindowUpdate{ConsumedBytes: t.granted}})
 }
 
 // tunnelMessage routes one message from the gateway. It never blocks: handlers run on
@@ -72,6 +97,9 @@ func (h *host) tunnelMessage(m proto.ToClientTunnelMessage) {
 		}
 		if k.Stream {
 			t.body = newStreamBody(t.ctx)
+			if h.r.cfg.Envoy {
+				t.body.consumed = t.bodyConsumed
+			}
 		}
 		go t.serveHTTP(k)
 	case proto.ToClientWebSocketOpen:
@@ -330,8 +358,9 @@ func (w *responseBuffer) Write(b []byte) (int, error) {
 
 // streamBody is a request body that arrives in chunks.
 type streamBody struct {
-	ctx  context.Context
-	wake chan struct{} // capacity 1
+	ctx      context.Context
+	wake     chan struct{} // capacity 1
+	consumed func(n int)   // called with the bytes of each read, or nil
 
 	mu     sync.Mutex
 	chunks [][]byte
@@ -375,6 +404,9 @@ func (b *streamBody) Read(p []byte) (int, error) {
 				b.chunks = b.chunks[1:]
 			}
 			b.mu.Unlock()
+			if b.consumed != nil {
+				b.consumed(n)
+			}
 			return n, nil
 		case b.eof:
 			b.mu.Unlock()
@@ -406,6 +438,16 @@ func (r *Runner) sendTunnel(m proto.ToServerTunnelMessage) {
 		r.mu.conn.send(m)
 	default:
 		r.mu.tunnelOut = append(r.mu.tunnelOut, m)
+	}
+}
+
+// sendEnvoy sends an envoy-only message; dropped while disconnected (the engine ends the
+// socket's requests with it).
+func (r *Runner) sendEnvoy(m envoyproto.ToRivet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.stopped && r.mu.conn != nil {
+		r.mu.conn.push(outMsg{envoy: m})
 	}
 }
 

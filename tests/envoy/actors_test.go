@@ -2,6 +2,8 @@ package envoy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +40,27 @@ func (a *echoActor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ac, _ := runner.FromContext(r.Context())
 	out := map[string]any{"envoy": a.envoy, "generation": ac.Generation(), "path": r.URL.Path}
 	switch r.URL.Path {
+	case "/upload": // the body as the handler reads it: reads, bytes, largest read, sha256
+		h := sha256.New()
+		buf := make([]byte, 1<<20)
+		reads, total, largest := 0, 0, 0
+		for {
+			n, err := r.Body.Read(buf)
+			if n > 0 {
+				reads++
+				total += n
+				largest = max(largest, n)
+				h.Write(buf[:n])
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		out["reads"], out["bytes"], out["largest"], out["sha256"] = reads, total, largest, hex.EncodeToString(h.Sum(nil))
 	case "/count":
 		kv := ac.KV()
 		n := 0
@@ -219,6 +242,7 @@ func TestEnvoyActorThroughGateway(t *testing.T) {
 type rawEnvoy struct {
 	*envoySock
 	cmds   chan proto.CommandWrapper
+	tunnel chan proto.ToEnvoyTunnelMessage // gateway requests to its actors
 	closed <-chan websocket.CloseError
 
 	mu   sync.Mutex
@@ -228,7 +252,7 @@ type rawEnvoy struct {
 func startRaw(t *testing.T, e *harness.Engine, key string) *rawEnvoy {
 	t.Helper()
 	s, _ := dial(t, e, "/envoys/connect", key)
-	r := &rawEnvoy{envoySock: s, cmds: make(chan proto.CommandWrapper, 1024), next: map[string]int64{}}
+	r := &rawEnvoy{envoySock: s, cmds: make(chan proto.CommandWrapper, 1024), tunnel: make(chan proto.ToEnvoyTunnelMessage, 4096), next: map[string]int64{}}
 	closed := make(chan websocket.CloseError, 1)
 	r.closed = closed
 	defer registered(t, e, key)
@@ -251,6 +275,8 @@ func startRaw(t *testing.T, e *harness.Engine, key string) *rawEnvoy {
 					}
 					r.cmds <- c
 				}
+			case proto.ToEnvoyTunnelMessage:
+				r.tunnel <- m
 			}
 		}
 	}()

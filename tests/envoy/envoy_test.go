@@ -43,6 +43,7 @@ func dial(t *testing.T, e *harness.Engine, path, key string, protocols ...string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CloseNow() })
+	c.SetReadLimit(4 << 20) // streamed bodies come in frames of 64 KiB
 	s := &envoySock{t: t, c: c}
 	m, err := s.recv()
 	if err != nil {
