@@ -11,9 +11,13 @@
 //   counter  state {count}; increment(x) adds x and returns the count; get(); goToSleep()
 //   notes    its own SQLite database (rivetkit/db): add(text) inserts a row and returns its
 //            id; list() returns every row; count()
+//   streamer raw HTTP (onRequest): POST …/upload reads the body as it streams in and answers
+//            {chunks, bytes, sha256}; GET …/download?mb=N answers N MiB of the pattern
+//            byte((i·31) mod 251), streamed in 64 KiB pieces; ping()
 //
 // One JSON object per line on stdout for each event ("ev" names it): ready, wake, sleep,
 // error. rivetkit's own log goes to stderr.
+import { createHash } from "node:crypto";
 import { actor, setup } from "rivetkit";
 import { db } from "rivetkit/db";
 
@@ -65,10 +69,49 @@ const notes = actor({
 	},
 });
 
+const streamer = actor({
+	onRequest: async (_c, request) => {
+		const url = new URL(request.url);
+		if (url.pathname.endsWith("/upload")) {
+			const hash = createHash("sha256");
+			let chunks = 0;
+			let bytes = 0;
+			if (request.body) {
+				for await (const chunk of request.body) {
+					chunks++;
+					bytes += chunk.byteLength;
+					hash.update(chunk);
+				}
+			}
+			return Response.json({ chunks, bytes, sha256: hash.digest("hex") });
+		}
+		if (url.pathname.endsWith("/download")) {
+			const total = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
+			let off = 0;
+			const body = new ReadableStream({
+				pull(controller) {
+					if (off >= total) {
+						controller.close();
+						return;
+					}
+					const n = Math.min(65536, total - off);
+					const b = new Uint8Array(n);
+					for (let i = 0; i < n; i++) b[i] = ((off + i) * 31) % 251;
+					off += n;
+					controller.enqueue(b);
+				},
+			});
+			return new Response(body, { headers: { "content-type": "application/octet-stream" } });
+		}
+		return new Response("not found", { status: 404 });
+	},
+	actions: { ping: () => true },
+});
+
 process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
 
 const registry = setup({
-	use: { counter, notes },
+	use: { counter, notes, streamer },
 	endpoint,
 	envoy: { poolName: process.env.RIVET_POOL ?? "default", envoyKey: process.env.RIVET_ENVOY_KEY },
 });
