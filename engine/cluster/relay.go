@@ -5,14 +5,17 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
@@ -27,6 +30,15 @@ const RelayPath = "/internal/runners/tunnel"
 
 // relayDialTimeout bounds the owner lookup plus the relay's dial and upgrade.
 const relayDialTimeout = 5 * time.Second
+
+// Relay control frames, text beside the binary tunnel messages: the gateway's node reports
+// a streamed response's consumption (relayConsumed + a decimal byte count), and the host's
+// node that the host cancelled the request body (relayBodyCancelled); the envoy protocol's
+// window updates and body cancel have no form in the runner protocol the relay speaks.
+const (
+	relayConsumed      = "consumed "
+	relayBodyCancelled = "request-body-cancelled"
+)
 
 // relayBuffer bounds the messages waiting for a relayed tunnel's reader, as runnerws does.
 const relayBuffer = 1024
@@ -115,6 +127,8 @@ type remoteTunnel struct {
 	ws     *websocket.Conn
 	in     chan proto.ToServerTunnelMessageKind
 	sendMu sync.Mutex
+	// bodyCancelled: the host wants no more of the request body (relayBodyCancelled).
+	bodyCancelled atomic.Bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -124,9 +138,15 @@ type remoteTunnel struct {
 func (t *remoteTunnel) readLoop() {
 	defer t.Close()
 	for {
-		_, b, err := t.ws.Read(context.Background())
+		typ, b, err := t.ws.Read(context.Background())
 		if err != nil {
 			return
+		}
+		if typ == websocket.MessageText {
+			if string(b) == relayBodyCancelled {
+				t.bodyCancelled.Store(true)
+			}
+			continue
 		}
 		m, err := proto.DecodeToServer(b, proto.LatestVersion)
 		if err != nil {
@@ -145,10 +165,23 @@ func (t *remoteTunnel) readLoop() {
 }
 
 func (t *remoteTunnel) Send(kind proto.ToClientTunnelMessageKind) error {
+	if _, chunk := kind.(proto.ToClientRequestChunk); chunk && t.bodyCancelled.Load() {
+		return core.ErrRequestBodyCancelled
+	}
 	b, err := proto.EncodeToClient(proto.ToClientTunnelMessage{MessageKind: kind}, proto.LatestVersion)
 	if err != nil {
 		return rerr.Internal(err)
 	}
+	return t.write(websocket.MessageBinary, b)
+}
+
+// ConsumedResponseBody passes the client's consumption of a streamed response to the node
+// holding the host's socket, whose tunnel paces the host by it (guard.ResponseBodyConsumer).
+func (t *remoteTunnel) ConsumedResponseBody(n int) error {
+	return t.write(websocket.MessageText, []byte(relayConsumed+strconv.Itoa(n)))
+}
+
+func (t *remoteTunnel) write(typ websocket.MessageType, b []byte) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
 	select {
@@ -158,7 +191,7 @@ func (t *remoteTunnel) Send(kind proto.ToClientTunnelMessageKind) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := t.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+	if err := t.ws.Write(ctx, typ, b); err != nil {
 		t.Close()
 		return runnerws.ErrTunnelClosed
 	}
@@ -258,17 +291,35 @@ func (n *Node) relay(ws *websocket.Conn, tun Tunnel) {
 			}
 		}
 	})
+	consumer, _ := tun.(interface{ ConsumedResponseBody(n int) error })
+	cancelled := false
 	for {
-		_, b, err := ws.Read(ctx)
+		typ, b, err := ws.Read(ctx)
 		if err != nil {
 			return
+		}
+		if typ == websocket.MessageText {
+			if rest, ok := strings.CutPrefix(string(b), relayConsumed); ok && consumer != nil {
+				if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+					_ = consumer.ConsumedResponseBody(n)
+				}
+			}
+			continue
 		}
 		m, err := proto.DecodeToClient(b, proto.LatestVersion)
 		if err != nil {
 			return
 		}
 		if tm, ok := m.(proto.ToClientTunnelMessage); ok {
-			if err := tun.Send(tm.MessageKind); err != nil {
+			err := tun.Send(tm.MessageKind)
+			switch {
+			case errors.Is(err, core.ErrRequestBodyCancelled):
+				// The response goes on; the gateway's node stops sending the body.
+				if !cancelled {
+					cancelled = true
+					_ = ws.Write(ctx, websocket.MessageText, []byte(relayBodyCancelled))
+				}
+			case err != nil:
 				return
 			}
 		}
