@@ -318,7 +318,7 @@ func (b *balancer) serve(c net.Conn) {
 }
 
 // counter is the tests' actor: POST adds one to a KV counter and answers the new value, GET
-// answers it. Its state lives in KV, so it survives the actor's runner moving between nodes.
+// answers it; PUT /upload answers the size of the body it read. Its state lives in KV, so it survives the actor's runner moving between nodes.
 type counter struct {
 	mu sync.Mutex
 	ac *runner.ActorContext
@@ -332,6 +332,15 @@ func (c *counter) Start(_ context.Context, ac *runner.ActorContext) error {
 func (c *counter) Stop(context.Context, *runner.ActorContext) error { return nil }
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/upload" { // PUT /upload answers the body's size as read
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, n)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, _, err := c.ac.KV().Get(r.Context(), []byte("n"))
