@@ -103,6 +103,9 @@ type pump struct {
 
 func (p *pump) run(ctx context.Context, cancel context.CancelCauseFunc, tun Tunnel) {
 	src := io.MultiReader(bytes.NewReader(p.b.prefix), p.restReader())
+	if p.b.full != nil { // read whole for a runner by an earlier attempt
+		src = bytes.NewReader(p.b.full)
+	}
 	buf := make([]byte, core.BodyChunk)
 	for ctx.Err() == nil {
 		n, err := src.Read(buf)

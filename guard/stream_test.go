@@ -286,3 +286,27 @@ func TestStreamedResponseClientGone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A large body read whole for a runner, then streamed to an envoy on a retry (the actor
+// moved), goes whole again.
+func TestStreamedBodyAfterWhole(t *testing.T) {
+	body := bytes.Repeat([]byte("w"), 300<<10)
+	b := &streamedBody{prefix: body[:100<<10+1], rest: bytes.NewReader(body[100<<10+1:])}
+	whole, err := b.whole(20 << 20)
+	if err != nil || !bytes.Equal(whole, body) || !b.replayable() {
+		t.Fatalf("whole: %d bytes, %v, replayable %v", len(whole), err, b.replayable())
+	}
+	h := &streamHost{}
+	tun, _ := h.OpenTunnel(id.ID{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	p := b.pump(ctx, cancel, tun)
+	<-p.done
+	var got []byte
+	for _, c := range h.chunks {
+		got = append(got, c...)
+	}
+	if !bytes.Equal(got, body) || !h.finished {
+		t.Fatalf("pumped %d bytes, finished %v", len(got), h.finished)
+	}
+}
