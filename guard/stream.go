@@ -19,15 +19,16 @@ import (
 
 // Streamed bodies (rivet-protocol.md §3.5, envoy v8 flow control):
 //
-// A request body above Options.StreamBody goes to an envoy as ToClientRequestStart{stream: true} and then
-// ToClientRequestChunk messages of at most core.BodyChunk bytes, the last with finish, sent by
-// a pump while the response is awaited. The gateway holds one chunk at a time, plus the first
-// StreamBody bytes, kept so that an attempt that failed before anything past them was read
-// can be retried; after that the request is not replayable (core.Unreplayable). The envoy's
-// window paces the chunks (engine/envoyws). A runner (protocol v7) gets the body whole, up
-// to MaxBody, as before: runner 2.2.1 forgets a streamed request when its body finishes and
-// drops the response, which is why Rivet's gateway never streams to runners. When the actor cancels the body (core.ErrRequestBodyCancelled) the pump
-// stops reading and the response goes on.
+// A request body above Options.StreamBody goes to an envoy as ToClientRequestStart{stream:
+// true} and then ToClientRequestChunk messages of at most core.BodyChunk bytes, the last with
+// finish, sent by a pump while the response is awaited. The gateway holds one chunk at a
+// time, plus the first StreamBody bytes, kept so that an attempt that failed before anything
+// past them was read can be retried; after that the request is not replayable
+// (core.Unreplayable). The envoy's window paces the chunks (engine/envoyws). When the actor
+// cancels the body (core.ErrRequestBodyCancelled) the pump stops reading and the response
+// goes on. A runner (protocol v7) gets the body whole, up to MaxBody, as before: runner 2.2.1
+// forgets a streamed request when its body finishes and drops the response, which is why
+// Rivet's gateway never streams to runners.
 //
 // A response the actor streams (ToServerResponseStart{stream: true}, then
 // ToServerResponseChunk … finish) is written to the client chunk by chunk, each flushed;
