@@ -24,10 +24,11 @@ func (p *patternReader) Read(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Large uploads to the npm runner (protocol v7): runner 2.2.1 drops the response of a
+// Large bodies with the npm runner (protocol v7): runner 2.2.1 drops the response of a
 // streamed request, so the gateway sends it the body whole, up to 20 MiB, with or without a
-// Content-Length (past the 1 MiB at which envoys get it streamed); a 50 MiB body is 413.
-func TestLargeUploadToRunner(t *testing.T) {
+// Content-Length (past the 1 MiB at which envoys get it streamed); a 15 MiB response comes
+// back whole; a 50 MiB body is 413.
+func TestLargeBodiesWithRunner(t *testing.T) {
 	e := startEngine(t)
 	r := startRunner(t, e, "echo")
 	a := e.createActor("echo", "upload")
@@ -60,7 +61,21 @@ func TestLargeUploadToRunner(t *testing.T) {
 			}
 		})
 	}
-	req, _ := http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: 50 << 20}))
+	// A large response: runner 2.2.1 sends it whole (it never streams; its limit is 20 MiB).
+	req, _ := http.NewRequest("GET", e.url+"/", nil)
+	setTarget(req, "/gateway/"+a.ActorID+"/download?mb=15")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Reset()
+	n, err := io.Copy(h, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || n != size || hex.EncodeToString(h.Sum(nil)) != want {
+		t.Fatalf("download: %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+
+	req, _ = http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: 50 << 20}))
 	req.ContentLength = -1
 	setTarget(req, "/gateway/"+a.ActorID+"/upload")
 	if resp, b := e.do(req); resp.StatusCode != 413 || resp.Header.Get("X-Rivet-Error") != "guard.request_body_too_large" {

@@ -13,6 +13,8 @@
 //   /upload  reads the body as it streams in: 200 JSON {chunks (reads of the body stream),
 //            bytes, sha256 (hex)}; a body that fails (the gateway's abort) emits
 //            uploadAborted {actorId, bytes}
+//   /download?mb=N  N MiB of the pattern byte((i·31) mod 251) (runner 2.2.1 sends a response
+//            whole, in one message)
 //   other    200 JSON {actorId, generation, runnerId, method, path (pathname + search, as
 //            received), headers (object), body (base64)} with header x-echo: 1
 // WebSocket: every message is sent back as it came (text or binary).
@@ -100,6 +102,12 @@ const runner = new Runner({
 				status: 200,
 				headers: { "content-type": "application/json" },
 			});
+		}
+		if (url.pathname === "/download") {
+			const n = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
+			const b = new Uint8Array(n);
+			for (let i = 0; i < n; i++) b[i] = (i * 31) % 251;
+			return new Response(b, { status: 200, headers: { "content-type": "application/octet-stream" } });
 		}
 		if (url.pathname === "/sleep") {
 			setTimeout(() => runner.sleepActor(actorId), 10);
