@@ -90,6 +90,10 @@ func (a *probeActor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(b)
+	case "/stream": // "head", flushed, then 100 KiB of 'x'
+		_, _ = io.WriteString(w, "head")
+		w.(http.Flusher).Flush()
+		_, _ = w.Write([]byte(strings.Repeat("x", 100<<10)))
 	case "/panic":
 		panic("boom")
 	case "/wait":

@@ -158,6 +158,9 @@ func New(cfg Config) (*Runner, error) {
 		done:      make(chan struct{}),
 		hooks:     hookQueue{wake: make(chan struct{}, 1)},
 	}
+	if ew, ok := w.(*envoyWire); ok {
+		ew.window = r.responseWindow
+	}
 	if c.Token != "" {
 		r.protocols = append(r.protocols, "rivet_token."+c.Token)
 	}

@@ -23,7 +23,11 @@ import (
 //
 // HTTP: each ToClientRequestStart is served by the actor's ServeHTTP on a goroutine of its
 // own, once Start has returned; the response is sent whole in one ToServerResponseStart
-// (stream false, content-length added), as runner 2.2.1 does. A streamed request body
+// (stream false, content-length added), as runner 2.2.1 does, unless the handler flushes
+// (http.Flusher): then it is streamed, ToServerResponseStart{stream: true} at the first
+// Flush and ToServerResponseChunk messages of at most 64 KiB, the last (finish) when the
+// handler returns; as an envoy, within the engine's 1 MiB response window, which the engine
+// returns as its client reads (ToEnvoyResponseBodyWindowUpdate). A streamed request body
 // (stream true, ToClientRequestChunk) is read as it comes; as an envoy (Config.Envoy) the
 // runner returns the engine's credit for it (envoy v8 flow control: the engine sends at most
 // 1 MiB the actor has not read) with ToRivetRequestBodyWindowUpdate every 256 KiB read.
@@ -64,6 +68,73 @@ type tunnel struct {
 	aborted bool
 	read    uint64 // request-body bytes the handler read, and returned to the engine (envoy)
 	granted uint64
+
+	// The response window (envoys): bytes of a streamed response sent, and consumed by the
+	// engine's client; credit has a token when consumed may have grown.
+	respSent, respConsumed uint64
+	credit                 chan struct{}
+}
+
+// Streamed responses.
+const (
+	responseChunk  = 64 << 10 // the largest response chunk (the engine's frame)
+	responseWindow = 1 << 20  // the envoy protocol's response window
+)
+
+// responseWindow takes the engine's count of a streamed response's bytes its client
+// consumed (envoys).
+func (r *Runner) responseWindow(id proto.MessageID, consumed uint64) {
+	if r.host == nil {
+		return
+	}
+	t := r.host.tunnelFor(tunnelKey{id.GatewayID, id.RequestID})
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	if consumed > t.respConsumed && consumed <= t.respSent {
+		t.respConsumed = consumed
+	}
+	t.mu.Unlock()
+	notify(t.credit)
+}
+
+// reserve waits until n more response bytes fit in the engine's window (envoys; a runner's
+// socket has none) and counts them sent.
+func (t *tunnel) reserve(n int) error {
+	if !t.h.r.cfg.Envoy {
+		return nil
+	}
+	for {
+		t.mu.Lock()
+		if t.respSent-t.respConsumed+uint64(n) <= responseWindow {
+			t.respSent += uint64(n)
+			t.mu.Unlock()
+			return nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-t.credit:
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		}
+	}
+}
+
+// sendBody sends b as response chunks, each within the window; an error once the request
+// was aborted.
+func (t *tunnel) sendBody(b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), responseChunk)
+		if err := t.reserve(n); err != nil {
+			return err
+		}
+		if !t.send(proto.ToServerResponseChunk{Body: bytes.Clone(b[:n])}) {
+			return context.Canceled
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // windowUpdateEvery is how many request-body bytes an envoy reads between two window
@@ -139,7 +210,7 @@ func (h *host) openTunnel(key tunnelKey, actorID string) *tunnel {
 		// A repeated open for the same ids (a retransmit): the new one wins.
 		old.abort()
 	}
-	t := &tunnel{h: h, key: key, in: h.mu.actors[actorID]}
+	t := &tunnel{h: h, key: key, in: h.mu.actors[actorID], credit: make(chan struct{}, 1)}
 	parent := h.ctx
 	if t.in != nil {
 		parent = t.in.serving
@@ -192,18 +263,7 @@ func (t *tunnel) send(kind proto.ToServerTunnelMessageKind) bool {
 
 // respond sends a whole response.
 func (t *tunnel) respond(status int, h http.Header, body []byte) {
-	names := make([]string, 0, len(h))
-	for name := range h {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	headers := make([]proto.Header, 0, len(names)+1)
-	hasLen := false
-	for _, name := range names {
-		lower := strings.ToLower(name)
-		hasLen = hasLen || lower == "content-length"
-		headers = append(headers, proto.Header{Name: lower, Value: strings.Join(h[name], ", ")})
-	}
+	headers, hasLen := headersOf(h)
 	var b []byte
 	if len(body) > 0 {
 		b = body
@@ -212,6 +272,23 @@ func (t *tunnel) respond(status int, h http.Header, body []byte) {
 		}
 	}
 	t.send(proto.ToServerResponseStart{Status: uint16(status), Headers: mergeHeaders(headers), Body: b})
+}
+
+// headersOf is h for the wire: lowercase names, sorted, repeated values joined; hasLen
+// reports a content-length among them.
+func headersOf(h http.Header) (headers []proto.Header, hasLen bool) {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	headers = make([]proto.Header, 0, len(names)+1)
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		hasLen = hasLen || lower == "content-length"
+		headers = append(headers, proto.Header{Name: lower, Value: strings.Join(h[name], ", ")})
+	}
+	return headers, hasLen
 }
 
 // mergeHeaders joins names that differ only in case (http.Header keys are canonical, but a
@@ -263,9 +340,19 @@ func (t *tunnel) serveHTTP(start proto.ToClientRequestStart) {
 		t.respond(http.StatusBadRequest, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, []byte(err.Error()))
 		return
 	}
-	w := &responseBuffer{header: http.Header{}}
+	w := &responseBuffer{header: http.Header{}, t: t}
 	if !t.callHandler(func() { handler.ServeHTTP(w, req) }) {
+		if w.streaming {
+			t.send(proto.ToServerResponseAbort{})
+			return
+		}
 		t.respond(http.StatusInternalServerError, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, []byte("Internal Server Error"))
+		return
+	}
+	if w.streaming {
+		if t.ctx.Err() == nil && w.err == nil {
+			t.send(proto.ToServerResponseChunk{Finish: true})
+		}
 		return
 	}
 	switch {
@@ -329,12 +416,32 @@ func (t *tunnel) request(start proto.ToClientRequestStart) (*http.Request, error
 	return req, nil
 }
 
-// responseBuffer collects a handler's whole response.
+// responseBuffer collects a handler's whole response, or streams it from the first Flush.
 type responseBuffer struct {
-	header   http.Header
-	status   int
-	body     bytes.Buffer
-	tooLarge bool
+	header    http.Header
+	status    int
+	body      bytes.Buffer
+	tooLarge  bool
+	t         *tunnel
+	streaming bool
+	err       error // a streamed write failed (the request was aborted)
+}
+
+// Flush starts streaming the response: its start goes now, with what was written so far.
+func (w *responseBuffer) Flush() {
+	if w.streaming || w.err != nil {
+		return
+	}
+	w.streaming = true
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	headers, _ := headersOf(w.header)
+	w.t.send(proto.ToServerResponseStart{Status: uint16(w.status), Headers: mergeHeaders(headers), Stream: true})
+	if w.body.Len() > 0 {
+		w.err = w.t.sendBody(w.body.Bytes())
+		w.body = bytes.Buffer{}
+	}
 }
 
 func (w *responseBuffer) Header() http.Header { return w.header }
@@ -348,6 +455,15 @@ func (w *responseBuffer) WriteHeader(status int) {
 func (w *responseBuffer) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+	}
+	if w.streaming {
+		if w.err == nil {
+			w.err = w.t.sendBody(b)
+		}
+		if w.err != nil {
+			return 0, w.err
+		}
+		return len(b), nil
 	}
 	if w.body.Len()+len(b) > maxResponseBody {
 		w.tooLarge = true

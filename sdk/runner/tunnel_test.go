@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -83,6 +84,27 @@ func TestTunnelHTTP(t *testing.T) {
 	s.send(tunnelTo(3, 2, proto.ToClientRequestChunk{Body: []byte("cd"), Finish: true}))
 	if res := expectTunnel[proto.ToServerResponseStart](s, 3, 0); res.Status != 201 || string(res.Body) != "abcd" {
 		t.Fatalf("streamed echo: %d %q", res.Status, res.Body)
+	}
+
+	// A handler that flushes streams: the start at the flush with what was written, then
+	// chunks of at most 64 KiB, then the finish when it returns.
+	s.send(tunnelTo(9, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/stream"}))
+	if res := expectTunnel[proto.ToServerResponseStart](s, 9, 0); res.Status != 200 || !res.Stream || res.Body != nil {
+		t.Fatalf("streamed start: %d stream %v body %q", res.Status, res.Stream, res.Body)
+	}
+	var streamed []byte
+	for idx := uint16(1); ; idx++ {
+		c := expectTunnel[proto.ToServerResponseChunk](s, 9, idx)
+		if len(c.Body) > 64<<10 {
+			t.Fatalf("chunk of %d bytes", len(c.Body))
+		}
+		streamed = append(streamed, c.Body...)
+		if c.Finish {
+			break
+		}
+	}
+	if string(streamed) != "head"+strings.Repeat("x", 100<<10) {
+		t.Fatalf("streamed %d bytes", len(streamed))
 	}
 
 	// A panic is a 500; the actor keeps serving.

@@ -34,7 +34,7 @@ type wire interface {
 
 func newWire(c Config) wire {
 	if c.Envoy {
-		return envoyWire{key: c.Key}
+		return &envoyWire{key: c.Key}
 	}
 	return runnerWire{version: c.ProtocolVersion}
 }
@@ -71,7 +71,11 @@ func (w runnerWire) decode(b []byte) (proto.ToClient, error) {
 // envoyWire is the envoy protocol v8. The envoy is named by its key, which stands for the
 // runner id; the engine's init carries the envoy lost threshold, read as the runner lost
 // threshold.
-type envoyWire struct{ key string }
+type envoyWire struct {
+	key string
+	// window takes the engine's response-body window updates (set by New).
+	window func(id proto.MessageID, consumed uint64)
+}
 
 const envoyVersion = envoyproto.LatestVersion
 
@@ -136,7 +140,7 @@ func (envoyWire) encode(m proto.ToServer) ([]byte, error) {
 	return envoyproto.EncodeToRivet(out, envoyVersion)
 }
 
-func (envoyWire) decode(b []byte) (proto.ToClient, error) {
+func (w envoyWire) decode(b []byte) (proto.ToClient, error) {
 	m, err := envoyproto.DecodeToEnvoy(b, envoyVersion)
 	if err != nil {
 		return nil, err
@@ -155,6 +159,12 @@ func (envoyWire) decode(b []byte) (proto.ToClient, error) {
 	case envoyproto.ToEnvoyKvResponse:
 		return proto.ToClientKvResponse{RequestID: m.RequestID, Data: bridge.KvResponseToRunner(m.Data)}, nil
 	case envoyproto.ToEnvoyTunnelMessage:
+		if u, ok := m.MessageKind.(envoyproto.ToEnvoyResponseBodyWindowUpdate); ok {
+			if w.window != nil {
+				w.window(bridge.MessageIDToRunner(m.MessageID), u.ConsumedBytes)
+			}
+			return nil, nil
+		}
 		k := bridge.ToClientTunnel(m.MessageKind)
 		if k == nil {
 			return nil, nil

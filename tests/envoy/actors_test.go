@@ -40,6 +40,22 @@ func (a *echoActor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ac, _ := runner.FromContext(r.Context())
 	out := map[string]any{"envoy": a.envoy, "generation": ac.Generation(), "path": r.URL.Path}
 	switch r.URL.Path {
+	case "/download": // ?mb=N MiB of byte((i·31) mod 251), streamed: flushed, in 64 KiB writes
+		total, _ := strconv.Atoi(r.URL.Query().Get("mb"))
+		total <<= 20
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.(http.Flusher).Flush()
+		buf := make([]byte, 64<<10)
+		for off := 0; off < total; off += len(buf) {
+			b := buf[:min(len(buf), total-off)]
+			for i := range b {
+				b[i] = byte((off + i) * 31 % 251)
+			}
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+		return
 	case "/upload": // the body as the handler reads it: reads, bytes, largest read, sha256
 		h := sha256.New()
 		buf := make([]byte, 1<<20)

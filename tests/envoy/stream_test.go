@@ -67,6 +67,27 @@ func TestEnvoyStreamedUpload(t *testing.T) {
 	}
 }
 
+// An SDK envoy's actor that flushes streams a 50 MiB response: chunked within the 1 MiB
+// window the gateway returns as the client reads, intact at the client.
+func TestEnvoySDKStreamedDownload(t *testing.T) {
+	e := startEngine(t, map[string]any{})
+	startEnvoy(t, e, "envoy-down")
+	aid := createActor(t, e, "sdk-down")
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Get(e.URL + "/gateway/" + aid + "/download?mb=50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	if err != nil || resp.StatusCode != 200 || n != bigBody || hex.EncodeToString(h.Sum(nil)) != patternSum(bigBody) {
+		t.Fatalf("download: %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+	if resp.ContentLength != -1 {
+		t.Fatalf("content-length %d: the response was not streamed", resp.ContentLength)
+	}
+}
+
 // A raw envoy streams a 50 MiB response under the 1 MiB window: the gateway returns the
 // client's consumption in cumulative window updates (never past what was sent), the envoy
 // never has more than 1 MiB unacknowledged, and the client gets the body intact. Then a
