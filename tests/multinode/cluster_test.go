@@ -318,7 +318,8 @@ func (b *balancer) serve(c net.Conn) {
 }
 
 // counter is the tests' actor: POST adds one to a KV counter and answers the new value, GET
-// answers it; PUT /upload answers the size of the body it read. Its state lives in KV, so it survives the actor's runner moving between nodes.
+// answers it; PUT /upload answers the size of the body it read; GET /download?mb=N streams
+// N MiB of zeros. Its state lives in KV, so it survives the actor's runner moving between nodes.
 type counter struct {
 	mu sync.Mutex
 	ac *runner.ActorContext
@@ -332,6 +333,17 @@ func (c *counter) Start(_ context.Context, ac *runner.ActorContext) error {
 func (c *counter) Stop(context.Context, *runner.ActorContext) error { return nil }
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/download" { // GET /download?mb=N streams N MiB of zeros (flushed)
+		mb, _ := strconv.Atoi(r.URL.Query().Get("mb"))
+		w.(http.Flusher).Flush()
+		buf := make([]byte, 64<<10)
+		for range mb * 16 {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		return
+	}
 	if r.URL.Path == "/upload" { // PUT /upload answers the body's size as read
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil {
