@@ -312,6 +312,24 @@ func drainLine(n *node) string {
 // increment is lost.
 func TestKillNode(t *testing.T) {
 	c := startCluster(t, 3, 6, 12)
+	killBusiest(t, c)
+}
+
+// TestKillNodeEnvoys is TestKillNode with the actors on envoys: the killed node's envoys
+// reconnect to the other nodes, which take over their ownership records, and every actor
+// answers with no acknowledged increment lost.
+func TestKillNodeEnvoys(t *testing.T) {
+	c := startCluster(t, 3, 0, 0)
+	c.addEnvoys(t, 6, 12)
+	killBusiest(t, c)
+}
+
+// killBusiest kills the node holding the most sockets under traffic and checks that its
+// runners and envoys are held by the other nodes within their reconnect backoff, that
+// traffic flows again, and that no request failed after retries and no acknowledged
+// increment was lost.
+func killBusiest(t *testing.T, c *cluster) {
+	t.Helper()
 	tr := startTraffic(c, 4)
 	before := tr.ok.Load()
 	awaitCond(t, "traffic flowing", 60*time.Second, func() bool { return tr.ok.Load() > before+20 })
@@ -324,9 +342,9 @@ func TestKillNode(t *testing.T) {
 	moved := held(t, victim.dbURL, victim.id)
 	victim.kill()
 	// Backoff 50 ms to 1 s, plus the balancer's health checks: well within 15 s.
-	awaitCond(t, "the killed node's runners on other nodes", 15*time.Second, func() bool {
+	awaitCond(t, "the killed node's runners and envoys on other nodes", 15*time.Second, func() bool {
 		for _, h := range moved {
-			if !heldElsewhere(t, c, victim, h.RunnerID) {
+			if !heldElsewhere(t, c, victim, h.Socket) {
 				return false
 			}
 		}
@@ -337,16 +355,16 @@ func TestKillNode(t *testing.T) {
 	tr.finish()
 	tr.report(t)
 	tr.checkState(t, c)
-	t.Logf("kill: %d runners moved, %d requests acknowledged, %d failed after retries", len(moved), tr.ok.Load(), tr.failed.Load())
+	t.Logf("kill: %d sockets moved, %d requests acknowledged, %d failed after retries", len(moved), tr.ok.Load(), tr.failed.Load())
 }
 
-func heldElsewhere(t testing.TB, c *cluster, except *node, rid id.ID) bool {
+func heldElsewhere(t testing.TB, c *cluster, except *node, sock keys.Socket) bool {
 	for _, n := range c.nodes {
 		if n == except {
 			continue
 		}
 		for _, h := range held(t, n.dbURL, n.id) {
-			if h.RunnerID == rid {
+			if h.Socket == sock {
 				return true
 			}
 		}
