@@ -201,16 +201,7 @@ func (s *Server) Wrap(next http.Handler) http.Handler {
 // Close closes every live socket with 1011 ws.going_away (the runner reconnects) and waits
 // for their handlers to end. Sockets opened afterwards are refused the same way.
 func (s *Server) Close() {
-	s.mu.Lock()
-	s.closed = true
-	live := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		live = append(live, c)
-	}
-	s.mu.Unlock()
-	for _, c := range live {
-		c.fail(rerr.WS("going_away"))
-	}
+	s.CloseSockets()
 	s.cancel()
 	s.wg.Wait()
 }
