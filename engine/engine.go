@@ -422,11 +422,7 @@ func (l localSockets) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) b
 	if h.IsEnvoy() {
 		return l.envoys.SendEnvoyCommandsHere(h, cmds)
 	}
-	wrapped := make([]proto.CommandWrapper, len(cmds))
-	for i, c := range cmds {
-		wrapped[i] = c.Command
-	}
-	return l.runners.SendCommandsHere(h.RunnerID, wrapped)
+	return l.runners.SendCommandsHere(h.RunnerID, actor.Wrappers(cmds))
 }
 
 func (l localSockets) CloseHere(h actor.Host, err error) bool {

@@ -62,15 +62,13 @@ func (n *Node) publish(m busMessage) {
 
 // SendCommands forwards commands for h to the node holding its socket.
 func (n *Node) SendCommands(h actor.Host, cmds []actor.HostCommand) {
-	wrapped := make(proto.ToClientCommands, len(cmds))
 	var reasons []byte
-	for i, c := range cmds {
-		wrapped[i] = c.Command
-		if h.IsEnvoy() {
+	if h.IsEnvoy() {
+		for _, c := range cmds {
 			reasons = append(reasons, byte(c.StopReason))
 		}
 	}
-	b, err := proto.EncodeToClient(wrapped, proto.LatestVersion)
+	b, err := proto.EncodeToClient(proto.ToClientCommands(actor.Wrappers(cmds)), proto.LatestVersion)
 	if err != nil {
 		n.o.Log.Error("cluster: encode commands", "host", h.String(), "error", err)
 		return

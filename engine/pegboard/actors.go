@@ -171,18 +171,9 @@ func (p *Actors) sendCommands(cmds []actor.HostCommand) {
 		case h.IsEnvoy() && envoys != nil:
 			envoys.SendEnvoyCommands(h, byHost[h])
 		case !h.IsEnvoy() && p.o.Sockets != nil:
-			p.o.Sockets.SendCommands(h.RunnerID, wrappers(byHost[h]))
+			p.o.Sockets.SendCommands(h.RunnerID, actor.Wrappers(byHost[h]))
 		}
 	}
-}
-
-// wrappers are the commands of a runner host, in the runner protocol.
-func wrappers(cmds []actor.HostCommand) []proto.CommandWrapper {
-	out := make([]proto.CommandWrapper, len(cmds))
-	for i, c := range cmds {
-		out[i] = c.Command
-	}
-	return out
 }
 
 func containsPool(ps []actor.Pool, p actor.Pool) bool {
@@ -435,7 +426,7 @@ func (p *Actors) HostAckCommands(ctx context.Context, h actor.Host, cps []proto.
 // Replay returns the stored commands a runner that just connected must get again.
 func (p *Actors) Replay(ctx context.Context, rid id.ID) ([]proto.CommandWrapper, error) {
 	cmds, err := p.HostReplay(ctx, actor.RunnerHost(rid))
-	return wrappers(cmds), err
+	return actor.Wrappers(cmds), err
 }
 
 // HostReplay returns the stored commands a host that just connected must get again.

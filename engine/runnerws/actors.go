@@ -20,12 +20,7 @@ import (
 // ToClientInit is out wait for it, so the runner always sees its init first.
 func (s *Server) SendCommands(rid id.ID, cmds []proto.CommandWrapper) {
 	if !s.SendCommandsHere(rid, cmds) && s.o.Cluster != nil {
-		h := actor.RunnerHost(rid)
-		hcmds := make([]actor.HostCommand, len(cmds))
-		for i, c := range cmds {
-			hcmds[i] = actor.HostCommand{Host: h, Command: c}
-		}
-		s.o.Cluster.SendCommands(h, hcmds)
+		s.o.Cluster.SendCommands(actor.RunnerHost(rid), actor.RunnerCommands(rid, cmds))
 	}
 }
 

@@ -35,6 +35,25 @@ type HostCommand struct {
 	StopReason envoyproto.StopActorReason
 }
 
+// Wrappers are the commands of a runner host, in the runner protocol.
+func Wrappers(cmds []HostCommand) []proto.CommandWrapper {
+	out := make([]proto.CommandWrapper, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Command
+	}
+	return out
+}
+
+// RunnerCommands are runner rid's commands cmds as HostCommands.
+func RunnerCommands(rid id.ID, cmds []proto.CommandWrapper) []HostCommand {
+	h := RunnerHost(rid)
+	out := make([]HostCommand, len(cmds))
+	for i, c := range cmds {
+		out[i] = HostCommand{Host: h, Command: c}
+	}
+	return out
+}
+
 // Pool names a pending queue.
 type Pool struct {
 	Namespace id.ID
