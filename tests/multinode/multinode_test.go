@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -436,8 +437,8 @@ func (n *node) wait(within time.Duration) {
 }
 
 // TestPreserveKeepsOwnership: POST /shutdown?handoff=preserve drains without releasing the
-// node's ownership records; the same node restarted at the same address gets its runners
-// back, and a SIGTERM then releases everything.
+// node's ownership records (runners' and envoys'); the same node restarted at the same
+// address gets its runners and envoys back, and a SIGTERM then releases everything.
 func TestPreserveKeepsOwnership(t *testing.T) {
 	dbURL := "file://" + t.TempDir() + "/store"
 	n := newNode(t, "keep", nodeConfig{db: dbURL})
@@ -450,6 +451,10 @@ func TestPreserveKeepsOwnership(t *testing.T) {
 	for i, r := range rs {
 		ids[i] = r.RunnerID()
 	}
+	// Two envoys too (through a balancer of this one node): their records are kept alike.
+	c := &cluster{nodes: []*node{n}, lb: startBalancer(t, []*node{n}), client: newClient(t, []*node{n})}
+	c.addEnvoys(t, 2, 0)
+	hosts := append(slices.Clone(rs), c.envoys...)
 	resp, err := http.Post(n.peerURL+"/shutdown?handoff=preserve", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -462,12 +467,12 @@ func TestPreserveKeepsOwnership(t *testing.T) {
 	if !strings.Contains(drainLine(n), "mode=preserve") {
 		t.Fatalf("no preserve drain in the log:\n%s", n.log())
 	}
-	if h := held(t, dbURL, "keep"); len(h) != len(rs) {
-		t.Fatalf("%d ownership records after a preserve shutdown, want %d", len(h), len(rs))
+	if h := held(t, dbURL, "keep"); len(h) != len(hosts) {
+		t.Fatalf("%d ownership records after a preserve shutdown, want %d (runners and envoys)", len(h), len(hosts))
 	}
 	n.start()
-	awaitCond(t, "runners back on the restarted node", 30*time.Second, func() bool {
-		for _, r := range rs {
+	awaitCond(t, "runners and envoys back on the restarted node", 30*time.Second, func() bool {
+		for _, r := range hosts {
 			if r.State() != runner.StateConnected {
 				return false
 			}
