@@ -35,7 +35,7 @@ func (c *conn) ping() bool {
 		c.fail(rerr.Internal(err))
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingTimeout) // a socket that takes no write for that long is as dead as one that does not pong
 	defer cancel()
 	if err := c.writeBytes(ctx, b); err != nil {
 		c.fail(nil)

@@ -55,7 +55,7 @@ func (c *conn) write(m proto.ToClient) error {
 		return rerr.Internal(err)
 	}
 	// Not c.s.ctx: a write whose context ends closes the connection without a close frame.
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.PingTimeout) // a socket that takes no write for that long is as dead as one that does not pong
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageBinary, b)
 }

@@ -36,12 +36,21 @@ func patternSum(n int64) string {
 
 const bigBody = 50 << 20
 
+// steadyPings keep the fast ping interval but allow 15 s for a pong: a socket carrying 50 MiB
+// answers its pings behind the body's frames, later than the fast 1 s threshold on a busy
+// machine (the envoy then expired mid-download in CI).
+var steadyPings = []string{
+	"BERTH__pegboard__envoy_ping_timeout=15000",
+	"BERTH__pegboard__envoy_lost_threshold=15000",
+	"BERTH__pegboard__envoy_eligible_threshold=15000",
+}
+
 // A 50 MiB upload, with and without Content-Length, reaches an SDK envoy's actor streamed:
 // read in pieces of at most 64 KiB (the engine's frames), intact. The SDK returns the
 // engine's credit as its handler reads, or the upload would stop after 2 MiB (the 1 MiB kept
 // for retries and the 1 MiB window).
 func TestEnvoyStreamedUpload(t *testing.T) {
-	e := startEngine(t, map[string]any{})
+	e := startEngine(t, map[string]any{}, steadyPings...)
 	startEnvoy(t, e, "envoy-up")
 	aid := createActor(t, e, "up")
 	want := patternSum(bigBody)
@@ -70,7 +79,7 @@ func TestEnvoyStreamedUpload(t *testing.T) {
 // An SDK envoy's actor that flushes streams a 50 MiB response: chunked within the 1 MiB
 // window the gateway returns as the client reads, intact at the client.
 func TestEnvoySDKStreamedDownload(t *testing.T) {
-	e := startEngine(t, map[string]any{})
+	e := startEngine(t, map[string]any{}, steadyPings...)
 	startEnvoy(t, e, "envoy-down")
 	aid := createActor(t, e, "sdk-down")
 	resp, err := (&http.Client{Timeout: 60 * time.Second}).Get(e.URL + "/gateway/" + aid + "/download?mb=50")
@@ -94,7 +103,7 @@ func TestEnvoySDKStreamedDownload(t *testing.T) {
 // client that goes away in the middle of a streamed response, and one in the middle of a
 // streamed upload, get the envoy a cancelled ToEnvoyRequestAbort.
 func TestEnvoyStreamedDownloadAndCancel(t *testing.T) {
-	e := startEngine(t, map[string]any{})
+	e := startEngine(t, map[string]any{}, steadyPings...)
 	raw := startRaw(t, e, "envoy-raw")
 	aid := createActor(t, e, "down")
 	raw.command(t)
