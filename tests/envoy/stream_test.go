@@ -11,28 +11,8 @@ import (
 	"time"
 
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	"github.com/berthhq/berth/tests/internal/harness"
 )
-
-// patternReader yields n bytes of a fixed pattern without holding them.
-type patternReader struct{ off, n int64 }
-
-func (p *patternReader) Read(b []byte) (int, error) {
-	if p.off >= p.n {
-		return 0, io.EOF
-	}
-	b = b[:min(int64(len(b)), p.n-p.off)]
-	for i := range b {
-		b[i] = byte((p.off + int64(i)) * 31 % 251)
-	}
-	p.off += int64(len(b))
-	return len(b), nil
-}
-
-func patternSum(n int64) string {
-	h := sha256.New()
-	_, _ = io.Copy(h, &patternReader{n: n})
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 const bigBody = 50 << 20
 
@@ -53,9 +33,9 @@ func TestEnvoyStreamedUpload(t *testing.T) {
 	e := startEngine(t, map[string]any{}, steadyPings...)
 	startEnvoy(t, e, "envoy-up")
 	aid := createActor(t, e, "up")
-	want := patternSum(bigBody)
+	want := harness.PatternSHA256(bigBody)
 	for _, length := range []int64{bigBody, -1} {
-		req, _ := http.NewRequest("POST", e.URL+"/gateway/"+aid+"/upload", io.NopCloser(&patternReader{n: bigBody}))
+		req, _ := http.NewRequest("POST", e.URL+"/gateway/"+aid+"/upload", io.NopCloser(harness.Pattern(bigBody)))
 		req.ContentLength = length
 		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 		if err != nil {
@@ -89,7 +69,7 @@ func TestEnvoySDKStreamedDownload(t *testing.T) {
 	defer resp.Body.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, resp.Body)
-	if err != nil || resp.StatusCode != 200 || n != bigBody || hex.EncodeToString(h.Sum(nil)) != patternSum(bigBody) {
+	if err != nil || resp.StatusCode != 200 || n != bigBody || hex.EncodeToString(h.Sum(nil)) != harness.PatternSHA256(bigBody) {
 		t.Fatalf("download: %d, %d bytes, %v", resp.StatusCode, n, err)
 	}
 	if resp.ContentLength != -1 {
@@ -136,7 +116,7 @@ func TestEnvoyStreamedDownloadAndCancel(t *testing.T) {
 		raw.write(proto.ToRivetTunnelMessage{MessageID: proto.MessageID{GatewayID: id.GatewayID, RequestID: id.RequestID, MessageIndex: idx}, MessageKind: k})
 	}
 	reply(0, proto.ToRivetResponseStart{Status: 200, Stream: true, Headers: []proto.Header{{Name: "content-type", Value: "application/octet-stream"}}})
-	src := &patternReader{n: bigBody}
+	src := harness.Pattern(bigBody)
 	var sent, acked uint64
 	updates := 0
 	buf := make([]byte, 64<<10)
@@ -159,7 +139,7 @@ func TestEnvoyStreamedDownloadAndCancel(t *testing.T) {
 		}
 	}
 	r := <-got
-	if r.err != nil || r.status != 200 || r.n != bigBody || r.sum != patternSum(bigBody) {
+	if r.err != nil || r.status != 200 || r.n != bigBody || r.sum != harness.PatternSHA256(bigBody) {
 		t.Fatalf("client got %d, %d bytes, %v", r.status, r.n, r.err)
 	}
 	if updates < (bigBody-1<<20)/(256<<10) {
@@ -203,7 +183,7 @@ func TestEnvoyStreamedDownloadAndCancel(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	go func() { _, _ = io.Copy(pw, &patternReader{n: bigBody}) }()
+	go func() { _, _ = io.Copy(pw, harness.Pattern(bigBody)) }()
 	start = raw.nextStart(t)
 	if st, ok := start.MessageKind.(proto.ToEnvoyRequestStart); !ok || !st.Stream {
 		t.Fatalf("upload start %+v", start.MessageKind)

@@ -7,22 +7,9 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/berthhq/berth/tests/internal/harness"
 )
-
-// patternReader yields n bytes of a fixed pattern without holding them.
-type patternReader struct{ off, n int64 }
-
-func (p *patternReader) Read(b []byte) (int, error) {
-	if p.off >= p.n {
-		return 0, io.EOF
-	}
-	b = b[:min(int64(len(b)), p.n-p.off)]
-	for i := range b {
-		b[i] = byte((p.off + int64(i)) * 31 % 251)
-	}
-	p.off += int64(len(b))
-	return len(b), nil
-}
 
 // Large bodies with the npm runner (protocol v7): runner 2.2.1 drops the response of a
 // streamed request, so the gateway sends it the body whole, up to 20 MiB, with or without a
@@ -35,17 +22,13 @@ func TestLargeBodiesWithRunner(t *testing.T) {
 	r.await("actorStart", func(ev event) bool { return ev.ActorID == a.ActorID })
 
 	const size = 15 << 20
-	h := sha256.New()
-	if _, err := io.Copy(h, &patternReader{n: size}); err != nil {
-		t.Fatal(err)
-	}
-	want := hex.EncodeToString(h.Sum(nil))
+	want := harness.PatternSHA256(size)
 	for _, tc := range []struct {
 		name   string
 		length int64
 	}{{"content-length", size}, {"chunked", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: size}))
+			req, _ := http.NewRequest("POST", e.url+"/", io.NopCloser(harness.Pattern(size)))
 			req.ContentLength = tc.length
 			setTarget(req, "/gateway/"+a.ActorID+"/upload")
 			resp, b := e.do(req)
@@ -68,14 +51,14 @@ func TestLargeBodiesWithRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Reset()
+	h := sha256.New()
 	n, err := io.Copy(h, resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != 200 || n != size || hex.EncodeToString(h.Sum(nil)) != want {
 		t.Fatalf("download: %d, %d bytes, %v", resp.StatusCode, n, err)
 	}
 
-	req, _ = http.NewRequest("POST", e.url+"/", io.NopCloser(&patternReader{n: 50 << 20}))
+	req, _ = http.NewRequest("POST", e.url+"/", io.NopCloser(harness.Pattern(50<<20)))
 	req.ContentLength = -1
 	setTarget(req, "/gateway/"+a.ActorID+"/upload")
 	if resp, b := e.do(req); resp.StatusCode != 413 || resp.Header.Get("X-Rivet-Error") != "guard.request_body_too_large" {

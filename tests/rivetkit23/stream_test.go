@@ -13,21 +13,6 @@ import (
 	"github.com/berthhq/berth/tests/internal/harness"
 )
 
-// patternReader yields n bytes of byte((i·31) mod 251) without holding them.
-type patternReader struct{ off, n int64 }
-
-func (p *patternReader) Read(b []byte) (int, error) {
-	if p.off >= p.n {
-		return 0, io.EOF
-	}
-	b = b[:min(int64(len(b)), p.n-p.off)]
-	for i := range b {
-		b[i] = byte((p.off + int64(i)) * 31 % 251)
-	}
-	p.off += int64(len(b))
-	return len(b), nil
-}
-
 // rivetkit 2.3.19's own envoy with a raw-HTTP actor (onRequest): a 50 MiB upload streams to
 // it (ToEnvoyRequestStart{stream}, chunks under its 1 MiB window, which it returns as its
 // handler reads) and arrives intact in many pieces; a 50 MiB response it streams (a
@@ -47,9 +32,9 @@ func TestRivetkit23StreamedBodies(t *testing.T) {
 		n, _ := io.Copy(h, r)
 		return hex.EncodeToString(h.Sum(nil)), n
 	}
-	want, _ := sum(&patternReader{n: size})
+	want, _ := sum(harness.Pattern(size))
 
-	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/gateway/streamer/request/upload?%s", e.URL, q.Encode()), io.NopCloser(&patternReader{n: size}))
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/gateway/streamer/request/upload?%s", e.URL, q.Encode()), io.NopCloser(harness.Pattern(size)))
 	req.ContentLength = -1
 	res, err := client.Do(req)
 	if err != nil {
