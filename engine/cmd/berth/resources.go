@@ -202,7 +202,7 @@ how many of its actors have left.`,
 			if err != nil {
 				return err
 			}
-			if wait && r.StopTs == nil {
+			if wait { // reports "done" also when the runner stopped before the drain answered
 				if timeout > 0 {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, timeout)
