@@ -187,6 +187,72 @@ func (d *dc) signal(sig syscall.Signal) {
 	}
 }
 
+// hang stops d's process (SIGSTOP) and returns once every one of its threads is seen
+// stopped in /proc: the signal takes effect asynchronously, and a sandboxed or loaded machine
+// can let the process answer a request after kill(2) has returned.
+func (c *cluster) hang(d *dc) {
+	c.t.Helper()
+	d.signal(syscall.SIGSTOP)
+	c.waitThreads(d, true)
+}
+
+// resume continues d's process after hang (SIGCONT) and returns once no thread is stopped.
+func (c *cluster) resume(d *dc) {
+	c.t.Helper()
+	d.signal(syscall.SIGCONT)
+	c.waitThreads(d, false)
+}
+
+// waitThreads polls the states of d's threads in /proc until all are stopped (stopped) or
+// none is, until a deadline.
+func (c *cluster) waitThreads(d *dc, stopped bool) {
+	c.t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", d.cmd.Process.Pid)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		states, err := threadStates(dir)
+		if err != nil {
+			c.t.Fatalf("datacenter %s: reading its threads' states: %v", d.name, err)
+		}
+		n := strings.Count(states, "T") + strings.Count(states, "t")
+		if stopped && n == len(states) || !stopped && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("datacenter %s: threads in states %q after 30s, want all stopped=%v", d.name, states, stopped)
+		}
+		time.Sleep(time.Millisecond) // /proc has no change notification
+	}
+}
+
+// threadStates returns the state letter of every thread under dir (/proc/<pid>/task), as
+// /proc/<pid>/task/<tid>/stat gives it: the field after the parenthesised command name.
+func threadStates(dir string) (string, error) {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var states []byte
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread exited
+		}
+		if err != nil {
+			return "", err
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return "", fmt.Errorf("%s/%s/stat: unexpected %q", dir, task.Name(), b)
+		}
+		states = append(states, b[i+2])
+	}
+	if len(states) == 0 {
+		return "", fmt.Errorf("%s: no threads", dir)
+	}
+	return string(states), nil
+}
+
 // kill stops d's process for good and waits for it.
 func (d *dc) kill() {
 	d.signal(syscall.SIGKILL)
@@ -258,7 +324,7 @@ func (c *cluster) getError(d *dc, path string) (int, *rerr.Error) {
 	status, b := c.get(d, path)
 	e, err := rerr.Parse(status, b)
 	if err != nil {
-		c.t.Fatalf("GET %s on %s: not an error answer: %d %s (%v)", path, d.name, status, b, errors.Unwrap(err))
+		c.t.Fatalf("GET %s on %s: not an error answer (%v): %d %.2000s", path, d.name, err, status, b)
 	}
 	return status, e
 }

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -419,7 +418,7 @@ func testDatacenterDown(t *testing.T, bin string) {
 	}
 
 	// c hangs (SIGSTOP): its part times out.
-	cc.signal(syscall.SIGSTOP)
+	c.hang(cc)
 	for _, path := range lists {
 		expectUnreachable(a, path, "c", timeout+5*time.Second)
 	}
@@ -434,7 +433,7 @@ func testDatacenterDown(t *testing.T, bin string) {
 	if len(nss.Namespaces) != 2 {
 		t.Errorf("namespaces with c hung: %+v", nss)
 	}
-	cc.signal(syscall.SIGCONT)
+	c.resume(cc)
 	c.getJSON(a, lists[0], &page)
 	if len(page.Runners) != len(before.Runners) {
 		t.Errorf("after c resumed: %d runners, want %d", len(page.Runners), len(before.Runners))
