@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,7 +91,7 @@ type engine struct {
 
 func startEngine(t *testing.T) *engine {
 	t.Helper()
-	ports := freePorts(t, 2)
+	ports := harness.FreePorts(t, 2)
 	dir := t.TempDir()
 	e := &engine{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), log: filepath.Join(dir, "berth.log")}
 	cfg := map[string]any{
@@ -163,20 +162,6 @@ func startEngine(t *testing.T) *engine {
 			t.Fatalf("berth not healthy after 30s (last error %v)", err)
 		}
 	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 func tail(b []byte, n int) []byte {

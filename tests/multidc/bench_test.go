@@ -19,6 +19,7 @@ import (
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 // BenchmarkRunnersList is GET /runners?limit=100 on the public API, one request at a time
@@ -42,7 +43,7 @@ func BenchmarkRunnersList(b *testing.B) {
 // leader), on free loopback ports, each with a file store in a temporary directory.
 func startEngines(b *testing.B, n int) []*engine.Engine {
 	b.Helper()
-	ports := freePorts(b, 2*n)
+	ports := harness.FreePorts(b, 2*n)
 	dcs := map[string]config.Datacenter{}
 	for i := range n {
 		dcs[fmt.Sprintf("dc%d", i+1)] = config.Datacenter{

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,10 +55,11 @@ func (d *dc) publicURL() string { return fmt.Sprintf("http://127.0.0.1:%d", d.pu
 
 // cluster is three datacenters, a (label 1, the leader), b (2) and c (3), on loopback.
 type cluster struct {
-	t      *testing.T
-	bin    string
-	dcs    []*dc
-	client *http.Client // checks every exchange against openapi.yaml
+	t         *testing.T
+	bin       string
+	dcTimeout time.Duration // api_public.datacenter_timeout_ms
+	dcs       []*dc
+	client    *http.Client // checks every exchange against openapi.yaml
 }
 
 // newCluster writes the configs of three datacenters on free loopback ports, each with a
@@ -68,16 +68,28 @@ type cluster struct {
 // seeds the stores (openStore), then calls start.
 func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 	t.Helper()
-	c := &cluster{t: t, bin: bin}
-	ports := freePorts(t, 6)
+	c := &cluster{t: t, bin: bin, dcTimeout: dcTimeout}
 	dir := t.TempDir()
 	for i, name := range []string{"a", "b", "c"} {
-		d := &dc{name: name, label: uint16(i + 1), leader: i == 0, publicPort: ports[2*i], peerPort: ports[2*i+1],
+		d := &dc{name: name, label: uint16(i + 1), leader: i == 0,
 			dbURL: harness.StoreURL(t, "file://"+filepath.Join(dir, name, "db")), config: filepath.Join(dir, name+".json"), log: filepath.Join(dir, name+".log")}
 		c.dcs = append(c.dcs, d)
 	}
+	c.configure()
+	transport := &http.Transport{MaxIdleConnsPerHost: 8}
+	t.Cleanup(transport.CloseIdleConnections)
+	c.client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 30 * time.Second}
+	return c
+}
+
+// configure gives every datacenter fresh free ports and writes their config files.
+func (c *cluster) configure() {
+	t := c.t
+	t.Helper()
+	ports := harness.FreePorts(t, 2*len(c.dcs))
 	topo := map[string]any{}
-	for _, d := range c.dcs {
+	for i, d := range c.dcs {
+		d.publicPort, d.peerPort = ports[2*i], ports[2*i+1]
 		topo[d.name] = map[string]any{"datacenter_label": d.label, "is_leader": d.leader, "public_url": d.publicURL(),
 			"peer_url": fmt.Sprintf("http://127.0.0.1:%d", d.peerPort)}
 	}
@@ -87,7 +99,7 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 			"guard":      map[string]any{"host": "127.0.0.1", "port": d.publicPort},
 			"api_peer":   map[string]any{"host": "127.0.0.1", "port": d.peerPort},
 			"metrics":    map[string]any{"host": "127.0.0.1", "port": 0},
-			"api_public": map[string]any{"datacenter_timeout_ms": dcTimeout.Milliseconds()},
+			"api_public": map[string]any{"datacenter_timeout_ms": c.dcTimeout.Milliseconds()},
 			"database":   map[string]any{"url": d.dbURL},
 			// The seeded runners and envoys have no socket: an hour before they count as lost.
 			"pegboard": map[string]any{"runner_lost_threshold": 3_600_000, "envoy_lost_threshold": 3_600_000},
@@ -100,25 +112,6 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 			t.Fatal(err)
 		}
 	}
-	transport := &http.Transport{MaxIdleConnsPerHost: 8}
-	t.Cleanup(transport.CloseIdleConnections)
-	c.client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 30 * time.Second}
-	return c
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close() // held until all are chosen, so they differ
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 // openStore opens d's store in this process, for seeding before d starts; the caller closes
@@ -132,14 +125,31 @@ func (d *dc) openStore(t *testing.T) udb.Database {
 	return db
 }
 
-// start starts every datacenter's process and waits until each answers /health.
+// start starts every datacenter's process and waits until each answers /health. A port
+// taken meanwhile (FreePorts only saw it free) makes it stop them all and try again on fresh
+// ports, twice at most.
 func (c *cluster) start() {
 	c.t.Helper()
-	for _, d := range c.dcs {
-		c.startDC(d)
-	}
-	for _, d := range c.dcs {
-		c.waitHealthy(d)
+	for attempt := 1; ; attempt++ {
+		for _, d := range c.dcs {
+			c.startDC(d)
+		}
+		var err error
+		for _, d := range c.dcs {
+			if err = c.waitHealthy(d); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			c.t.Fatal(err)
+		}
+		for _, d := range c.dcs {
+			d.kill()
+		}
+		c.configure()
 	}
 }
 
@@ -164,16 +174,17 @@ func (c *cluster) startDC(d *dc) {
 		logf.Close()
 		t.Fatal(err)
 	}
-	d.cmd, d.exited = cmd, make(chan struct{})
+	exited := make(chan struct{})
+	d.cmd, d.exited = cmd, exited
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
-		close(d.exited)
+		close(exited)
 	}()
 	t.Cleanup(func() {
-		d.signal(syscall.SIGKILL)
-		<-d.exited
-		if t.Failed() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() && d.cmd == cmd { // the log of the last start only
 			b, _ := os.ReadFile(d.log)
 			t.Logf("log of datacenter %s:\n%s", d.name, tail(b, 40))
 		}
@@ -259,9 +270,9 @@ func (d *dc) kill() {
 	<-d.exited
 }
 
-// waitHealthy polls d's /health until it answers 200, until a deadline.
-func (c *cluster) waitHealthy(d *dc) {
-	c.t.Helper()
+// waitHealthy polls d's /health until it answers 200; it fails when d exits first or
+// after a deadline.
+func (c *cluster) waitHealthy(d *dc) error {
 	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -271,17 +282,17 @@ func (c *cluster) waitHealthy(d *dc) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
 		case <-d.exited:
 			b, _ := os.ReadFile(d.log)
-			c.t.Fatalf("datacenter %s exited before it was healthy:\n%s", d.name, tail(b, 40))
+			return fmt.Errorf("datacenter %s exited before it was healthy:\n%s", d.name, tail(b, 40))
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("datacenter %s not healthy after 30s (last error %v)", d.name, err)
+			return fmt.Errorf("datacenter %s not healthy after 30s (last error %v)", d.name, err)
 		}
 	}
 }

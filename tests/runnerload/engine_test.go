@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 // buildBerth builds the berth binary into dir and returns its path; RUNNERLOAD_BERTH names
@@ -33,21 +34,6 @@ func buildBerth(tb testing.TB, dir string) string {
 		tb.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer ln.Close() // held until all are chosen, so they differ
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 // raiseFDLimit lifts this process's open-file limit to its hard limit (the engine, started
@@ -97,7 +83,7 @@ func (e *engineProc) metricsURL() string {
 func startEngine(tb testing.TB, bin, dbQuery string, env ...string) *engineProc {
 	tb.Helper()
 	dir := tb.TempDir()
-	ports := freePorts(tb, 3)
+	ports := harness.FreePorts(tb, 3)
 	e := &engineProc{publicPort: ports[0], metricsPort: ports[2], log: filepath.Join(dir, "berth.log")}
 	cmd := exec.Command(bin, "start", "--log-level", "warn")
 	for _, kv := range os.Environ() {

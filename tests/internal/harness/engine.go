@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -211,19 +212,41 @@ func (e *Engine) Log() []byte {
 	return b
 }
 
-// FreePorts returns n distinct loopback ports that were free a moment ago.
+// FreePorts returns n distinct loopback ports that were free a moment ago, for processes
+// that are told their ports before they start. They are drawn at random below the kernel's
+// ephemeral range (ip_local_port_range), where nothing takes a port without asking for it by
+// number: a port from that range (a listener on port 0, or the local end of any outgoing
+// connection of any test running alongside) could be taken before the process binds it.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	lo, hi := 10000, ephemeralLow()-1
 	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 100*n {
+			t.Fatalf("no %d free loopback ports in %d-%d after %d tries", n, lo, hi, tries)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo+1)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		defer ln.Close() // held until all are chosen, so they differ
 		out = append(out, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return out
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default 32768
+// where /proc does not tell).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low int
+	if _, err := fmt.Sscan(string(b), &low); err != nil || low <= 12000 {
+		return 32768
+	}
+	return low
 }
 
 func (e *Engine) waitHealthy() error {
