@@ -3,6 +3,7 @@ package envoyws_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/berthhq/berth/engine/envoyws"
 	"github.com/berthhq/berth/ops/actor"
@@ -106,5 +107,20 @@ func TestEnvoyTunnel(t *testing.T) {
 	}
 	if r, ok := got.(rp.ToServerResponseStart); !ok || r.Status != 204 {
 		t.Fatalf("response %+v", got)
+	}
+
+	// The socket's end closes the tunnels still open on it, and no new one opens.
+	waiting, err := e.srv.OpenEnvoyTunnel(e.ns, "envoy-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.c.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := waiting.Recv(ctx); err != envoyws.ErrTunnelClosed {
+		t.Fatalf("Recv on a tunnel of a closed socket: %v", err)
+	}
+	if _, err := e.srv.OpenEnvoyTunnel(e.ns, "envoy-1"); err != envoyws.ErrNoEnvoySocket {
+		t.Fatalf("tunnel to a closed socket: %v", err)
 	}
 }

@@ -263,12 +263,15 @@ type conn struct {
 
 	// cmds holds commands until the stored ones are replayed after registration.
 	cmds wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]
+
+	open wsconn.OpenSet[*Tunnel] // this socket's tunnels, closed with it
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.
 func (c *conn) closeWith(err error) {
 	c.closeOnce.Do(func() {
 		close(c.done)
+		c.open.CloseAll()
 		code := websocket.StatusCode(rerr.CloseCode(err))
 		// The handler still holds the WaitGroup here, so Server.Close also waits for the
 		// close handshake.

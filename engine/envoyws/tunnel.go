@@ -88,17 +88,12 @@ func (s *Server) OpenEnvoyTunnel(ns id.ID, envoyKey string) (*Tunnel, error) {
 			delete(s.tunnels, t.rid)
 		}
 		s.mu.Unlock()
+		c.open.Remove(t)
 	})
+	if !c.open.Add(t) { // the socket is closing
+		return nil, ErrNoEnvoySocket
+	}
 	s.tunnels[t.rid] = t
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-c.done:
-			t.Close()
-		case <-t.Done():
-		}
-	}()
 	return t, nil
 }
 

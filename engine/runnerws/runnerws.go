@@ -294,7 +294,7 @@ type conn struct {
 	// cmds holds commands until ToClientInit is out and the stored ones are replayed.
 	cmds wsconn.CommandGate[proto.CommandWrapper, proto.ActorCheckpoint]
 
-	tunnels sync.WaitGroup // watchers of this socket's tunnels
+	open wsconn.OpenSet[*Tunnel] // this socket's tunnels, closed with it
 }
 
 // closeWith closes the socket once with err's code and reason; later calls do nothing.
@@ -302,6 +302,7 @@ func (c *conn) closeWith(err error, evicted bool) {
 	c.closeOnce.Do(func() {
 		c.evicted = evicted
 		close(c.done)
+		c.open.CloseAll()
 		code := websocket.StatusCode(rerr.CloseCode(err))
 		// The handler still holds the WaitGroup here (its last defer comes after the close),
 		// so Server.Close also waits for the close handshakes.
@@ -320,7 +321,6 @@ func (c *conn) run(r *http.Request) {
 		// Make sure the socket is closed and the reader is released.
 		c.fail(nil)
 		<-c.done
-		c.tunnels.Wait()
 	}()
 	if err := c.checkQuery(r); err != nil {
 		c.fail(err)

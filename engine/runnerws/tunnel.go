@@ -73,17 +73,12 @@ func (s *Server) openTunnel(rid id.ID, req *proto.RequestID, next uint16) (*Tunn
 			delete(s.tunnels, t.rid)
 		}
 		s.mu.Unlock()
+		c.open.Remove(t)
 	})
+	if !c.open.Add(t) { // the socket is closing
+		return nil, ErrNoRunnerSocket
+	}
 	s.tunnels[t.rid] = t
-	c.tunnels.Add(1)
-	go func() {
-		select {
-		case <-c.done:
-			t.Close()
-		case <-t.Done():
-		}
-		c.tunnels.Done()
-	}()
 	return t, nil
 }
 
