@@ -35,6 +35,7 @@ func startEngine(t *testing.T, token string) *engine.Engine {
 	cfg.Database.URL = "mem://"
 	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
 	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
 	cfg.Auth.AdminToken = token
 	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
 	if err != nil {
