@@ -45,6 +45,9 @@ type EnvoyTunnels interface {
 type Actors interface {
 	Wake(ctx context.Context, aid id.ID) error
 	Watch(aid id.ID) <-chan struct{}
+	// OnChange calls f once, on a goroutine of its own, at the actor's next change; stop
+	// cancels the call.
+	OnChange(aid id.ID, f func()) (stop func())
 	GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error)
 }
 
@@ -320,9 +323,10 @@ func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc
 	p.ServeHTTP(w, r)
 }
 
-// route is where a request goes: the actor's host (a runner or an envoy).
+// route is where a request goes: the actor and its host (a runner or an envoy).
 type route struct {
-	host actor.Host
+	actor id.ID
+	host  actor.Host
 }
 
 // openTunnel opens a tunnel to the route's host.
@@ -401,11 +405,11 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 		switch st.Phase {
 		case keys.PhaseRunning:
 			if h, ok := actor.HostOf(st); ok {
-				return route{host: h}, changed, true, nil
+				return route{actor: aid, host: h}, changed, true, nil
 			}
 		case keys.PhaseStarting:
 			if h, ok := actor.HostOf(st); ok && skipReadyWait {
-				return route{host: h}, changed, false, nil
+				return route{actor: aid, host: h}, changed, false, nil
 			}
 		case keys.PhaseSleeping, keys.PhaseRescheduling:
 			if wakes == maxWakes {

@@ -31,6 +31,8 @@ type fakeActors struct {
 	db       udb.Database
 	mu       sync.Mutex
 	watchers map[id.ID]chan struct{}
+	onChange map[id.ID][]*func() // nil entries were stopped
+	watched  chan id.ID          // if set, gets the actor of every OnChange call
 	wakes    int
 	hang     bool // Wake waits until its context ends
 }
@@ -56,7 +58,30 @@ func (f *fakeActors) Watch(aid id.ID) <-chan struct{} {
 	return f.watchers[aid]
 }
 
-// changed closes aid's change channel, as the lifecycle does at the actor's next change.
+func (f *fakeActors) OnChange(aid id.ID, fn func()) (stop func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onChange == nil {
+		f.onChange = map[id.ID][]*func(){}
+	}
+	key := &fn
+	f.onChange[aid] = append(f.onChange[aid], key)
+	if f.watched != nil {
+		f.watched <- aid
+	}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, k := range f.onChange[aid] {
+			if k == key {
+				f.onChange[aid][i] = nil
+			}
+		}
+	}
+}
+
+// changed closes aid's change channel and calls its OnChange functions, as the lifecycle
+// does at the actor's next change.
 func (f *fakeActors) changed(aid id.ID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -64,6 +89,12 @@ func (f *fakeActors) changed(aid id.ID) {
 		close(ch)
 		delete(f.watchers, aid)
 	}
+	for _, fn := range f.onChange[aid] {
+		if fn != nil {
+			go (*fn)()
+		}
+	}
+	delete(f.onChange, aid)
 }
 
 func (f *fakeActors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
@@ -106,7 +137,9 @@ func (t *fakeTunnel) Send(m proto.ToClientTunnelMessageKind) error {
 		t.f.calls[t.rid]++
 		t.f.paths = append(t.f.paths, start.Path)
 		t.f.mu.Unlock()
-		t.out <- t.f.answer(t.rid)
+		if a := t.f.answer(t.rid); a.Status != 0 { // 0: the runner never answers
+			t.out <- a
+		}
 	}
 	return nil
 }
@@ -267,6 +300,57 @@ func TestRouteCache(t *testing.T) {
 	f.actors.changed(aid)
 	if w := f.serve("GET", target, nil, ""); w.Code != 200 || f.runners.count(b) != 2 || f.runners.count(a) != 3 {
 		t.Fatalf("after a reported change: %d, a %d, b %d", w.Code, f.runners.count(a), f.runners.count(b))
+	}
+}
+
+// A request whose actor stops or moves before answering (runner 2.2.1 drops the answers of a
+// stopped actor) is retried where the actor runs next, instead of waiting for the
+// response-start timeout; a change that leaves the actor on its runner (running, or stopping:
+// it may still answer) does not end the wait.
+func TestActorStoppedWhileWaiting(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.actors.watched = make(chan id.ID, 16)
+	aid, a, b := id.New(1), id.New(1), id.New(1)
+	f.runners.answer = func(rid id.ID) proto.ToServerResponseStart {
+		if rid == a {
+			return proto.ToServerResponseStart{} // never answers
+		}
+		return proto.ToServerResponseStart{Status: 200, Body: []byte(rid.String())}
+	}
+	f.place(t, aid, keys.PhaseRunning, &a)
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- f.serve("GET", "/gateway/"+aid.String()+"/x", nil, "") }()
+	awaitWatch := func() {
+		t.Helper()
+		select {
+		case <-f.actors.watched:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request does not watch its actor")
+		}
+	}
+	awaitWatch()
+	f.actors.changed(aid) // still running on a: the request watches again
+	awaitWatch()
+	f.place(t, aid, keys.PhaseStopping, &a) // told to stop, a may still answer
+	f.actors.changed(aid)
+	awaitWatch()
+	select {
+	case w := <-done:
+		t.Fatalf("the request ended while its actor still ran on its runner: %d %s", w.Code, w.Body)
+	default:
+	}
+	f.place(t, aid, keys.PhaseRunning, &b)
+	f.actors.changed(aid)
+	select {
+	case w := <-done:
+		if w.Code != 200 || w.Body.String() != b.String() {
+			t.Fatalf("after the move: %d %s, want 200 from b", w.Code, w.Body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request still waits for a runner its actor left")
+	}
+	if f.runners.count(a) != 1 || f.runners.count(b) != 1 {
+		t.Fatalf("requests: a %d, b %d; want 1 each", f.runners.count(a), f.runners.count(b))
 	}
 }
 

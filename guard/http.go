@@ -133,6 +133,8 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 	wctx, cancel := context.WithTimeoutCause(sctx, g.o.ResponseStartTimeout,
 		rerr.New("guard", "gateway_response_start_timeout", "phase", "waiting_for_response_start"))
 	defer cancel()
+	wctx, release := g.untilStopped(wctx, rt)
+	defer release()
 	for {
 		m, err := tun.Recv(wctx)
 		if err != nil {

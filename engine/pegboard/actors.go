@@ -42,9 +42,10 @@ type Actors struct {
 	creates batcher // creates share transactions (batch.go)
 
 	mu       sync.Mutex
-	pools    []actor.Pool            // queues to move
-	watchers map[id.ID]chan struct{} // closed at the actor's next change
-	envoys   EnvoyCommandSockets     // o.Envoys, or the one attached later
+	pools    []actor.Pool                   // queues to move
+	watchers map[id.ID]chan struct{}        // closed at the actor's next change
+	onChange map[id.ID]map[*func()]struct{} // called at the actor's next change (OnChange)
+	envoys   EnvoyCommandSockets            // o.Envoys, or the one attached later
 }
 
 // EnvoyCommandSockets reaches the envoy sockets held by this node. Neither call blocks on
@@ -81,7 +82,8 @@ func NewActors(o ActorsOptions) *Actors {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 100 * time.Millisecond
 	}
-	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{}, envoys: o.Envoys}
+	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{},
+		onChange: map[id.ID]map[*func()]struct{}{}, envoys: o.Envoys}
 	p.creates.p = p
 	return p
 }
@@ -198,13 +200,43 @@ func (p *Actors) Watch(aid id.ID) <-chan struct{} {
 	return ch
 }
 
+// OnChange calls f once, on a goroutine of its own, at the actor's next lifecycle change seen
+// by this node (as Watch); stop cancels the call if it has not been made. It is Watch without
+// a goroutine waiting on the channel for every caller: a gateway request watches its actor.
+func (p *Actors) OnChange(aid id.ID, f func()) (stop func()) {
+	key := &f
+	p.mu.Lock()
+	fs := p.onChange[aid]
+	if fs == nil {
+		fs = map[*func()]struct{}{}
+		p.onChange[aid] = fs
+	}
+	fs[key] = struct{}{}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if fs := p.onChange[aid]; fs != nil {
+			delete(fs, key)
+			if len(fs) == 0 {
+				delete(p.onChange, aid)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
 func (p *Actors) notify(aid id.ID) {
 	p.mu.Lock()
 	ch, ok := p.watchers[aid]
 	delete(p.watchers, aid)
+	fs := p.onChange[aid]
+	delete(p.onChange, aid)
 	p.mu.Unlock()
 	if ok {
 		close(ch)
+	}
+	for f := range fs {
+		go (*f)()
 	}
 }
 

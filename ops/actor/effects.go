@@ -13,7 +13,8 @@ import (
 type Effects struct {
 	// Commands go to the hosts' sockets, in order.
 	Commands []HostCommand
-	// Ready are actors that became connectable; Stopped ones that stopped being so.
+	// Ready are actors that became connectable; Stopped ones that stopped being so (told to
+	// stop), and again once they have stopped and left their host.
 	Ready, Stopped []id.ID
 	// Destroyed are actors destroyed by this transition.
 	Destroyed []id.ID

@@ -266,7 +266,9 @@ func (m *machine) deallocate(a *actor) error {
 	if !ok {
 		return nil
 	}
-	if st.Phase == keys.PhaseRunning {
+	if st.Phase == keys.PhaseRunning || st.Phase == keys.PhaseStopping {
+		// Stopping was reported at its stop command: this is the stop itself, which a
+		// request still waiting for the actor's answer watches for (guard).
 		m.eff.Stopped = append(m.eff.Stopped, a.id)
 	}
 	if err := m.release(a, h); err != nil {

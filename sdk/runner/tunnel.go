@@ -356,8 +356,11 @@ func (t *tunnel) serveHTTP(start proto.ToClientRequestStart) {
 		return
 	}
 	switch {
-	case t.ctx.Err() != nil:
-		// Aborted by the gateway, or the actor stopped: the gateway has closed the request.
+	case t.ctx.Err() != nil && w.status == 0 && w.body.Len() == 0:
+		// Aborted by the gateway, or the actor stopped before the handler answered. An
+		// answer the handler did write goes even when the actor has stopped meanwhile (a
+		// handler that asks the actor to sleep, then answers): the gateway still waits for
+		// it, and send drops it after an abort.
 		return
 	case w.tooLarge:
 		in.log.Error("runner: response body larger than the engine takes; answering 500", "limit", maxResponseBody)
