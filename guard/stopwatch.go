@@ -11,15 +11,14 @@ import (
 
 // untilStopped returns ctx, ended with guard.actor_stopped_while_waiting once rt's actor has
 // left rt's host: it slept, crashed, was destroyed or moved while a request waited for its
-// answer, which that host will now never send (runner 2.2.1 drops the
-// answers of a stopped actor). The error is retried, so the request reaches the actor where
-// it runs next, as on Rivet, instead of waiting for the response-start timeout (5 min).
-// Changes are those this node sees (the lifecycle of the actors whose hosts it holds); release
-// ends the watch.
+// answer, which that host will now never send (runner 2.2.1 drops the answers of a stopped
+// actor). The error is retried, so the request reaches the actor where it runs next, as on
+// Rivet, instead of waiting for the response-start timeout (5 min). The changes watched are
+// those this node sees (of the actors whose hosts it holds); release ends the watch.
 func (g *Gateway) untilStopped(ctx context.Context, rt route) (_ context.Context, release func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var mu sync.Mutex
-	var stop func() // the current OnChange registration; nil once released
+	var stop func() // cancels the current OnChange registration
 	released := false
 	var watch func()
 	watch = func() {
