@@ -99,9 +99,10 @@ func TestClusterOwnership(t *testing.T) {
 
 	old, _ := connect(t, e, hsA, "envoy-1")
 	oldConn := connID(t, e, "envoy-1")
+	// The claim follows the registration's commit, which connect waits for.
 	var epoch int64
-	fa.locked(func() { epoch = fa.claims[one] })
-	if epoch == 0 || !srvA.Holds(e.ns, "envoy-1") || srvB.Holds(e.ns, "envoy-1") {
+	eventually(t, "node A's claim", func() bool { fa.locked(func() { epoch = fa.claims[one] }); return epoch != 0 })
+	if !srvA.Holds(e.ns, "envoy-1") || srvB.Holds(e.ns, "envoy-1") {
 		t.Fatalf("claims %v; A holds %v, B holds %v", fa.claims, srvA.Holds(e.ns, "envoy-1"), srvB.Holds(e.ns, "envoy-1"))
 	}
 
@@ -121,10 +122,10 @@ func TestClusterOwnership(t *testing.T) {
 	// The envoy reconnects to node B: B claims it and evicts the old socket through the
 	// cluster (it is not on B); A, told over the bus, closes it.
 	s2, _ := connect(t, e, hsB, "envoy-1")
-	fb.locked(func() {
-		if fb.claims[one] == 0 || !fb.evicts[oldConn] {
-			t.Errorf("node B: claims %v, evictions %v (want the old connection %v)", fb.claims, fb.evicts, oldConn)
-		}
+	eventually(t, "node B's claim and its eviction of the old connection", func() bool {
+		var done bool
+		fb.locked(func() { done = fb.claims[one] != 0 && fb.evicts[oldConn] })
+		return done
 	})
 	if !srvA.EvictHere(oldConn) {
 		t.Fatal("node A does not hold the old socket")
