@@ -12,7 +12,9 @@
 //  2. runner connect: a runner opening its socket until GET /runners lists it (5 runners);
 //  3. actor cold start: POST /actors until the actor's first gateway answer (50 actors);
 //  4. gateway HTTP: p50/p99 of 2,000 sequential GETs on one keep-alive connection, and
-//     requests per second with 16 keep-alive connections for 10 s;
+//     requests per second with 16 keep-alive connections for 10 s, written and read on one
+//     goroutine per connection (sidebyside.RawClient); the p50 again with Go's net/http
+//     client, whose goroutine hand-offs add their own wake-ups to every request;
 //  5. WebSocket echo round trip p50/p99 (2,000 echoes on one socket);
 //  6. wake: an actor put to sleep (its runner sends ActorIntentSleep, then GET /actors shows
 //     its sleep_ts) until its first gateway answer (10 actors, each woken once);

@@ -92,12 +92,17 @@ func (w *workload) floor(ctx context.Context, rep int) (figures, error) {
 
 // gateway runs steps 4 and 5 against t.
 func gateway(ctx context.Context, t *sidebyside.Target, f figures) error {
-	d, err := sidebyside.HTTPLatency(ctx, t, latencyWarmup, latencyRequests)
+	d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, latencyWarmup, latencyRequests)
 	if err != nil {
 		return err
 	}
 	f["http_p50_ms"], f["http_p99_ms"] = ms(sidebyside.Percentile(d, 50)), ms(sidebyside.Percentile(d, 99))
-	l := sidebyside.HTTPLoad(ctx, t, loadConns, loadFor)
+	d, err = sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, latencyWarmup, latencyRequests)
+	if err != nil {
+		return err
+	}
+	f["http_nethttp_p50_ms"] = ms(sidebyside.Percentile(d, 50))
+	l := sidebyside.HTTPLoad(ctx, t, sidebyside.RawClient, loadConns, loadFor)
 	if l.Failed > 0 {
 		return fmt.Errorf("%s: %d requests of the throughput loop failed, the first: %v", t.Name, l.Failed, l.FirstErr)
 	}

@@ -74,15 +74,14 @@ func OneConn() (client *http.Client, done func()) {
 }
 
 // HTTPLatency sends warmup and then n sequential GETs of /bench on one keep-alive connection
-// and returns the n recorded durations.
-func HTTPLatency(ctx context.Context, t *Target, warmup, n int) ([]time.Duration, error) {
-	client, done := OneConn()
-	defer done()
-	url := t.HTTP + "/bench"
+// of kind c and returns the n recorded durations.
+func HTTPLatency(ctx context.Context, t *Target, c Client, warmup, n int) ([]time.Duration, error) {
+	conn := c.Dial(t)
+	defer conn.Close()
 	d := make([]time.Duration, 0, n)
 	for i := range warmup + n {
 		start := time.Now()
-		if err := Get(ctx, client, url, t.XFF(100, i)); err != nil {
+		if err := conn.Get(ctx, "/bench", t.XFF(100, i)); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
 		if i >= warmup {
@@ -101,9 +100,9 @@ type Load struct {
 	NodeCPUPerReq time.Duration // the node process's CPU per answered request
 }
 
-// HTTPLoad runs conns closed loops of GET /bench, one keep-alive connection each, for d.
-func HTTPLoad(ctx context.Context, t *Target, conns int, d time.Duration) Load {
-	url := t.HTTP + "/bench"
+// HTTPLoad runs conns closed loops of GET /bench, one keep-alive connection of kind cl
+// each, for d.
+func HTTPLoad(ctx context.Context, t *Target, cl Client, conns int, d time.Duration) Load {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var ok, failed atomic.Int64
@@ -113,10 +112,10 @@ func HTTPLoad(ctx context.Context, t *Target, conns int, d time.Duration) Load {
 	start := time.Now()
 	for c := range conns {
 		wg.Go(func() {
-			client, done := OneConn()
-			defer done()
+			conn := cl.Dial(t)
+			defer conn.Close()
 			for n := 0; ctx.Err() == nil; n++ {
-				if err := Get(ctx, client, url, t.XFF(c, n)); err != nil {
+				if err := conn.Get(ctx, "/bench", t.XFF(c, n)); err != nil {
 					if ctx.Err() != nil {
 						return // cut off by the end of the loop
 					}

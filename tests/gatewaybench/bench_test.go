@@ -35,6 +35,10 @@ type figures struct {
 	cpuPerReq        time.Duration // engine CPU per request in the throughput loop
 	nodeCPUPerReq    time.Duration // the node process's CPU per request in the same loop
 	wsP50, wsP99     time.Duration
+
+	// The same HTTP measurements with Go's net/http client (sidebyside.NetHTTPClient).
+	netHTTPP50, netHTTPP99 time.Duration
+	netHTTPRPS             float64
 }
 
 func BenchmarkGatewaySideBySide(b *testing.B) {
@@ -60,11 +64,18 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 	b.ResetTimer()
 	// Each measurement runs on every target in turn, so that a busy machine weighs on all.
 	for i, t := range targets {
-		d, err := sidebyside.HTTPLatency(ctx, t, latencyWarmup, latencyRequests)
+		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, latencyWarmup, latencyRequests)
 		if err != nil {
 			b.Fatal(err)
 		}
 		figs[i].httpP50, figs[i].httpP99 = sidebyside.Percentile(d, 50), sidebyside.Percentile(d, 99)
+	}
+	for i, t := range targets {
+		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, latencyWarmup, latencyRequests)
+		if err != nil {
+			b.Fatal(err)
+		}
+		figs[i].netHTTPP50, figs[i].netHTTPP99 = sidebyside.Percentile(d, 50), sidebyside.Percentile(d, 99)
 	}
 	// The sequential measurements come before any throughput loop: a target measured right
 	// after another's loop (the engine and its runner still collecting what 10 s at full
@@ -77,11 +88,19 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 		figs[i].wsP50, figs[i].wsP99 = sidebyside.Percentile(d, 50), sidebyside.Percentile(d, 99)
 	}
 	for i, t := range targets {
-		l := sidebyside.HTTPLoad(ctx, t, loadConns, loadFor)
+		l := sidebyside.HTTPLoad(ctx, t, sidebyside.RawClient, loadConns, loadFor)
 		if l.FirstErr != nil {
 			b.Logf("%s: first failed request: %v", t.Name, l.FirstErr)
 		}
 		figs[i].rps, figs[i].loadErrs, figs[i].cpuPerReq, figs[i].nodeCPUPerReq = l.RPS, l.Failed, l.CPUPerReq, l.NodeCPUPerReq
+	}
+	for i, t := range targets {
+		l := sidebyside.HTTPLoad(ctx, t, sidebyside.NetHTTPClient, loadConns, loadFor)
+		if l.FirstErr != nil {
+			b.Logf("%s (net/http client): first failed request: %v", t.Name, l.FirstErr)
+		}
+		figs[i].netHTTPRPS = l.RPS
+		figs[i].loadErrs += l.Failed
 	}
 	b.StopTimer()
 
@@ -117,7 +136,11 @@ func report(b *testing.B, targets []*sidebyside.Target, figs []figures) {
 	row("node CPU ms/req", func(f figures) float64 { return ms(f.nodeCPUPerReq) }, "%.3f")
 	row("ws echo p50 ms", func(f figures) float64 { return ms(f.wsP50) }, "%.3f")
 	row("ws echo p99 ms", func(f figures) float64 { return ms(f.wsP99) }, "%.3f")
-	b.Logf("gateway side by side (GOMAXPROCS of the load loop %d; sequential %d requests and %d WebSocket echoes, %d connections for %v):\n%s",
+	row("net/http: http p50 ms", func(f figures) float64 { return ms(f.netHTTPP50) }, "%.3f")
+	row("net/http: http p99 ms", func(f figures) float64 { return ms(f.netHTTPP99) }, "%.3f")
+	row("net/http: req/s", func(f figures) float64 { return f.netHTTPRPS }, "%.0f")
+	b.Logf("gateway side by side (GOMAXPROCS of the load loop %d; sequential %d requests and %d WebSocket echoes, %d connections for %v; "+
+		"HTTP with the raw client, then again with Go's net/http client):\n%s",
 		runtime.GOMAXPROCS(0), latencyRequests, wsRoundTrips, loadConns, loadFor, sb.String())
 
 	berth, ref := figs[1], figs[2]
@@ -133,6 +156,8 @@ func report(b *testing.B, targets []*sidebyside.Target, figs []figures) {
 	b.ReportMetric(ms(ref.wsP50), "rivet-ws-p50-ms")
 	b.ReportMetric(ms(berth.wsP50)/ms(ref.wsP50), "ws-p50-ratio")
 	b.ReportMetric(ms(berth.wsP99)/ms(ref.wsP99), "ws-p99-ratio")
+	b.ReportMetric(ms(berth.netHTTPP50)/ms(ref.netHTTPP50), "nethttp-http-p50-ratio")
+	b.ReportMetric(berth.netHTTPRPS/ref.netHTTPRPS, "nethttp-req/s-ratio")
 }
 
 // echoActor starts the echo runner against the engine at url, creates one echo actor on it

@@ -7,6 +7,10 @@
 // connection), requests per second with 16 keep-alive connections, engine CPU per request,
 // and WebSocket echo round trips p50/p99, with the ratios berth/reference.
 //
+// The HTTP figures are measured with a client that writes each request and reads its answer
+// on one goroutine (sidebyside.RawClient), so that they are the targets' and not the
+// client's; the same HTTP measurements with Go's net/http client follow as their own rows.
+//
 // The reference engine's installation and start and the measurements themselves are
 // bench/sidebyside's, shared with `make bench-compare` (bench/compare).
 //
