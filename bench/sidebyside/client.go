@@ -75,6 +75,9 @@ type rawConn struct {
 	req []byte // reused request buffer
 }
 
+// rawTimeout bounds one request and its answer, as OneConn's client timeout does.
+const rawTimeout = 30 * time.Second
+
 // rawAnswerLimit bounds the body read of one answer (the echo actor answers "ok").
 const rawAnswerLimit = 1 << 16
 
@@ -93,14 +96,12 @@ func (c *rawConn) Get(ctx context.Context, path, from string) error {
 		}
 		c.nc, c.br = nc, bufio.NewReader(nc)
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Second)
-	}
-	// The deadline also ends a Get that ctx cancels: the connection is closed then.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Now()) })
+	// ctx ends a Get through the connection's deadline (ctx.Err is set by then, so the
+	// error is ctx's); rawTimeout bounds one that nothing ends.
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 	defer stop()
-	err := c.roundTrip(path, from, deadline)
+	err := c.roundTrip(path, from, time.Now().Add(rawTimeout))
 	if err != nil {
 		c.Close()
 		if ctx.Err() != nil {

@@ -162,6 +162,12 @@ type Node struct {
 	// LeaseMs is how long the node's lease lasts unless renewed (every third of it); a node
 	// killed without a shutdown counts as gone once it runs out. Default 10000.
 	LeaseMs uint32 `json:"lease_ms"`
+	// GCHeapFloorMiB is the heap, in MiB, that `berth start` lets Go's garbage collector
+	// reach before a cycle while the live heap is small (with GOGC=100 alone it would run
+	// each time a few MiB were allocated: ~8% fewer gateway requests per second on 2 cores).
+	// The process may hold this much garbage. 0 turns it off; GOGC in the environment
+	// overrides it; GOMEMLIMIT still caps the heap. Default 64, at most 16384.
+	GCHeapFloorMiB uint32 `json:"gc_heap_floor_mib"`
 }
 
 // Pegboard holds the control plane's timings, in milliseconds, named as on the Rivet engine.
@@ -231,6 +237,7 @@ const (
 	DefaultDatabaseURL       = "file://data/berth"
 	DefaultDatacenterTimeout = 5000 // ms
 	DefaultNodeLeaseMs       = 10000
+	DefaultGCHeapFloorMiB    = 64
 
 	DefaultRunnerLostThreshold        = 15000   // ms
 	DefaultRunnerEligibleThreshold    = 10000   // ms
@@ -270,7 +277,7 @@ func Default() *Config {
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
-		Node:      Node{LeaseMs: DefaultNodeLeaseMs},
+		Node:      Node{LeaseMs: DefaultNodeLeaseMs, GCHeapFloorMiB: DefaultGCHeapFloorMiB},
 		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
 		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pegboard: Pegboard{

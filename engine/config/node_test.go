@@ -22,6 +22,8 @@ func TestValidateNodeAndPubSub(t *testing.T) {
 		{"bad address", func(c *Config) { c.Node.Address = "tcp://h:1" }, "node.address: invalid URL"},
 		{"short lease", func(c *Config) { c.Node.LeaseMs = 10 }, "node.lease_ms: must be at least 1000"},
 		{"spaced id", func(c *Config) { c.Node.ID = "a b" }, "node.id: must not contain spaces"},
+		{"no heap floor", func(c *Config) { c.Node.GCHeapFloorMiB = 0 }, ""},
+		{"huge heap floor", func(c *Config) { c.Node.GCHeapFloorMiB = 16385 }, "node.gc_heap_floor_mib: must be at most 16384"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

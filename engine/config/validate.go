@@ -125,6 +125,9 @@ func (c *Config) validate() []*FieldError {
 	if c.Node.LeaseMs < 1000 {
 		bad("node.lease_ms", "must be at least 1000, not %d", c.Node.LeaseMs)
 	}
+	if c.Node.GCHeapFloorMiB > 16384 {
+		bad("node.gc_heap_floor_mib", "must be at most 16384 (MiB), not %d", c.Node.GCHeapFloorMiB)
+	}
 
 	for _, f := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/internal/gcfloor"
 	"github.com/berthhq/berth/engine/telemetry"
 )
 
@@ -90,6 +91,7 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
+			defer gcfloor.Start(uint64(cfg.Node.GCHeapFloorMiB)<<20, c.environ)()
 			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log, Shutdown: sh})
 		},
 	}
