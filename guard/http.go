@@ -175,7 +175,9 @@ func headerValue(hs []proto.Header, name string) string {
 	return ""
 }
 
-// writeResponse writes the actor's response; content-length is recomputed.
+// writeResponse writes the actor's response; content-length is recomputed. The response is
+// flushed at once, so that the client does not wait for the request's clean-up and the
+// middleware's bookkeeping, which net/http's own flush would follow.
 func writeResponse(w http.ResponseWriter, resp response) {
 	h := w.Header()
 	for _, hd := range resp.headers {
@@ -192,4 +194,5 @@ func writeResponse(w http.ResponseWriter, resp response) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(resp.body)
+	_ = http.NewResponseController(w).Flush()
 }
