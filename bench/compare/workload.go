@@ -26,7 +26,6 @@ import (
 const (
 	connectRunners  = 5                // runners timed from socket to list, one at a time
 	coldActors      = 50               // actors timed from create to first answer
-	latencyWarmup   = 200              // unrecorded requests or echoes before each latency loop
 	latencyRequests = 2000             // sequential requests (and WebSocket echoes) recorded
 	loadConns       = 16               // connections of the throughput loop
 	loadFor         = 10 * time.Second // how long the throughput loop runs
@@ -92,12 +91,12 @@ func (w *workload) floor(ctx context.Context, rep int) (figures, error) {
 
 // gateway runs steps 4 and 5 against t.
 func gateway(ctx context.Context, t *sidebyside.Target, f figures) error {
-	d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, latencyWarmup, latencyRequests)
+	d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, sidebyside.Warmup, latencyRequests)
 	if err != nil {
 		return err
 	}
 	f["http_p50_ms"], f["http_p99_ms"] = ms(sidebyside.Percentile(d, 50)), ms(sidebyside.Percentile(d, 99))
-	d, err = sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, latencyWarmup, latencyRequests)
+	d, err = sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, sidebyside.Warmup, latencyRequests)
 	if err != nil {
 		return err
 	}
@@ -110,7 +109,7 @@ func gateway(ctx context.Context, t *sidebyside.Target, f figures) error {
 	if t.PID != 0 {
 		f["http_cpu_ms_per_req"] = ms(l.CPUPerReq)
 	}
-	d, err = sidebyside.WSLatency(ctx, t, latencyWarmup, latencyRequests)
+	d, err = sidebyside.WSLatency(ctx, t, sidebyside.Warmup, latencyRequests)
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,10 @@ import (
 func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 
 const (
-	latencyWarmup   = 200              // requests before the latency is recorded
 	latencyRequests = 2000             // sequential requests recorded
 	loadConns       = 16               // connections of the throughput loop
 	loadFor         = 5 * time.Second  // how long the throughput loop runs
-	wsRoundTrips    = 2000             // WebSocket echoes recorded (after latencyWarmup)
+	wsRoundTrips    = 2000             // WebSocket echoes recorded (after sidebyside.Warmup)
 	readyWithin     = 60 * time.Second // for engines, runners and actors to come up
 )
 
@@ -64,14 +63,14 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 	b.ResetTimer()
 	// Each measurement runs on every target in turn, so that a busy machine weighs on all.
 	for i, t := range targets {
-		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, latencyWarmup, latencyRequests)
+		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.RawClient, sidebyside.Warmup, latencyRequests)
 		if err != nil {
 			b.Fatal(err)
 		}
 		figs[i].httpP50, figs[i].httpP99 = sidebyside.Percentile(d, 50), sidebyside.Percentile(d, 99)
 	}
 	for i, t := range targets {
-		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, latencyWarmup, latencyRequests)
+		d, err := sidebyside.HTTPLatency(ctx, t, sidebyside.NetHTTPClient, sidebyside.Warmup, latencyRequests)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +80,7 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 	// after another's loop (the engine and its runner still collecting what 10 s at full
 	// load left) paid for it in its tail.
 	for i, t := range targets {
-		d, err := sidebyside.WSLatency(ctx, t, latencyWarmup, wsRoundTrips)
+		d, err := sidebyside.WSLatency(ctx, t, sidebyside.Warmup, wsRoundTrips)
 		if err != nil {
 			b.Fatal(err)
 		}
