@@ -96,12 +96,15 @@ func (c *rawConn) Get(ctx context.Context, path, from string) error {
 		}
 		c.nc, c.br = nc, bufio.NewReader(nc)
 	}
-	// ctx ends a Get through the connection's deadline (ctx.Err is set by then, so the
-	// error is ctx's); rawTimeout bounds one that nothing ends.
+	// rawTimeout bounds a Get that nothing ends; ctx ends one through the same deadline
+	// (ctx.Err is set by then, so the error is ctx's).
 	nc := c.nc
-	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
-	defer stop()
-	err := c.roundTrip(path, from, time.Now().Add(rawTimeout))
+	err := nc.SetDeadline(time.Now().Add(rawTimeout))
+	if err == nil {
+		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+		err = c.roundTrip(path, from)
+		stop()
+	}
 	if err != nil {
 		c.Close()
 		if ctx.Err() != nil {
@@ -112,10 +115,7 @@ func (c *rawConn) Get(ctx context.Context, path, from string) error {
 	return nil
 }
 
-func (c *rawConn) roundTrip(path, from string, deadline time.Time) error {
-	if err := c.nc.SetDeadline(deadline); err != nil {
-		return err
-	}
+func (c *rawConn) roundTrip(path, from string) error {
 	c.req = append(c.req[:0], "GET "...)
 	c.req = append(c.req, c.prefix...)
 	c.req = append(c.req, path...)
