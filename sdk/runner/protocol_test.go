@@ -539,6 +539,46 @@ func TestRunDrainsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// TestStartConnectedAsContextEnds: a context that ends just as the runner connects leaves
+// Start's wait with both of its cases ready; the connection must win, so that Run's graceful
+// shutdown (ToServerStopping, the drain) follows rather than a stop without one. Start's
+// context here hands out its Done channel only once OnConnected has cancelled it; a random
+// pick between the two would pass a round only half the time.
+func TestStartConnectedAsContextEnds(t *testing.T) {
+	for round := range 8 {
+		f := newFakeEngine(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		connected := make(chan struct{})
+		cfg := testConfig(f.url(), nil)
+		cfg.Hooks.OnConnected = func(string) { cancel(); close(connected) }
+		r := newRunner(t, cfg)
+		errc := make(chan error, 1)
+		go func() { errc <- r.Start(doneAfter{ctx, connected}) }()
+		s := f.accept()
+		s.initRunner("rid", 15000)
+		if err := next(t, errc, "Start"); err != nil {
+			t.Fatalf("round %d: Start: %v, want nil (connected)", round, err)
+		}
+		go func() { errc <- r.Shutdown(context.Background(), false) }()
+		expect[proto.ToServerStopping](s)
+		s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
+		if err := next(t, errc, "Shutdown"); err != nil {
+			t.Fatalf("round %d: Shutdown: %v", round, err)
+		}
+	}
+}
+
+// doneAfter is a context whose Done blocks until after is closed.
+type doneAfter struct {
+	context.Context
+	after <-chan struct{}
+}
+
+func (c doneAfter) Done() <-chan struct{} {
+	<-c.after
+	return c.Context.Done()
+}
+
 func TestRunReturnsWhenEvicted(t *testing.T) {
 	f := newFakeEngine(t)
 	r := newRunner(t, testConfig(f.url(), nil))

@@ -262,6 +262,12 @@ func (r *Runner) Start(ctx context.Context) error {
 	case <-r.done:
 	case <-ctx.Done():
 		r.mu.Lock()
+		if r.mu.ready {
+			// Connected as ctx ended (select picks either when both are ready): the runner
+			// runs, and Run's graceful shutdown follows, with its drain.
+			r.mu.Unlock()
+			return nil
+		}
 		reason := fmt.Errorf("runner: not connected when Start's context ended: %w", ctx.Err())
 		if r.mu.lastErr != nil {
 			reason = fmt.Errorf("%w; last attempt: %w", reason, r.mu.lastErr)
