@@ -4,8 +4,9 @@
 // tests/npm/bench-echo-runner.mjs) hosting one echo actor, and a plain node server with the
 // same handlers as the baseline without an engine. BenchmarkGatewaySideBySide runs under
 // `make bench` and prints HTTP latency p50/p99 (sequential requests on one keep-alive
-// connection), requests per second with 16 keep-alive connections, engine CPU per request,
-// and WebSocket echo round trips p50/p99, with the ratios berth/reference.
+// connection, in rounds that take every target in turn), requests per second with 16
+// keep-alive connections, engine CPU per request, and WebSocket echo round trips p50/p99,
+// with the ratios berth/reference.
 //
 // The HTTP figures are measured with a client that writes each request and reads its answer
 // on one goroutine (sidebyside.RawClient), so that they are the targets' and not the
