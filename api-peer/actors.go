@@ -42,7 +42,7 @@ type ActorsListQuery struct {
 	Key              *string `query:"key"`
 	ActorIDs         []id.ID `query:"actor_id,csv=actor_ids"`
 	IncludeDestroyed bool    `query:"include_destroyed"`
-	Limit            int     `query:"limit,default=100,min=1,max=10000"`
+	Limit            int     `query:"limit,default=100,min=0"`
 	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
 	// Rivet engine's cursor). Empty means the first page.
 	Cursor *string `query:"cursor"`
@@ -73,7 +73,7 @@ type ActorsListResponse struct {
 // ActorsNamesQuery is the query of GET /actors/names.
 type ActorsNamesQuery struct {
 	Namespace string `query:"namespace,required"`
-	Limit     int    `query:"limit,default=100,min=1,max=10000"`
+	Limit     int    `query:"limit,default=100,min=0"`
 	// Cursor is the previous page's last name.
 	Cursor *string `query:"cursor"`
 }
@@ -159,7 +159,7 @@ func (s *Server) listActors(c echo.Context) error {
 		return err
 	}
 	in.Namespace, in.Datacenter = ns.NamespaceID, s.deps.Topology.LocalDatacenter().Name
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
+	out, err := readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (actor.ListOutput, error) {
 		return actor.List(ctx, r, in)
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func (s *Server) listActorNames(c echo.Context) error {
 	if q.Cursor != nil {
 		in.AfterName = *q.Cursor
 	}
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.ListNamesOutput, error) {
+	out, err := readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (actor.ListNamesOutput, error) {
 		return actor.ListNames(ctx, r, in)
 	})
 	if err != nil {

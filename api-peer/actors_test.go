@@ -117,7 +117,7 @@ func TestActorsCreate(t *testing.T) {
 	// Names: every name created, with {} metadata.
 	var names ActorsNamesResponse
 	decode(t, do(t, p.h, "GET", "/actors/names?namespace=default", "", false), &names)
-	if len(names.Names) != 2 || string(names.Names["counter"].Metadata) != "{}" || names.Pagination.Cursor != nil {
+	if len(names.Names) != 2 || string(names.Names["counter"].Metadata) != "{}" || names.Pagination.Cursor == nil {
 		t.Fatalf("names %s", do(t, p.h, "GET", "/actors/names?namespace=default", "", false).body)
 	}
 	var page1, page2 ActorsNamesResponse
@@ -126,8 +126,12 @@ func TestActorsCreate(t *testing.T) {
 		t.Fatalf("names page 1: %+v", page1)
 	}
 	decode(t, do(t, p.h, "GET", "/actors/names?namespace=default&limit=1&cursor=counter", "", false), &page2)
-	if _, ok := page2.Names["other"]; len(page2.Names) != 1 || !ok || page2.Pagination.Cursor != nil {
+	if _, ok := page2.Names["other"]; len(page2.Names) != 1 || !ok || page2.Pagination.Cursor == nil || *page2.Pagination.Cursor != "other" {
 		t.Fatalf("names page 2: %+v", page2)
+	}
+	// The listing ends with an empty page, without a cursor.
+	if a := do(t, p.h, "GET", "/actors/names?namespace=default&limit=1&cursor=other", "", false); a.body != `{"names":{},"pagination":{"cursor":null}}` {
+		t.Fatalf("names page 3: %s", a.body)
 	}
 }
 
@@ -161,7 +165,7 @@ func TestActorsErrors(t *testing.T) {
 		{"GET", "/actors?namespace=default&name=counter&actor_id=" + a.ActorID.String(), "", 400, "validation.invalid_input", "", false},
 		{"GET", "/actors?namespace=default&name=", "", 400, "api.bad_request", "name", false},
 		{"GET", "/actors?namespace=default&name=counter&cursor=zz", "", 400, "api.bad_request", "cursor", false},
-		{"GET", "/actors?namespace=default&name=counter&limit=0", "", 400, "api.bad_request", "limit", false},
+		{"GET", "/actors?namespace=default&name=counter&limit=-1", "", 400, "api.bad_request", "limit", false},
 		{"GET", "/actors?namespace=nope&name=counter", "", 404, "namespace.not_found", "", false},
 		{"DELETE", "/actors/nope?namespace=default", "", 400, "api.bad_request", "actor_id", false},
 		{"DELETE", "/actors/" + id.New(1).String() + "?namespace=default", "", 404, "actor.not_found", "", false},
@@ -169,7 +173,7 @@ func TestActorsErrors(t *testing.T) {
 		{"POST", "/actors/nope/sleep?namespace=default", `{}`, 400, "api.bad_request", "actor_id", false},
 		{"POST", "/actors/" + a.ActorID.String() + "/sleep?namespace=default", `{"x":1}`, 400, "api.bad_request", "x", false},
 		{"POST", "/actors/" + id.New(1).String() + "/reschedule?namespace=default", `{}`, 404, "actor.not_found", "", false},
-		{"GET", "/actors/names?namespace=default&limit=10001", "", 400, "api.bad_request", "limit", false},
+		{"GET", "/actors/names?namespace=default&limit=1e3", "", 400, "api.bad_request", "limit", false},
 	}
 	var many []string
 	for range 33 {

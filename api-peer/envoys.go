@@ -17,7 +17,7 @@ type EnvoysListQuery struct {
 	// Name is the pool.
 	Name      *string  `query:"name"`
 	EnvoyKeys []string `query:"envoy_key"`
-	Limit     int      `query:"limit,default=100,min=1,max=10000"`
+	Limit     int      `query:"limit,default=100,min=0"`
 	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
 	// Rivet engine's cursor). Empty means the first page.
 	Cursor *string `query:"cursor"`
@@ -61,7 +61,7 @@ func (s *Server) listEnvoys(c echo.Context) error {
 	if q.Cursor != nil {
 		in.Cursor = *q.Cursor
 	}
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (envoy.ListOutput, error) {
+	out, err := readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (envoy.ListOutput, error) {
 		return envoy.List(ctx, r, in)
 	})
 	if err != nil {

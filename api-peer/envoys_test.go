@@ -117,7 +117,7 @@ func TestEnvoysErrors(t *testing.T) {
 		{"", 400, "api.bad_request", "namespace", true},
 		{"namespace=nope", 404, "namespace.not_found", "", false},
 		{"namespace=default&name=", 400, "api.bad_request", "name", false},
-		{"namespace=default&limit=0", 400, "api.bad_request", "limit", true},
+		{"namespace=default&limit=-1", 400, "api.bad_request", "limit", true},
 		{"namespace=default&cursor=zzz", 400, "api.bad_request", "cursor", false},
 		{"namespace=default&envoy_keys=a,b", 400, "api.bad_request", "envoy_keys", true},
 		{"namespace=default&include_stopped=true", 400, "api.bad_request", "include_stopped", true},

@@ -35,7 +35,7 @@ import (
 // NamespacesListQuery is the query of GET /namespaces.
 type NamespacesListQuery struct {
 	// Limit is the page size; absent means namespace.DefaultListLimit (1000, as in Rivet).
-	Limit *int `query:"limit,min=1,max=10000"`
+	Limit *int `query:"limit,min=0"`
 	// Cursor is the previous page's cursor, the last name listed.
 	Cursor       *string `query:"cursor"`
 	Name         *string `query:"name"`
@@ -93,7 +93,11 @@ func (s *Server) listNamespaces(c echo.Context) error {
 		in.AfterName = *q.Cursor
 	}
 	ctx := c.Request().Context()
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (namespace.ListOutput, error) {
+	limit := namespace.DefaultListLimit
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	out, err := readPage(ctx, s.deps.DB, limit, func(r udb.ReadTransaction) (namespace.ListOutput, error) {
 		return namespace.List(ctx, r, in)
 	})
 	if err != nil {
@@ -208,6 +212,16 @@ func read[T any](ctx context.Context, db udb.Database, f func(r udb.ReadTransact
 		return nil, err
 	})
 	return out, err
+}
+
+// readPage is read for a list op whose page size is limit: a limit of 0 is answered with
+// the empty page (the zero output), as the Rivet engine answers it, without reading.
+func readPage[T any](ctx context.Context, db udb.Database, limit int, f func(r udb.ReadTransaction) (T, error)) (T, error) {
+	if limit == 0 {
+		var empty T
+		return empty, nil
+	}
+	return read(ctx, db, f)
 }
 
 // nonNil returns s, or an empty slice for nil, so that an empty list encodes as [] rather

@@ -29,7 +29,7 @@ import (
 // alike. runner_names is the deprecated comma-separated form of runner_name.
 type RunnerConfigsListQuery struct {
 	Namespace   string                    `query:"namespace,required"`
-	Limit       int                       `query:"limit,default=100,min=1,max=10000"`
+	Limit       int                       `query:"limit,default=100,min=0"`
 	Cursor      *string                   `query:"cursor"`
 	Variant     *keys.RunnerConfigVariant `query:"variant"`
 	RunnerNames []string                  `query:"runner_name,csv=runner_names"`
@@ -76,7 +76,7 @@ func (s *Server) listRunnerConfigs(c echo.Context) error {
 	if q.Cursor != nil {
 		in.Cursor = *q.Cursor
 	}
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runnerconfig.ListOutput, error) {
+	out, err := readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (runnerconfig.ListOutput, error) {
 		return runnerconfig.List(ctx, r, in)
 	})
 	if err != nil {

@@ -54,17 +54,18 @@ func TestRunnerConfigsPeer(t *testing.T) {
 	withPV := strings.Replace(normalJSON, `"protocol_version":null`, `"protocol_version":6`, 1)
 
 	for _, tc := range []struct{ query, want string }{
-		{"", `{"runner_configs":{"pool-n":` + withPV + `,"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
-		{"&variant=normal", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":null}}`},
-		{"&variant=serverless", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
+		{"", `{"runner_configs":{"pool-n":` + withPV + `,"pool-s":` + serverlessJSON + `},"pagination":{"cursor":":pool-s"}}`},
+		{"&variant=normal", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":"normal:pool-n"}}`},
+		{"&variant=serverless", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":"serverless:pool-s"}}`},
 		{"&limit=1", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":":pool-n"}}`},
-		{"&limit=1&cursor=:pool-n", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
-		{"&limit=1&variant=normal", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":null}}`},
+		{"&limit=1&cursor=:pool-n", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":":pool-s"}}`},
+		{"&limit=1&cursor=:pool-s", `{"runner_configs":{},"pagination":{"cursor":null}}`},
+		{"&limit=1&variant=normal", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":"normal:pool-n"}}`},
 		{"&runner_name=pool-s&runner_name=nope", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
 		{"&runner_names=pool-s,pool-n", `{"runner_configs":{"pool-n":` + withPV + `,"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
 		{"&runner_names=pool-s&runner_name=pool-n&variant=serverless", `{"runner_configs":{"pool-s":` + serverlessJSON + `},"pagination":{"cursor":null}}`},
 		// The Rivet engine's cursor form, the variant of the last item, continues that variant.
-		{"&cursor=normal:pool-a", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":null}}`},
+		{"&cursor=normal:pool-a", `{"runner_configs":{"pool-n":` + withPV + `},"pagination":{"cursor":"normal:pool-n"}}`},
 	} {
 		if a := call("GET", "/runner-configs?namespace=default"+tc.query, ""); a.status != 200 || a.body != tc.want {
 			t.Errorf("GET %s: %d %s\nwant %s", tc.query, a.status, a.body, tc.want)
@@ -77,7 +78,7 @@ func TestRunnerConfigsPeer(t *testing.T) {
 	if a := call("DELETE", "/runner-configs/pool-s?namespace=default", ""); a.status != 200 || a.body != `{}` {
 		t.Errorf("delete again: %d %s", a.status, a.body)
 	}
-	if a := call("GET", "/runner-configs?namespace=default", ""); a.status != 200 || a.body != `{"runner_configs":{"pool-n":`+withPV+`},"pagination":{"cursor":null}}` {
+	if a := call("GET", "/runner-configs?namespace=default", ""); a.status != 200 || a.body != `{"runner_configs":{"pool-n":`+withPV+`},"pagination":{"cursor":":pool-n"}}` {
 		t.Errorf("after delete: %d %s", a.status, a.body)
 	}
 }
@@ -131,7 +132,7 @@ func TestRunnerConfigsPeerErrors(t *testing.T) {
 		{"GET", "/runner-configs", "", 400, "api.bad_request", "namespace"},
 		{"GET", "/runner-configs?namespace=nope", "", 404, "namespace.not_found", ""},
 		{"GET", "/runner-configs?namespace=default&variant=other", "", 400, "api.bad_request", "variant"},
-		{"GET", "/runner-configs?namespace=default&limit=0", "", 400, "api.bad_request", "limit"},
+		{"GET", "/runner-configs?namespace=default&limit=-1", "", 400, "api.bad_request", "limit"},
 		{"GET", "/runner-configs?namespace=default&cursor=pool", "", 400, "api.bad_request", "cursor"},
 		{"GET", "/runner-configs?namespace=default&cursor=other:pool", "", 400, "api.bad_request", "cursor"},
 		{"GET", "/runner-configs?namespace=default&runner_name=a%2Fb", "", 400, "api.bad_request", "runner_name"},

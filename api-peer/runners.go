@@ -19,7 +19,7 @@ type RunnersListQuery struct {
 	Name           *string `query:"name"`
 	RunnerIDs      []id.ID `query:"runner_id,csv=runner_ids"`
 	IncludeStopped bool    `query:"include_stopped"`
-	Limit          int     `query:"limit,default=100,min=1,max=10000"`
+	Limit          int     `query:"limit,default=100,min=0"`
 	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
 	// Rivet engine's cursor). Empty means the first page.
 	Cursor *string `query:"cursor"`
@@ -42,7 +42,7 @@ type RunnersListResponse struct {
 // RunnersNamesQuery is the query of GET /runners/names.
 type RunnersNamesQuery struct {
 	Namespace string `query:"namespace,required"`
-	Limit     int    `query:"limit,default=100,min=1,max=10000"`
+	Limit     int    `query:"limit,default=100,min=0"`
 	// Cursor is the previous page's last name.
 	Cursor *string `query:"cursor"`
 }
@@ -88,7 +88,7 @@ func (s *Server) RunnersPage(ctx context.Context, q RunnersListQuery) (runner.Li
 	if q.Cursor != nil {
 		in.Cursor = *q.Cursor
 	}
-	return read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.ListForNsOutput, error) {
+	return readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (runner.ListForNsOutput, error) {
 		return runner.ListForNs(ctx, r, in)
 	})
 }
@@ -108,7 +108,7 @@ func (s *Server) listRunnerNames(c echo.Context) error {
 	if q.Cursor != nil {
 		in.AfterName = *q.Cursor
 	}
-	out, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.ListNamesOutput, error) {
+	out, err := readPage(ctx, s.deps.DB, in.Limit, func(r udb.ReadTransaction) (runner.ListNamesOutput, error) {
 		return runner.ListNames(ctx, r, in)
 	})
 	if err != nil {

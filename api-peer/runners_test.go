@@ -165,7 +165,7 @@ func TestRunnersList(t *testing.T) {
 	// The Rivet engine's bare create_ts cursor: runners created strictly before.
 	var legacy RunnersListResponse
 	decode(t, do(t, p.h, "GET", "/runners?namespace=default&include_stopped=true&limit=1000&cursor=1700000000500", "", false), &legacy)
-	if len(legacy.Runners) != 250 || legacy.Pagination.Cursor != nil {
+	if len(legacy.Runners) != 250 || legacy.Pagination.Cursor == nil {
 		t.Errorf("legacy cursor: %d runners, cursor %v", len(legacy.Runners), legacy.Pagination.Cursor)
 	}
 	// An empty cursor is the first page.
@@ -190,7 +190,7 @@ func TestRunnersErrors(t *testing.T) {
 		{both, "namespace=nope", 404, "namespace.not_found", "", false},
 		{both, "namespace=default&namespace=default", 400, "api.bad_request", "namespace", true},
 		{both, "namespace=default&bogus=1", 400, "api.bad_request", "bogus", true},
-		{both, "namespace=default&limit=0", 400, "api.bad_request", "limit", true},
+		{both, "namespace=default&limit=-1", 400, "api.bad_request", "limit", true},
 		{both, "namespace=default&limit=x", 400, "api.bad_request", "limit", true},
 		{"/runners", "namespace=default&runner_id=xyz", 400, "api.bad_request", "runner_id", true},
 		{"/runners", "namespace=default&runner_ids=" + id.New(1).String() + ",xyz", 400, "api.bad_request", "runner_ids", true},

@@ -12,6 +12,7 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -164,10 +165,8 @@ func (s *Server) listActors(c echo.Context) error {
 		return err
 	}
 	all := []actor.Actor{}
-	more := false
 	for _, p := range pages {
 		all = append(all, p.Actors...)
-		more = more || p.Pagination.Cursor != nil
 	}
 	slices.SortFunc(all, func(a, b actor.Actor) int {
 		if c := cmp.Compare(b.CreateTs, a.CreateTs); c != 0 {
@@ -175,18 +174,15 @@ func (s *Server) listActors(c echo.Context) error {
 		}
 		return b.ActorID.Compare(a.ActorID)
 	})
-	resp := apipeer.ActorsListResponse{Actors: all[:min(len(all), q.Limit)]}
-	if n := len(resp.Actors); n > 0 && (more || len(all) > q.Limit) {
-		cur := actor.Cursor(resp.Actors[n-1].CreateTs, resp.Actors[n-1].ActorID)
-		resp.Pagination.Cursor = &cur
-	}
-	return c.JSON(http.StatusOK, resp)
+	onPage := all[:min(len(all), q.Limit)]
+	return c.JSON(http.StatusOK, apipeer.ActorsListResponse{Actors: onPage,
+		Pagination: apihttp.Pagination{Cursor: page.Cursor(onPage, func(a actor.Actor) string { return actor.Cursor(a.CreateTs, a.ActorID) })}})
 }
 
 // listActorNames serves GET /actors/names: every datacenter's first limit names after the
 // cursor, merged: the first limit names of the union in byte order, a name known to
 // several datacenters once, with the metadata of the first of them in label order. The
-// cursor is the last name, null when no datacenter has more. Paging returns every name once.
+// cursor is the last name, null on an empty page. Paging returns every name once.
 func (s *Server) listActorNames(c echo.Context) error {
 	var q apipeer.ActorsNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
@@ -198,14 +194,12 @@ func (s *Server) listActorNames(c echo.Context) error {
 		return err
 	}
 	all := map[string]apipeer.ActorName{}
-	more := false
 	for _, p := range pages {
 		for name, n := range p.Names {
 			if _, seen := all[name]; !seen {
 				all[name] = n
 			}
 		}
-		more = more || p.Pagination.Cursor != nil
 	}
 	names := make([]string, 0, len(all))
 	for name := range all {
@@ -216,12 +210,8 @@ func (s *Server) listActorNames(c echo.Context) error {
 		for _, name := range names[q.Limit:] {
 			delete(all, name)
 		}
-		names, more = names[:q.Limit], true
+		names = names[:q.Limit]
 	}
-	resp := apipeer.ActorsNamesResponse{Names: all}
-	if more && len(names) > 0 {
-		last := names[len(names)-1]
-		resp.Pagination.Cursor = &last
-	}
-	return c.JSON(http.StatusOK, resp)
+	return c.JSON(http.StatusOK, apipeer.ActorsNamesResponse{Names: all,
+		Pagination: apihttp.Pagination{Cursor: page.Cursor(names, func(n string) string { return n })}})
 }

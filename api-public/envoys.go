@@ -14,6 +14,7 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/page"
 )
 
 // listEnvoys serves GET /envoys: every datacenter's page, merged, as listRunners does, with
@@ -51,14 +52,12 @@ func (s *Server) listEnvoys(c echo.Context) error {
 		return err
 	}
 	var all []rawEnvoy
-	more := false
 	for i, p := range pages { // all or nothing: pages[i] is the answer of Datacenters[i]
 		label := s.deps.Topology.Datacenters[i].Label
 		for _, e := range p.Envoys {
 			e.label = label
 			all = append(all, e)
 		}
-		more = more || p.Pagination.Cursor != nil
 	}
 	slices.SortFunc(all, func(a, b rawEnvoy) int {
 		if c := cmp.Compare(b.createTs, a.createTs); c != 0 {
@@ -69,18 +68,14 @@ func (s *Server) listEnvoys(c echo.Context) error {
 		}
 		return cmp.Compare(b.label, a.label)
 	})
-	page := all[:min(len(all), q.Limit)]
-	items := make([][]byte, len(page))
-	for i, e := range page {
+	onPage := all[:min(len(all), q.Limit)]
+	items := make([][]byte, len(onPage))
+	for i, e := range onPage {
 		items[i] = e.raw
 	}
-	var cur *string
-	if (more || len(all) > q.Limit) && len(page) > 0 {
-		last := page[len(page)-1]
-		c := encodeEnvoyCursor(envoyPosition{createTs: last.createTs, label: last.label, key: last.key})
-		cur = &c
-	}
-	return writeList(c, "envoys", items, cur)
+	return writeList(c, "envoys", items, page.Cursor(onPage, func(e rawEnvoy) string {
+		return encodeEnvoyCursor(envoyPosition{createTs: e.createTs, label: e.label, key: e.key})
+	}))
 }
 
 // envoyPosition is where a merged envoy page ended: the last envoy's create_ts, key and

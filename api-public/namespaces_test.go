@@ -63,7 +63,7 @@ func TestNamespacesBadRequests(t *testing.T) {
 		t.Errorf("the leader was asked %s %s", r.Method, r.URL)
 	}))
 	for _, tc := range []struct{ method, target, body, field string }{
-		{"GET", "/namespaces?limit=0", "", "limit"},
+		{"GET", "/namespaces?limit=-1", "", "limit"},
 		{"GET", "/namespaces?namespace_id=zz", "", "namespace_id"},
 		{"GET", "/namespaces?namespace_ids=zz", "", "namespace_ids"},
 		{"GET", "/namespaces?namespace=default", "", "namespace"},

@@ -242,7 +242,7 @@ func TestRunnerConfigsRefusedBeforeAnyWrite(t *testing.T) {
 		{"/runner-configs", "namespace"},
 		{"/runner-configs?namespace=", "namespace"},
 		{"/runner-configs?namespace=default&variant=other", "variant"},
-		{"/runner-configs?namespace=default&limit=0", "limit"},
+		{"/runner-configs?namespace=default&limit=-1", "limit"},
 		{"/runner-configs?namespace=default&cursor=nocolon", "cursor"},
 		{"/runner-configs?namespace=default&runner_name=a%2Fb", "runner_name"},
 		{"/runner-configs?namespace=default&runner_names=ok,a/b", "runner_name"},

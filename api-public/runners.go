@@ -13,6 +13,7 @@ import (
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -23,8 +24,9 @@ import (
 // datacenters since runner ids are unique. The merged page is the first limit runners of the
 // union, and its cursor names the last one (runner.Cursor, the same cursor a datacenter
 // returns), so the next page asks every datacenter for the runners strictly after it: every
-// runner appears exactly once. The cursor is null when no datacenter has more. A bare
-// decimal create_ts cursor (the Rivet engine's) is passed on as it is.
+// runner appears exactly once. As on the Rivet engine, every page with runners has a
+// cursor and a listing ends with an empty page, whose cursor is null. A bare decimal
+// create_ts cursor (the Rivet engine's) is passed on as it is.
 //
 // With runner_id filters, a datacenter is asked only for the ids it created (an id carries
 // its datacenter's label) and not asked at all if it created none of them; ids of labels not
@@ -70,10 +72,8 @@ func (s *Server) listRunners(c echo.Context) error {
 		return err
 	}
 	var all []rawRunner
-	more := false
 	for _, p := range pages {
 		all = append(all, p.Runners...)
-		more = more || p.Pagination.Cursor != nil
 	}
 	slices.SortFunc(all, func(a, b rawRunner) int {
 		if c := cmp.Compare(b.createTs, a.createTs); c != 0 {
@@ -81,18 +81,12 @@ func (s *Server) listRunners(c echo.Context) error {
 		}
 		return b.id.Compare(a.id)
 	})
-	page := all[:min(len(all), q.Limit)]
-	items := make([][]byte, len(page))
-	for i, r := range page {
+	onPage := all[:min(len(all), q.Limit)]
+	items := make([][]byte, len(onPage))
+	for i, r := range onPage {
 		items[i] = r.raw
 	}
-	var cur *string
-	if (more || len(all) > q.Limit) && len(page) > 0 {
-		last := page[len(page)-1]
-		c := runner.Cursor(last.createTs, last.id)
-		cur = &c
-	}
-	return writeList(c, "runners", items, cur)
+	return writeList(c, "runners", items, page.Cursor(onPage, func(r rawRunner) string { return runner.Cursor(r.createTs, r.id) }))
 }
 
 // localRunnersPage is a page of this datacenter's runners as the merge takes it: what
@@ -115,8 +109,8 @@ func localRunnersPage(out runner.ListForNsOutput) (peerPage, error) {
 
 // listRunnerNames serves GET /runners/names: every datacenter's first limit names after the
 // cursor, merged, de-duplicated and sorted (byte order, as each datacenter lists them); the
-// page is the first limit of those and its cursor the last name, null when no datacenter has
-// more. Paging returns every name once.
+// page is the first limit of those and its cursor the last name, null on an empty page.
+// Paging returns every name once.
 func (s *Server) listRunnerNames(c echo.Context) error {
 	var q apipeer.RunnersNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
@@ -128,29 +122,19 @@ func (s *Server) listRunnerNames(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	names, more := mergeNames(q.Limit, pages)
-	resp := apipeer.RunnersNamesResponse{Names: names}
-	if more {
-		last := names[len(names)-1]
-		resp.Pagination.Cursor = &last
-	}
+	names := mergeNames(q.Limit, pages)
+	resp := apipeer.RunnersNamesResponse{Names: names, Pagination: apihttp.Pagination{Cursor: page.Cursor(names, func(n string) string { return n })}}
 	return c.JSON(http.StatusOK, resp)
 }
 
-// mergeNames returns the first limit names of the pages' union, sorted and without repeats,
-// and whether more follow (a page had a cursor or the union is longer than limit). The
-// result is never nil, and never empty when more is true.
-func mergeNames(limit int, pages []apipeer.RunnersNamesResponse) ([]string, bool) {
+// mergeNames returns the first limit names of the pages' union, sorted and without
+// repeats; never nil.
+func mergeNames(limit int, pages []apipeer.RunnersNamesResponse) []string {
 	all := []string{}
-	more := false
 	for _, p := range pages {
 		all = append(all, p.Names...)
-		more = more || p.Pagination.Cursor != nil
 	}
 	slices.Sort(all)
 	all = slices.Compact(all)
-	if len(all) > limit {
-		all, more = all[:limit], true
-	}
-	return all, more && len(all) > 0
+	return all[:min(len(all), limit)]
 }

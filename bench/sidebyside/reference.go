@@ -3,6 +3,7 @@ package sidebyside
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,13 +52,17 @@ func ReferenceBinary(logf func(format string, args ...any)) (string, error) {
 // §12 says, RUST_BACKTRACE is unset (with it the gateway is several times slower), workflow
 // load shedding is off (it sheds work once the whole machine is above 70% CPU, which a
 // benchmark on a shared machine reaches) and telemetry is off; no RIVET_* variable of the
-// caller's environment is passed on.
-func ReferenceCommand(bin, dir string, guard, peer, metrics int) (*exec.Cmd, error) {
+// caller's environment is passed on. Each extra map adds top-level sections of the
+// configuration (auth, pegboard, database, …), replacing those of the same name.
+func ReferenceCommand(bin, dir string, guard, peer, metrics int, extra ...map[string]any) (*exec.Cmd, error) {
 	cfg := map[string]any{
 		"guard":    map[string]any{"host": "127.0.0.1", "port": guard},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": peer},
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": metrics},
 		"runtime":  map[string]any{"worker_load_shedding_curve": [][2]int{{100000, 1000}, {100001, 999}}},
+	}
+	for _, m := range extra {
+		maps.Copy(cfg, m)
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {

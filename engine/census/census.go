@@ -150,7 +150,7 @@ func (c *Census) Count(ctx context.Context) (Counts, error) {
 				return n, err
 			}
 		}
-		if page.Cursor == nil {
+		if page.Cursor == nil || len(page.Namespaces) < pageRows { // a short page is the last
 			return n, nil
 		}
 		after = *page.Cursor
@@ -174,7 +174,7 @@ func (c *Census) countNamespace(ctx context.Context, ns namespace.Namespace, n *
 		if !take(len(page.Runners)) {
 			return false, nil
 		}
-		if page.Cursor == nil {
+		if page.Cursor == nil || len(page.Runners) < runner.MaxListLimit {
 			break
 		}
 		cur = *page.Cursor
@@ -193,7 +193,7 @@ func (c *Census) countNamespace(ctx context.Context, ns namespace.Namespace, n *
 		if !take(len(page.Envoys)) {
 			return false, nil
 		}
-		if page.Cursor == nil {
+		if page.Cursor == nil || len(page.Envoys) < envoy.MaxListLimit {
 			break
 		}
 		cur = *page.Cursor

@@ -9,8 +9,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/ops/internal/cursor"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -72,7 +72,7 @@ func decodeCursor(s string) (*cursor.Position, error) {
 // ListOutput is one page.
 type ListOutput struct {
 	Actors []Actor
-	// Cursor names the page's last actor when more follow; nil on the last page.
+	// Cursor names the page's last actor; nil on an empty page (see page.Cursor).
 	Cursor *string
 }
 
@@ -101,16 +101,14 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	var found []Actor
 	var err error
 	if len(in.ActorIDs) > 0 {
-		found, err = listByIDs(ctx, snap, in, pos, limit+1)
+		found, err = listByIDs(ctx, snap, in, pos, limit)
 	} else {
-		found, err = listByIndex(ctx, snap, in, pos, limit+1)
+		found, err = listByIndex(ctx, snap, in, pos, limit)
 	}
 	if err != nil {
 		return ListOutput{}, err
 	}
-	var out ListOutput
-	out.Actors, out.Cursor = page.Trim(found, limit, func(a Actor) string { return Cursor(a.CreateTs, a.ActorID) })
-	return out, nil
+	return ListOutput{Actors: found, Cursor: page.Cursor(found, func(a Actor) string { return Cursor(a.CreateTs, a.ActorID) })}, nil
 }
 
 // listByIndex scans one (create_ts, actor_id) index of the name in reverse from the cursor
@@ -231,7 +229,7 @@ type ListNamesInput struct {
 // ListNamesOutput is one page of names in byte order.
 type ListNamesOutput struct {
 	Names []Name
-	// Cursor is the page's last name when more follow, nil on the last page.
+	// Cursor is the page's last name; nil on an empty page.
 	Cursor *string
 }
 
@@ -251,11 +249,11 @@ func ListNames(ctx context.Context, r udb.ReadTransaction, in ListNamesInput) (L
 		begin, end = rng.After(in.AfterName)
 	}
 	kvs, err := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-		udb.RangeOptions{Limit: limit + 1, Mode: udb.StreamingModeWantAll}).All(ctx)
+		udb.RangeOptions{Limit: limit, Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
 		return ListNamesOutput{}, err
 	}
-	names := make([]Name, 0, min(len(kvs), limit+1))
+	names := make([]Name, 0, len(kvs))
 	for _, kv := range kvs {
 		k, err := keys.UnpackActorNameKey(kv.Key)
 		if err != nil {
@@ -271,7 +269,5 @@ func ListNames(ctx context.Context, r udb.ReadTransaction, in ListNamesInput) (L
 		}
 		names = append(names, Name{Name: k.Name, Metadata: md})
 	}
-	var out ListNamesOutput
-	out.Names, out.Cursor = page.Trim(names, limit, func(n Name) string { return n.Name })
-	return out, nil
+	return ListNamesOutput{Names: names, Cursor: page.Cursor(names, func(n Name) string { return n.Name })}, nil
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/ops/internal/cursor"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -43,8 +43,8 @@ type ListInput struct {
 // ListOutput is one page.
 type ListOutput struct {
 	Envoys []Envoy
-	// Cursor names the page's last envoy when more follow; nil on the last
-	// page.
+	// Cursor names the page's last envoy; nil on an empty page (see
+	// page.Cursor).
 	Cursor *string
 }
 
@@ -78,16 +78,14 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	snap := r.Snapshot()
 	var found []Envoy
 	if len(in.EnvoyKeys) > 0 {
-		found, err = listByKeys(ctx, snap, in, pos, limit+1)
+		found, err = listByKeys(ctx, snap, in, pos, limit)
 	} else {
-		found, err = listByIndex(ctx, snap, in, pos, limit+1)
+		found, err = listByIndex(ctx, snap, in, pos, limit)
 	}
 	if err != nil {
 		return ListOutput{}, err
 	}
-	var out ListOutput
-	out.Envoys, out.Cursor = page.Trim(found, limit, func(e Envoy) string { return Cursor(e.CreateTs, e.EnvoyKey) })
-	return out, nil
+	return ListOutput{Envoys: found, Cursor: page.Cursor(found, func(e Envoy) string { return Cursor(e.CreateTs, e.EnvoyKey) })}, nil
 }
 
 // listByIndex scans an active index in reverse from the cursor and loads up

@@ -96,6 +96,7 @@ func pageAll(t *testing.T, f *fixture, in ListInput) []string {
 		byKey[e.EnvoyKey] = e
 	}
 	var got []string
+	short := false // the last page was not full: only the empty page may follow
 	for pages := 0; ; pages++ {
 		if pages > len(f.envoys)+2 {
 			t.Fatalf("%+v: paging does not end", in)
@@ -111,11 +112,15 @@ func pageAll(t *testing.T, f *fixture, in ListInput) []string {
 			got = append(got, e.EnvoyKey)
 		}
 		if out.Cursor == nil {
+			if len(out.Envoys) > 0 {
+				t.Fatalf("%+v: a page of %d without a cursor; a listing ends with an empty page", in, len(out.Envoys))
+			}
 			return got
 		}
-		if len(out.Envoys) != in.Limit {
-			t.Fatalf("%+v: a page of %d with a cursor", in, len(out.Envoys))
+		if len(out.Envoys) == 0 || short {
+			t.Fatalf("%+v: a page of %d with a cursor after a short page", in, len(out.Envoys))
 		}
+		short = len(out.Envoys) < in.Limit
 		in.Cursor = *out.Cursor
 	}
 }
@@ -150,7 +155,7 @@ func TestListPagingExactlyOnce(t *testing.T) {
 func TestListCursors(t *testing.T) {
 	f := newFixture(t, 40)
 	out, err := list(f.db, ListInput{Namespace: f.ns})
-	if err != nil || out.Cursor != nil || len(out.Envoys) != len(f.want(ListInput{})) {
+	if err != nil || out.Cursor == nil || len(out.Envoys) != len(f.want(ListInput{})) {
 		t.Fatalf("default listing: %d envoys, cursor %v, %v", len(out.Envoys), out.Cursor, err)
 	}
 	// The Rivet engine's bare create_ts cursor.
@@ -178,10 +183,8 @@ func TestListCursors(t *testing.T) {
 			t.Errorf("cursor %q: %v", c, err)
 		}
 	}
-	for _, limit := range []int{-1, MaxListLimit + 1} {
-		if _, err := list(f.db, ListInput{Namespace: f.ns, Limit: limit}); !rerr.Is(err, "api", "bad_request") {
-			t.Errorf("limit %d: %v", limit, err)
-		}
+	if _, err := list(f.db, ListInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+		t.Errorf("limit -1: %v", err)
 	}
 	// The page's last envoy expires before the next page: nothing skipped.
 	in := ListInput{Namespace: f.ns, Limit: 5}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -20,7 +20,9 @@ const (
 )
 
 // ListInput selects namespaces. Filters combine: a namespace is listed when
-// it matches every filter given.
+// it matches every filter given. A filtered listing is one page of every
+// match, as on the Rivet engine: Limit and AfterName apply to the unfiltered
+// listing only.
 type ListInput struct {
 	// Limit is the page size: 0 means DefaultListLimit.
 	Limit int
@@ -37,8 +39,8 @@ type ListInput struct {
 // ListOutput is one page, in name order.
 type ListOutput struct {
 	Namespaces []Namespace
-	// Cursor is the last name of the page when more follow, nil on the last
-	// page; pass it as AfterName.
+	// Cursor is the last name of the page, nil on an empty page and on a
+	// filtered listing (see page.Cursor); pass it as AfterName.
 	Cursor *string
 }
 
@@ -61,20 +63,22 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 			if err != nil {
 				return ListOutput{}, err
 			}
-			if ok && (in.Name == "" || ns.Name == in.Name) && ns.Name > in.AfterName {
+			if ok && (in.Name == "" || ns.Name == in.Name) {
 				found = append(found, ns)
 			}
 		}
 		slices.SortFunc(found, func(a, b Namespace) int { return cmp.Compare(a.Name, b.Name) })
+		return ListOutput{Namespaces: found}, nil
 	case in.Name != "":
 		ns, err := ResolveByName(ctx, snap, ResolveByNameInput{Name: in.Name})
 		switch {
 		case rerr.Is(err, "namespace", "not_found"):
 		case err != nil:
 			return ListOutput{}, err
-		case ns.Name > in.AfterName:
+		default:
 			found = append(found, ns)
 		}
+		return ListOutput{Namespaces: found}, nil
 	default:
 		rng := keys.NamespaceByNameKeyRange()
 		begin, end := rng.All()
@@ -82,7 +86,7 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 			begin, end = rng.After(in.AfterName)
 		}
 		kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-			udb.RangeOptions{Limit: limit + 1, Mode: udb.StreamingModeWantAll}).All(ctx)
+			udb.RangeOptions{Limit: limit, Mode: udb.StreamingModeWantAll}).All(ctx)
 		if err != nil {
 			return ListOutput{}, err
 		}
@@ -105,9 +109,7 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 			found = append(found, ns)
 		}
 	}
-	var out ListOutput
-	out.Namespaces, out.Cursor = page.Trim(found, limit, func(n Namespace) string { return n.Name })
-	return out, nil
+	return ListOutput{Namespaces: found, Cursor: page.Cursor(found, func(n Namespace) string { return n.Name })}, nil
 }
 
 // uniqueIDs returns ids without repeats, first occurrence kept.

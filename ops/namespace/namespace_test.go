@@ -229,15 +229,18 @@ func TestList(t *testing.T) {
 		in   ListInput
 		want string
 	}{
-		{ListInput{}, "alpha,bravo,charlie,delta,echo"},
+		{ListInput{}, "alpha,bravo,charlie,delta,echo,cursor=echo"},
 		{ListInput{Limit: 2}, "alpha,bravo,cursor=bravo"},
 		{ListInput{Limit: 2, AfterName: "bravo"}, "charlie,delta,cursor=delta"},
-		{ListInput{Limit: 2, AfterName: "delta"}, "echo"},
-		{ListInput{Limit: 5}, "alpha,bravo,charlie,delta,echo"},
+		{ListInput{Limit: 2, AfterName: "delta"}, "echo,cursor=echo"},
+		{ListInput{Limit: 2, AfterName: "echo"}, ""},
+		{ListInput{Limit: 5}, "alpha,bravo,charlie,delta,echo,cursor=echo"},
 		{ListInput{Name: "charlie"}, "charlie"},
+		{ListInput{Name: "charlie", Limit: 1, AfterName: "delta"}, "charlie"},
 		{ListInput{Name: "zulu"}, ""},
 		{ListInput{NamespaceIDs: []id.ID{byName["echo"].NamespaceID, id.New(1), byName["alpha"].NamespaceID, byName["echo"].NamespaceID}}, "alpha,echo"},
-		{ListInput{NamespaceIDs: []id.ID{byName["echo"].NamespaceID, byName["alpha"].NamespaceID}, Limit: 1}, "alpha,cursor=alpha"},
+		// A filtered listing holds every match, without a cursor (the Rivet engine's).
+		{ListInput{NamespaceIDs: []id.ID{byName["echo"].NamespaceID, byName["alpha"].NamespaceID}, Limit: 1}, "alpha,echo"},
 		{ListInput{NamespaceIDs: []id.ID{byName["echo"].NamespaceID, byName["alpha"].NamespaceID}, Name: "alpha"}, "alpha"},
 		{ListInput{NamespaceIDs: []id.ID{byName["echo"].NamespaceID}, Name: "alpha"}, ""},
 	}
@@ -250,10 +253,8 @@ func TestList(t *testing.T) {
 			t.Errorf("List(%+v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	for _, limit := range []int{-1, MaxListLimit + 1} {
-		if _, err := list(ListInput{Limit: limit}); !rerr.Is(err, "api", "bad_request") {
-			t.Errorf("List(limit %d) = %v; want api.bad_request", limit, err)
-		}
+	if _, err := list(ListInput{Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+		t.Errorf("List(limit -1) = %v; want api.bad_request", err)
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/ops/internal/cursor"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -44,8 +44,8 @@ type ListForNsInput struct {
 // ListForNsOutput is one page.
 type ListForNsOutput struct {
 	Runners []Runner
-	// Cursor names the page's last runner when more follow; nil on the
-	// last page.
+	// Cursor names the page's last runner; nil on an empty page (see
+	// page.Cursor).
 	Cursor *string
 }
 
@@ -80,29 +80,20 @@ func ListForNs(ctx context.Context, r udb.ReadTransaction, in ListForNsInput) (L
 	cursorOf := func(r Runner) string { return Cursor(r.CreateTs, r.RunnerID) }
 	var out ListForNsOutput
 	if len(in.RunnerIDs) > 0 {
-		found, err := listByIDs(ctx, snap, in, pos, limit+1)
-		if err != nil {
-			return ListForNsOutput{}, err
-		}
-		out.Runners, out.Cursor = page.Trim(found, limit, cursorOf)
-		return out, nil
+		out.Runners, err = listByIDs(ctx, snap, in, pos, limit)
+	} else {
+		out.Runners, err = listByIndex(ctx, snap, in, pos, limit)
 	}
-	found, more, err := listByIndex(ctx, snap, in, pos, limit)
 	if err != nil {
 		return ListForNsOutput{}, err
 	}
-	out.Runners = found
-	if more {
-		c := cursorOf(found[len(found)-1])
-		out.Cursor = &c
-	}
+	out.Cursor = page.Cursor(out.Runners, cursorOf)
 	return out, nil
 }
 
 // listByIndex scans one create_ts index in reverse from the cursor and loads up to n
-// runners; more reports that the index has entries after them. The entry after the page
-// is read, its runner is not: the next page loads it.
-func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) (runners []Runner, more bool, err error) {
+// runners.
+func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
 	var rng keys.CreateTsRange[id.ID]
 	switch {
 	case in.Name == "" && !in.IncludeStopped:
@@ -123,18 +114,15 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 		begin, end = rng.Before(pos.CreateTs, id.ID(pos.Tie))
 	}
 	kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-		udb.RangeOptions{Limit: n + 1, Reverse: true, Mode: udb.StreamingModeWantAll}).All(ctx)
+		udb.RangeOptions{Limit: n, Reverse: true, Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
-		return nil, false, err
-	}
-	if len(kvs) > n {
-		kvs, more = kvs[:n], true
+		return nil, err
 	}
 	recs := make([]runnerRead, len(kvs))
 	for i, kv := range kvs {
 		_, rid, err := rng.Entry(kv.Key)
 		if err != nil {
-			return nil, false, corrupt.Mark("runner index", err)
+			return nil, corrupt.Mark("runner index", err)
 		}
 		recs[i] = startRecord(snap, rid)
 	}
@@ -144,13 +132,13 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 		run, found, err := rec.finish(ctx, snap, in.Datacenter, &sc)
 		switch {
 		case err != nil:
-			return nil, false, err
+			return nil, err
 		case !found:
-			return nil, false, rerr.Corrupt("runner index", "entry for %s, which has no record", rec.rid)
+			return nil, rerr.Corrupt("runner index", "entry for %s, which has no record", rec.rid)
 		}
 		out = append(out, run)
 	}
-	return out, more, nil
+	return out, nil
 }
 
 // listByIDs loads the runners named in in.RunnerIDs that match the other

@@ -5,8 +5,8 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -23,7 +23,7 @@ type ListNamesInput struct {
 // ListNamesOutput is one page of names in byte order.
 type ListNamesOutput struct {
 	Names []string
-	// Cursor is the page's last name when more follow, nil on the last page.
+	// Cursor is the page's last name; nil on an empty page.
 	Cursor *string
 }
 
@@ -43,22 +43,18 @@ func ListNames(ctx context.Context, r udb.ReadTransaction, in ListNamesInput) (L
 		begin, end = rng.After(in.AfterName)
 	}
 	kvs, err := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-		udb.RangeOptions{Limit: limit + 1, Mode: udb.StreamingModeWantAll}).All(ctx)
+		udb.RangeOptions{Limit: limit, Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
 		return ListNamesOutput{}, err
 	}
-	out := ListNamesOutput{Names: make([]string, 0, min(len(kvs), limit))}
-	for i, kv := range kvs {
-		if i == limit {
-			last := out.Names[limit-1]
-			out.Cursor = &last
-			break
-		}
+	out := ListNamesOutput{Names: make([]string, 0, len(kvs))}
+	for _, kv := range kvs {
 		k, err := keys.UnpackRunnerNameKey(kv.Key)
 		if err != nil {
 			return ListNamesOutput{}, corrupt.Mark("runner name index", err)
 		}
 		out.Names = append(out.Names, k.Name)
 	}
+	out.Cursor = page.Cursor(out.Names, func(n string) string { return n })
 	return out, nil
 }

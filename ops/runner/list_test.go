@@ -91,6 +91,7 @@ func pageAll(t *testing.T, f *fixture, in ListForNsInput) []id.ID {
 		byID[r.RunnerID] = r
 	}
 	var got []id.ID
+	short := false // the last page was not full: only the empty page may follow
 	for pages := 0; ; pages++ {
 		if pages > len(f.runners)+2 {
 			t.Fatalf("%+v: paging does not end", in)
@@ -106,11 +107,15 @@ func pageAll(t *testing.T, f *fixture, in ListForNsInput) []id.ID {
 			got = append(got, r.RunnerID)
 		}
 		if out.Cursor == nil {
+			if len(out.Runners) > 0 {
+				t.Fatalf("%+v: a page of %d without a cursor; a listing ends with an empty page", in, len(out.Runners))
+			}
 			return got
 		}
-		if len(out.Runners) != in.Limit {
-			t.Fatalf("%+v: a page of %d with a cursor; want full pages before the last", in, len(out.Runners))
+		if len(out.Runners) == 0 || short {
+			t.Fatalf("%+v: a page of %d with a cursor after a short page; want full pages before the last", in, len(out.Runners))
 		}
+		short = len(out.Runners) < in.Limit
 		in.Cursor = *out.Cursor
 	}
 }
@@ -156,13 +161,8 @@ func TestListForNsDefaults(t *testing.T) {
 	if err != nil || len(out.Runners) != DefaultListLimit || out.Cursor == nil {
 		t.Fatalf("default limit: %d runners, cursor %v, %v", len(out.Runners), out.Cursor, err)
 	}
-	for _, bad := range []ListForNsInput{
-		{Namespace: f.ns, Limit: -1},
-		{Namespace: f.ns, Limit: MaxListLimit + 1},
-	} {
-		if _, err := list(f.db, bad); !rerr.Is(err, "api", "bad_request") {
-			t.Errorf("ListForNs(%+v) = %v; want api.bad_request", bad, err)
-		}
+	if _, err := list(f.db, ListForNsInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+		t.Errorf("limit -1: %v; want api.bad_request", err)
 	}
 	for _, c := range []string{"x", "-", cursor.Encode(5000, []byte("an-envoy-key"))} {
 		_, err := list(f.db, ListForNsInput{Namespace: f.ns, Cursor: c})
@@ -191,8 +191,8 @@ func TestListForNsLegacyCursor(t *testing.T) {
 		for _, r := range out.Runners {
 			got = append(got, r.RunnerID)
 		}
-		if !slices.Equal(got, want) || out.Cursor != nil {
-			t.Errorf("legacy cursor %d: %d runners, want %d", ts, len(got), len(want))
+		if !slices.Equal(got, want) || (out.Cursor == nil) != (len(got) == 0) {
+			t.Errorf("legacy cursor %d: %d runners (cursor %v), want %d", ts, len(got), out.Cursor, len(want))
 		}
 	}
 }
@@ -250,9 +250,12 @@ func TestListNames(t *testing.T) {
 			out := listNames(in)
 			got = append(got, out.Names...)
 			if out.Cursor == nil {
+				if len(out.Names) > 0 {
+					t.Fatalf("limit %d: page %v without a cursor", limit, out.Names)
+				}
 				break
 			}
-			if *out.Cursor != out.Names[len(out.Names)-1] || len(out.Names) != limit {
+			if *out.Cursor != out.Names[len(out.Names)-1] {
 				t.Fatalf("limit %d: page %v with cursor %q", limit, out.Names, *out.Cursor)
 			}
 			in.AfterName = *out.Cursor

@@ -41,7 +41,7 @@ func TestRegisterNew(t *testing.T) {
 		{Namespace: ns, Name: "pool"}, {Namespace: ns, Name: "pool", IncludeStopped: true},
 	} {
 		page, err := list(db, in)
-		if err != nil || len(page.Runners) != 1 || !equalRunner(page.Runners[0], want) || page.Cursor != nil {
+		if err != nil || len(page.Runners) != 1 || !equalRunner(page.Runners[0], want) || page.Cursor == nil {
 			t.Fatalf("ListForNs(%+v) = %+v, %v", in, page, err)
 		}
 	}

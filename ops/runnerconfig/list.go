@@ -8,8 +8,8 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
-	"github.com/berthhq/berth/ops/internal/page"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/page"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -26,8 +26,8 @@ type ListInput struct {
 	Namespace id.ID
 	// Variant, if set, lists only configs of that variant.
 	Variant *keys.RunnerConfigVariant
-	// Names, if set, lists only configs of these names; names without a
-	// config are skipped.
+	// Names, if set, lists every config of these names (names without a
+	// config are skipped) on one page: Limit and Cursor are not looked at.
 	Names []string
 	// Cursor is the previous page's Cursor ("" for the first page), of the
 	// form "{variant}:{name}": the page continues after name. A cursor
@@ -43,8 +43,8 @@ type ListInput struct {
 // ListOutput is one page, in name order (byte order of the UTF-8).
 type ListOutput struct {
 	Configs []Entry
-	// Cursor is "{variant}:{name}" of the page's last config when more
-	// follow, nil on the last page.
+	// Cursor is "{variant}:{name}" of the page's last config; nil on an
+	// empty page and when listing by Names (as api-peer does on Rivet).
 	Cursor *string
 }
 
@@ -75,10 +75,13 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 		variant = in.Variant
 	}
 	snap := r.Snapshot()
+	if len(in.Names) > 0 {
+		// Every named config, as on the Rivet engine: no page, no cursor.
+		found, err := listNames(ctx, snap, in.Namespace, in.Names, variant)
+		return ListOutput{Configs: found}, err
+	}
 	var found []Entry
 	switch {
-	case len(in.Names) > 0:
-		found, err = listNames(ctx, snap, in.Namespace, in.Names, variant, after, limit)
 	case variant != nil:
 		found, err = listVariant(ctx, snap, in.Namespace, *variant, after, limit)
 	default:
@@ -87,19 +90,15 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	if err != nil {
 		return ListOutput{}, err
 	}
-	out := ListOutput{Configs: found}
-	if len(found) > limit {
-		out.Configs = found[:limit]
-		c := formatCursor(variant, found[limit-1].Name)
-		out.Cursor = &c
-	}
+	out := ListOutput{Configs: found[:min(len(found), limit)]}
+	out.Cursor = page.Cursor(out.Configs, func(e Entry) string { return formatCursor(variant, e.Name) })
 	return out, nil
 }
 
-// listNames reads each named config after the cursor name, in name order,
-// keeping those of the variant (if given); at most limit+1.
+// listNames reads each named config, in name order, keeping those of the
+// variant (if given).
 func listNames(ctx context.Context, r udb.ReadTransaction, ns id.ID, names []string,
-	variant *keys.RunnerConfigVariant, after *string, limit int) ([]Entry, error) {
+	variant *keys.RunnerConfigVariant) ([]Entry, error) {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -110,9 +109,6 @@ func listNames(ctx context.Context, r udb.ReadTransaction, ns id.ID, names []str
 	}
 	var out []Entry
 	for _, name := range names {
-		if after != nil && name <= *after {
-			continue
-		}
 		e, found, err := load(ctx, r, ns, name)
 		switch {
 		case err != nil:
@@ -120,9 +116,7 @@ func listNames(ctx context.Context, r udb.ReadTransaction, ns id.ID, names []str
 		case !found, variant != nil && e.Config.Variant() != *variant:
 			continue
 		}
-		if out = append(out, e); len(out) > limit {
-			break
-		}
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -42,7 +42,8 @@ type MetadataResponse struct {
 	RunnerProtocolVersion int    `json:"runner_protocol_version"`
 }
 
-// Pagination is the pagination object of every list response; Cursor is null on the last page.
+// Pagination is the pagination object of every list response; Cursor is null on an empty page
+// (see page.Cursor).
 type Pagination struct {
 	Cursor *string `json:"cursor"`
 }

@@ -16,13 +16,6 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// List limits shared by the list endpoints; use them in query tags as
-// `query:"limit,default=100,min=1,max=10000"`.
-const (
-	DefaultLimit = 100
-	MaxLimit     = 10000
-)
-
 // BindQuery fills the struct *dst from the request's query string and rejects anything it does
 // not describe. Each field names its parameter in a `query` tag:
 //
@@ -31,7 +24,7 @@ const (
 //		Name           *string  `query:"name"`                   // nil when absent
 //		RunnerIDs      []id.ID  `query:"runner_id,csv=runner_ids"` // runner_id=a&runner_id=b and runner_ids=a,b, merged
 //		IncludeStopped bool     `query:"include_stopped"`        // exactly "true" or "false"
-//		Limit          int      `query:"limit,default=100,min=1,max=10000"`
+//		Limit          int      `query:"limit,default=100,min=0"`
 //		Cursor         *string  `query:"cursor"`
 //	}
 //

@@ -183,7 +183,7 @@ func FuzzDecodeQuery(f *testing.F) {
 			}
 			return
 		}
-		if out.Limit < 1 || out.Limit > MaxLimit {
+		if out.Limit < 1 || out.Limit > 10000 {
 			t.Fatalf("limit %d out of bounds", out.Limit)
 		}
 	})

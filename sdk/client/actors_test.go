@@ -167,8 +167,11 @@ func TestActors(t *testing.T) {
 		t.Fatalf("All listed %v, want %v", listed, ids)
 	}
 	byKey, err := acts.List(ctx, client.ActorListOptions{Name: "counter", Key: "k1"})
-	if err != nil || len(byKey.Items) != 1 || byKey.Items[0].ActorId != a.ActorId || byKey.Next != "" {
+	if err != nil || len(byKey.Items) != 1 || byKey.Items[0].ActorId != a.ActorId || byKey.Next == "" {
 		t.Fatalf("by key: %+v %v", byKey, err)
+	}
+	if after, err := acts.List(ctx, client.ActorListOptions{Name: "counter", Key: "k1", Cursor: byKey.Next}); err != nil || len(after.Items) != 0 || after.Next != "" {
+		t.Fatalf("by key, after the holder: %+v %v", after, err)
 	}
 
 	// Destroy, twice; then only IncludeDestroyed lists it.

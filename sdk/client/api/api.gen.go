@@ -473,7 +473,7 @@ type NamespacesListResponse struct {
 
 // Pagination defines model for Pagination.
 type Pagination struct {
-	// Cursor Pass as `cursor` to get the next page. Null on the last page.
+	// Cursor Pass as `cursor` to get the next page. Set on every page with items; null on an empty page, which ends the listing.
 	Cursor *string `json:"cursor"`
 }
 
@@ -726,10 +726,10 @@ type ActorIdPath = IdParam
 type CursorQuery = string
 
 // LimitQuery defines model for LimitQuery.
-type LimitQuery = int32
+type LimitQuery = int64
 
 // NamespaceLimitQuery defines model for NamespaceLimitQuery.
-type NamespaceLimitQuery = int32
+type NamespaceLimitQuery = int64
 
 // NamespaceQuery defines model for NamespaceQuery.
 type NamespaceQuery = string
@@ -791,7 +791,7 @@ type ActorsListParams struct {
 	ActorIds         *IdList `form:"actor_ids,omitempty" json:"actor_ids,omitempty"`
 	IncludeDestroyed *bool   `form:"include_destroyed,omitempty" json:"include_destroyed,omitempty"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -815,7 +815,7 @@ type ActorsListNamesParams struct {
 	// Namespace The namespace, by name.
 	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -863,7 +863,7 @@ type EnvoysListParams struct {
 	// EnvoyKey Only these envoys. Repeat the parameter for several keys.
 	EnvoyKey *[]string `form:"envoy_key,omitempty" json:"envoy_key,omitempty"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -872,7 +872,7 @@ type EnvoysListParams struct {
 
 // NamespacesListParams defines parameters for NamespacesList.
 type NamespacesListParams struct {
-	// Limit The most namespaces to return.
+	// Limit The most namespaces to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000.
 	Limit *NamespaceLimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -894,7 +894,7 @@ type RunnerConfigsListParams struct {
 	// Namespace The namespace, by name.
 	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -953,7 +953,7 @@ type RunnersListParams struct {
 	// IncludeStopped Also list stopped runners.
 	IncludeStopped *bool `form:"include_stopped,omitempty" json:"include_stopped,omitempty"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -965,7 +965,7 @@ type RunnersListNamesParams struct {
 	// Namespace The namespace, by name.
 	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 
-	// Limit The most items to return.
+	// Limit The most items to return. 0 returns an empty page; a limit over 10,000 returns at most 10,000 (the cursor continues from there).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
@@ -1503,7 +1503,7 @@ type ClientInterface interface {
 	// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
 	// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
 	// datacenters, the metadata of the one with the lowest label), in ascending byte order.
-	// The cursor is the last name of the page, null on the last page.
+	// The cursor is the last name of the page, null on an empty page.
 	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
 	// 502 `datacenter.unreachable` naming it).
 	//
@@ -1625,8 +1625,10 @@ type ClientInterface interface {
 
 	// NamespacesList List namespaces.
 	//
-	// Served by the leader datacenter (other datacenters forward the request). Filters by
-	// `name` and by namespace ids. `cursor` is accepted for compatibility.
+	// Served by the leader datacenter (other datacenters forward the request), in name
+	// order. Filtered by `name` or by namespace ids, the answer holds every match and its
+	// cursor is null (as on the Rivet engine, `limit` and `cursor` apply to the unfiltered
+	// listing only).
 	//
 	// Corresponds with GET /namespaces (the `NamespacesList` operationId).
 	NamespacesList(ctx context.Context, params *NamespacesListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1914,7 +1916,7 @@ func (c *Client) ActorsGetOrCreate(ctx context.Context, params *ActorsGetOrCreat
 // (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
 // Fanned out to every datacenter, merged and de-duplicated (of a name known to several
 // datacenters, the metadata of the one with the lowest label), in ascending byte order.
-// The cursor is the last name of the page, null on the last page.
+// The cursor is the last name of the page, null on an empty page.
 // A datacenter that fails makes the whole list fail (a 4xx it answered, else
 // 502 `datacenter.unreachable` naming it).
 //
@@ -2156,8 +2158,10 @@ func (c *Client) MetadataGet(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // NamespacesList List namespaces.
 //
-// Served by the leader datacenter (other datacenters forward the request). Filters by
-// `name` and by namespace ids. `cursor` is accepted for compatibility.
+// Served by the leader datacenter (other datacenters forward the request), in name
+// order. Filtered by `name` or by namespace ids, the answer holds every match and its
+// cursor is null (as on the Rivet engine, `limit` and `cursor` apply to the unfiltered
+// listing only).
 //
 // Corresponds with GET /namespaces (the `NamespacesList` operationId).
 func (c *Client) NamespacesList(ctx context.Context, params *NamespacesListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2536,7 +2540,7 @@ func NewActorsListRequest(server string, params *ActorsListParams) (*http.Reques
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2736,7 +2740,7 @@ func NewActorsListNamesRequest(server string, params *ActorsListNamesParams) (*h
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3149,7 +3153,7 @@ func NewEnvoysListRequest(server string, params *EnvoysListParams) (*http.Reques
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3296,7 +3300,7 @@ func NewNamespacesListRequest(server string, params *NamespacesListParams) (*htt
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3446,7 +3450,7 @@ func NewRunnerConfigsListRequest(server string, params *RunnerConfigsListParams)
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3864,7 +3868,7 @@ func NewRunnersListRequest(server string, params *RunnersListParams) (*http.Requ
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3938,7 +3942,7 @@ func NewRunnersListNamesRequest(server string, params *RunnersListNamesParams) (
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4172,7 +4176,7 @@ type ClientWithResponsesInterface interface {
 	// (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
 	// Fanned out to every datacenter, merged and de-duplicated (of a name known to several
 	// datacenters, the metadata of the one with the lowest label), in ascending byte order.
-	// The cursor is the last name of the page, null on the last page.
+	// The cursor is the last name of the page, null on an empty page.
 	// A datacenter that fails makes the whole list fail (a 4xx it answered, else
 	// 502 `datacenter.unreachable` naming it).
 	//
@@ -4310,8 +4314,10 @@ type ClientWithResponsesInterface interface {
 
 	// NamespacesListWithResponse List namespaces.
 	//
-	// Served by the leader datacenter (other datacenters forward the request). Filters by
-	// `name` and by namespace ids. `cursor` is accepted for compatibility.
+	// Served by the leader datacenter (other datacenters forward the request), in name
+	// order. Filtered by `name` or by namespace ids, the answer holds every match and its
+	// cursor is null (as on the Rivet engine, `limit` and `cursor` apply to the unfiltered
+	// listing only).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6831,7 +6837,7 @@ func (c *ClientWithResponses) ActorsGetOrCreateWithResponse(ctx context.Context,
 // (`prepopulateActorNames`), with its metadata (`{}` unless announced with some).
 // Fanned out to every datacenter, merged and de-duplicated (of a name known to several
 // datacenters, the metadata of the one with the lowest label), in ascending byte order.
-// The cursor is the last name of the page, null on the last page.
+// The cursor is the last name of the page, null on an empty page.
 // A datacenter that fails makes the whole list fail (a 4xx it answered, else
 // 502 `datacenter.unreachable` naming it).
 //
@@ -7041,8 +7047,10 @@ func (c *ClientWithResponses) MetadataGetWithResponse(ctx context.Context, reqEd
 
 // NamespacesListWithResponse List namespaces.
 //
-// Served by the leader datacenter (other datacenters forward the request). Filters by
-// `name` and by namespace ids. `cursor` is accepted for compatibility.
+// Served by the leader datacenter (other datacenters forward the request), in name
+// order. Filtered by `name` or by namespace ids, the answer holds every match and its
+// cursor is null (as on the Rivet engine, `limit` and `cursor` apply to the unfiltered
+// listing only).
 //
 // Returns a wrapper object for the known response body format(s).
 //

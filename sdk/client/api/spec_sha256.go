@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "00fe0044b8187a3af877646299edd61f2fb615dca1e3e1d09f2c0f5b2d543afb"
+const SpecSHA256 = "b0d5ef0e2c225f72698567f346aeb0c577b63b6fdce1d86804588a30f760e9a6"

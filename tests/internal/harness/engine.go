@@ -36,6 +36,11 @@ type Settings struct {
 	// Env is extra environment for the engine process (GODEBUG=…, GOMAXPROCS=…); BERTH__*
 	// variables of the test's own environment are never passed on.
 	Env []string
+
+	// Configure, when set, edits the configuration (decoded JSON, the sections above
+	// filled in) before it is written: for what has no field here (pubsub, node, topology
+	// URLs).
+	Configure func(cfg map[string]any)
 }
 
 // Engine is a `berth start` process on loopback ports; it can be stopped (or killed) and
@@ -92,6 +97,9 @@ func (e *Engine) configure() {
 	}
 	if st.AdminToken != "" {
 		cfg["auth"] = map[string]any{"admin_token": st.AdminToken}
+	}
+	if st.Configure != nil {
+		st.Configure(cfg)
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
