@@ -48,7 +48,7 @@ func (s *Session) Record(step string, v any) {
 type Request struct {
 	Method string
 	Path   string
-	Body   any    // encoded as JSON unless a []byte or string (sent as is)
+	Body   any // encoded as JSON unless a []byte or string (sent as is)
 	Header http.Header
 	// Anonymous sends no admin token; Token sends this one instead of the target's.
 	Anonymous bool
