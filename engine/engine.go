@@ -203,6 +203,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	gateway := guard.New(guard.Options{
 		DB: e.db, Tunnels: tunnels{e.runners, e.cluster}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
 		Envoys: envoyTunnels{e.envoys, e.cluster},
+		Hosts:  hostLinks{localSockets{e.runners, e.envoys}, e.cluster},
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
@@ -409,6 +410,20 @@ func (t envoyTunnels) OpenEnvoyTunnel(ns id.ID, envoyKey string) (guard.Tunnel, 
 		return nil, err
 	}
 	return tun, nil
+}
+
+// hostLinks tells the gateway whether a host's socket is held in the datacenter: here, or by
+// another live node.
+type hostLinks struct {
+	local localSockets
+	c     *cluster.Node
+}
+
+func (l hostLinks) Connected(ctx context.Context, h actor.Host) (bool, error) {
+	if l.local.Holds(h) {
+		return true, nil
+	}
+	return l.c.HeldElsewhere(ctx, h)
 }
 
 // localSockets is this node's runner and envoy sockets as the cluster sees them (its

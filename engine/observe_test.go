@@ -292,7 +292,13 @@ func TestTracingOffForwardsTraceparent(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&echoed); err != nil {
 		t.Fatal(err)
 	}
-	if echoed.Headers["traceparent"] != given || echoed.Headers["x-request-id"] == "" {
-		t.Fatalf("actor saw traceparent %q, x-request-id %q", echoed.Headers["traceparent"], echoed.Headers["x-request-id"])
+	// The actor gets the request's ray id, as on Rivet; a request id only when the client
+	// sent one.
+	ray := res.Header.Get("x-rivet-ray-id")
+	if echoed.Headers["traceparent"] != given || ray == "" || echoed.Headers["x-rivet-ray-id"] != ray {
+		t.Fatalf("actor saw traceparent %q, x-rivet-ray-id %q (answered %q)", echoed.Headers["traceparent"], echoed.Headers["x-rivet-ray-id"], ray)
+	}
+	if id, ok := echoed.Headers["x-request-id"]; ok || res.Header.Get("x-request-id") != "" {
+		t.Fatalf("x-request-id %q reached the actor, %q the client; the client sent none", id, res.Header.Get("x-request-id"))
 	}
 }

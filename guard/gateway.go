@@ -40,6 +40,13 @@ type EnvoyTunnels interface {
 	OpenEnvoyTunnel(ns id.ID, envoyKey string) (Tunnel, error)
 }
 
+// Hosts tells whether a host's socket is held by a node of this datacenter (this one or
+// another): a running actor whose host is not is unreachable until its host reconnects or
+// the actor moves (its host lost).
+type Hosts interface {
+	Connected(ctx context.Context, h actor.Host) (bool, error)
+}
+
 // Actors is the actor lifecycle of this datacenter (engine/pegboard.Actors): it wakes actors,
 // reports their changes, and gets or creates the actors of query routing.
 type Actors interface {
@@ -57,6 +64,7 @@ type Options struct {
 	Tunnels Tunnels
 	// Envoys reaches the actors hosted on envoys; nil when there is no envoy endpoint.
 	Envoys   EnvoyTunnels
+	Hosts    Hosts
 	Actors   Actors
 	Topology apihttp.Topology
 	Log      *slog.Logger
@@ -388,6 +396,8 @@ func (g *Gateway) routeFor(ctx context.Context, req actorRequest, attempt int) (
 // resolve waits until the actor is connectable and returns its runner: a sleeping actor is
 // woken (at most maxWakes times if it keeps stopping), bounded by ActorReadyTimeout. With
 // skipReadyWait it returns as soon as the actor's runner is known (placed, not yet running).
+// A running actor whose host's socket is gone (a killed runner, before it is declared lost)
+// is waited for too, as on Rivet: its host reconnects, or is lost and the actor moves.
 // changed closes at the actor's next change after the read that found the route.
 func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (rt route, changed <-chan struct{}, connectable bool, err error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.New("guard", "actor_ready_timeout", "actor_id", aid.String()))
@@ -405,7 +415,13 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 		switch st.Phase {
 		case keys.PhaseRunning:
 			if h, ok := actor.HostOf(st); ok {
-				return route{actor: aid, host: h}, changed, true, nil
+				up, err := g.connected(ctx, h)
+				if err != nil {
+					return route{}, nil, false, err
+				}
+				if up {
+					return route{actor: aid, host: h}, changed, true, nil
+				}
 			}
 		case keys.PhaseStarting:
 			if h, ok := actor.HostOf(st); ok && skipReadyWait {
@@ -429,6 +445,21 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 			return route{}, nil, false, context.Cause(ctx)
 		}
 	}
+}
+
+// connected reports whether h's socket is held in this datacenter (always, without Hosts),
+// bounded as a read of the actor's state.
+func (g *Gateway) connected(ctx context.Context, h actor.Host) (bool, error) {
+	if g.o.Hosts == nil {
+		return true, nil
+	}
+	var up bool
+	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
+		var err error
+		up, err = g.o.Hosts.Connected(ctx, h)
+		return err
+	})
+	return up, ctxCause(ctx, err)
 }
 
 // state reads the actor's lifecycle state, bounded by FetchActorTimeout
@@ -457,14 +488,14 @@ func ctxCause(ctx context.Context, err error) error {
 
 // forwardHeaders are the request's headers for the actor: lowercase unique names (repeated
 // values joined with ", "), hop-by-hop and berth's routing headers left out,
-// x-forwarded-for added.
-func forwardHeaders(r *http.Request) []proto.Header {
-	out := make([]proto.Header, 0, len(r.Header)+1)
+// x-forwarded-for and the request's ray id (x-rivet-ray-id, as Rivet sends it) added.
+func forwardHeaders(r *http.Request, ray string) []proto.Header {
+	out := make([]proto.Header, 0, len(r.Header)+2)
 	for name, vals := range r.Header {
 		lower := strings.ToLower(name)
 		switch lower {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
-			"x-rivet-target", "x-rivet-actor", "x-rivet-token", "x-forwarded-for":
+			"x-rivet-target", "x-rivet-actor", "x-rivet-token", "x-forwarded-for", apihttp.HeaderRayID:
 			continue
 		}
 		if strings.HasPrefix(lower, "sec-websocket-") {
@@ -485,5 +516,5 @@ func forwardHeaders(r *http.Request) []proto.Header {
 	if r.Host != "" && r.Header.Get("Host") == "" {
 		out = append(out, proto.Header{Name: "host", Value: r.Host})
 	}
-	return out
+	return append(out, proto.Header{Name: apihttp.HeaderRayID, Value: ray})
 }

@@ -24,7 +24,7 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 		return
 	}
 	start := proto.ToClientRequestStart{
-		ActorID: req.ActorID.String(), Method: r.Method, Path: req.Path, Headers: forwardHeaders(r), Body: body,
+		ActorID: req.ActorID.String(), Method: r.Method, Path: req.Path, Headers: forwardHeaders(r, ray), Body: body,
 		Stream: streamed != nil,
 	}
 	ctx := r.Context()

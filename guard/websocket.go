@@ -60,7 +60,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 	}
 	defer client.CloseNow()
 	ctx := r.Context()
-	open := proto.ToClientWebSocketOpen{ActorID: req.ActorID.String(), Path: req.Path, Headers: wsHeaders(r)}
+	open := proto.ToClientWebSocketOpen{ActorID: req.ActorID.String(), Path: req.Path, Headers: wsHeaders(r, ray)}
 	var tun Tunnel
 	var canHibernate bool
 	err = g.o.Retry.Do(ctx, retryableWebSocket, func(attempt int) error {
@@ -128,8 +128,8 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 
 // wsHeaders are the headers the actor sees for a WebSocket: forwardHeaders plus the
 // client's subprotocols (rivetkit passes its encoding and connection params there).
-func wsHeaders(r *http.Request) []proto.Header {
-	hs := forwardHeaders(r)
+func wsHeaders(r *http.Request, ray string) []proto.Header {
+	hs := forwardHeaders(r, ray)
 	if p := r.Header.Values("Sec-WebSocket-Protocol"); len(p) > 0 {
 		hs = append(hs, proto.Header{Name: "sec-websocket-protocol", Value: strings.Join(p, ", ")})
 	}

@@ -74,7 +74,8 @@ const (
 	StopSleep     StopReason = "sleep"      // sleep intent or API sleep: sleeps after
 	StopIntent    StopReason = "stop"       // the actor asked to stop: destroyed after
 	StopDestroy   StopReason = "destroy"    // API delete: destroyed after
-	StopGoingAway StopReason = "going_away" // runner drain or API reschedule: placed elsewhere after
+	StopGoingAway StopReason = "going_away" // API reschedule or an envoy's drain: placed elsewhere after
+	StopDrain     StopReason = "drain"      // a runner's drain: the crash policy decides after (sleep, restart, destroy)
 )
 
 // ActorState is an actor's lifecycle record. Times are unix milliseconds.

@@ -83,19 +83,11 @@ type Tunnel interface {
 func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
 	defer cancel()
-	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
-	res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		o, ok, err := opnode.SocketOwner(ctx, r, in)
-		if !ok {
-			return nil, err
-		}
-		return o, err
-	})
+	o, ok, err := n.remoteOwner(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	o, ok := res.(opnode.Owner)
-	if !ok || o.NodeID == n.o.ID || o.Address == "" {
+	if !ok {
 		return nil, ErrNoSocket
 	}
 	u, err := url.Parse(o.Address)
@@ -120,6 +112,29 @@ func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
 	t := &remoteTunnel{ws: ws, in: make(chan proto.ToServerTunnelMessageKind, relayBuffer), closed: make(chan struct{})}
 	go t.readLoop()
 	return t, nil
+}
+
+// remoteOwner returns the other live node that holds h's socket; false when none does (no
+// node, or this one, which does not have it: its record is stale).
+func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, bool, error) {
+	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
+	var o opnode.Owner
+	var ok bool
+	_, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		var err error
+		o, ok, err = opnode.SocketOwner(ctx, r, in)
+		return nil, err
+	})
+	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" {
+		return opnode.Owner{}, false, err
+	}
+	return o, true, nil
+}
+
+// HeldElsewhere reports whether another live node holds h's socket.
+func (n *Node) HeldElsewhere(ctx context.Context, h actor.Host) (bool, error) {
+	_, ok, err := n.remoteOwner(ctx, h)
+	return ok, err
 }
 
 // remoteTunnel is a tunnel relayed to the node holding the runner's or envoy's socket.

@@ -30,8 +30,10 @@ type HTTPOptions struct {
 
 // Handler is the outermost layer of an engine listener. For each request it:
 //   - takes the client's x-request-id when it is usable (1–128 characters of letters,
-//     digits and ._:-) or makes one up, sets it on the request (so actors see it) and the
-//     response, and hands it inward in an apihttp.RequestInfo;
+//     digits and ._:-), which then stays on the request (so actors see it) and is echoed on
+//     the response, or makes one up for the logs alone (a response carries no header the
+//     Rivet engine's does not: its ray id names the request), and hands it inward in an
+//     apihttp.RequestInfo;
 //   - with tracing on, continues the client's W3C trace (traceparent) in a server span
 //     that the gateway's spans join;
 //   - once served, counts it in berth_http_requests_total by listener, route and status,
@@ -48,8 +50,11 @@ func Handler(next http.Handler, o HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ri := &apihttp.RequestInfo{ID: requestID(r.Header.Get(apihttp.HeaderRequestID))}
-		r.Header.Set(apihttp.HeaderRequestID, ri.ID)
-		w.Header().Set(apihttp.HeaderRequestID, ri.ID)
+		if ri.ID == r.Header.Get(apihttp.HeaderRequestID) {
+			w.Header().Set(apihttp.HeaderRequestID, ri.ID)
+		} else {
+			r.Header.Del(apihttp.HeaderRequestID)
+		}
 		ctx := apihttp.WithRequestInfo(r.Context(), ri)
 		var span trace.Span
 		if t := o.Tracing; t != nil && t.Enabled {

@@ -134,6 +134,8 @@ func (m *machine) stopped(a *actor, s proto.ActorStateStopped) error {
 		return m.destroy(a)
 	case keys.StopGoingAway:
 		return m.reschedule(a, false)
+	case keys.StopDrain:
+		return m.drained(a)
 	}
 	if s.Code == proto.StopCodeOK {
 		return m.destroy(a) // a graceful exit
@@ -143,6 +145,21 @@ func (m *machine) stopped(a *actor, s proto.ActorStateStopped) error {
 		fields["message"] = truncate(*s.Message, 4096)
 	}
 	return m.crashed(a, errorWith("crashed", fields))
+}
+
+// drained applies the crash policy to an actor its draining runner stopped, without an
+// error: it sleeps, is placed again or is destroyed.
+func (m *machine) drained(a *actor) error {
+	switch a.st.CrashPolicy {
+	case CrashRestart:
+		return m.reschedule(a, false)
+	case CrashDestroy:
+		return m.destroy(a)
+	}
+	if a.st.WillWake || m.alarmDue(a) {
+		return m.reschedule(a, false)
+	}
+	return m.sleep(a, nil)
 }
 
 // crashed applies the crash policy to an actor that stopped with an error or was lost.

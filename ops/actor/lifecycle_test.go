@@ -193,27 +193,52 @@ func TestDestroyAndKeys(t *testing.T) {
 	}
 }
 
-// A drain sends every actor away; once stopped each is placed on another runner, and the
-// drained runner stops when its last actor has left. Lost actors follow their policy.
+// A drain stops every actor of the runner; once stopped each goes by its crash policy, as
+// on Rivet (a stop while going away): sleep-policy actors sleep without an error even with
+// another runner free, restart-policy ones are placed on another runner, destroy-policy ones
+// are destroyed. The drained runner stops when its last actor has left. Lost actors follow
+// their policy.
 func TestDrainAndLoss(t *testing.T) {
 	w := newWorld(t)
 	r1 := w.runner("r1", 4)
 	a, _ := w.create(CrashSleep, nil)
-	w.events(r1, ev(a, 0, 0, running))
+	restart, _ := w.create(CrashRestart, nil)
+	destroy, _ := w.create(CrashDestroy, nil)
+	w.events(r1, ev(a, 0, 0, running), ev(restart, 0, 0, running), ev(destroy, 0, 0, running))
 	r2 := w.runner("r2", 4)
 	eff := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
 		if _, err := oprunner.Drain(ctx, tx, oprunner.DrainInput{RunnerID: r1, NowMs: w.now}); err != nil {
 			return Effects{}, err
 		}
-		return GoingAway(ctx, tx, RunnerHost(r1), []id.ID{a}, w.now, w.cfg)
+		return GoingAway(ctx, tx, RunnerHost(r1), []id.ID{a, restart, destroy}, w.now, w.cfg)
 	})
-	if got := commandsFor(eff, r1); !slices.Equal(got, []string{"stop@0/1"}) {
+	if got := commandsFor(eff, r1); !slices.Equal(got, []string{"stop@0/1", "stop@0/1", "stop@0/1"}) {
 		t.Fatalf("going away: %v", got)
 	}
-	out := w.events(r1, ev(a, 0, 1, stoppedOK)) // a draining runner 2.2.1 reports OK
-	if got := commandsFor(out.Effects, r2); !slices.Equal(got, []string{"start@1/0"}) || !slices.Equal(out.Effects.StoppedRunners, []id.ID{r1}) {
-		t.Fatalf("after the stop: %+v; want a start on r2 and r1 stopped", out.Effects)
+	// A draining runner 2.2.1 reports OK.
+	w.events(r1, ev(destroy, 0, 1, stoppedOK))
+	if st := w.state(destroy); st.Phase != keys.PhaseDestroyed || st.Error != nil {
+		t.Fatalf("destroy policy after the drain: %+v", st)
 	}
+	out := w.events(r1, ev(restart, 0, 1, stoppedOK))
+	if got := commandsFor(out.Effects, r2); !slices.Equal(got, []string{"start@1/0"}) {
+		t.Fatalf("restart policy after the drain: %+v; want a start on r2", out.Effects)
+	}
+	out = w.events(r1, ev(a, 0, 1, stoppedOK))
+	if st := w.state(a); st.Phase != keys.PhaseSleeping || st.Error != nil || st.SleepTs == nil {
+		t.Fatalf("sleep policy after the drain: %+v", st)
+	}
+	if !slices.Equal(out.Effects.StoppedRunners, []id.ID{r1}) {
+		t.Fatalf("after the last stop: %+v; want r1 stopped", out.Effects)
+	}
+	// The next request wakes it, on r2.
+	wake := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
+		return Wake(ctx, tx, Input{ActorID: a, NowMs: w.now, Config: w.cfg})
+	})
+	if got := commandsFor(wake, r2); !slices.Equal(got, []string{"start@1/0"}) {
+		t.Fatalf("wake after the drain: %v", got)
+	}
+	w.events(r2, ev(a, 1, 0, running))
 	// r2 is lost: the sleep-policy actor sleeps with runner_connection_lost.
 	lost := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
 		exp, err := oprunner.Expire(ctx, tx, oprunner.ExpireInput{RunnerID: r2, NowMs: w.now})

@@ -104,11 +104,15 @@ func (m *machine) place(a *actor, force, fromQueue bool) error {
 }
 
 // noCapacity handles an actor no host can take now: a sleep-policy actor sleeps with
-// error code (unless forced: a wake), any other waits in the queue.
+// error code (unless forced: a wake), any other waits in the queue with it as its error,
+// as on Rivet, unless it has one already (a crash's); placing the actor clears it.
 func (m *machine) noCapacity(a *actor, force bool, code string) error {
 	if !force && a.st.CrashPolicy == CrashSleep {
 		m.leaveQueue(a)
 		return m.sleep(a, errorJSON(code))
+	}
+	if a.st.Error == nil {
+		a.st.Error = errorJSON(code)
 	}
 	return m.enqueue(a)
 }
@@ -246,6 +250,7 @@ var stopReasons = map[keys.StopReason]envoyproto.StopActorReason{
 	keys.StopIntent:    envoyproto.StopActorReasonStopIntent,
 	keys.StopDestroy:   envoyproto.StopActorReasonDestroy,
 	keys.StopGoingAway: envoyproto.StopActorReasonGoingAway,
+	keys.StopDrain:     envoyproto.StopActorReasonGoingAway,
 }
 
 // sendLost tells a's former host h that a is lost, in case it still runs it: a stop that

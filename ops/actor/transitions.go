@@ -64,7 +64,7 @@ func (m *machine) wake(a *actor) error {
 			a.st.PendingUntil = ptr(m.now + m.cfg.WakePendingTimeout)
 		}
 	case keys.PhaseStopping:
-		if a.st.StopReason == keys.StopSleep {
+		if a.st.StopReason == keys.StopSleep || a.st.StopReason == keys.StopDrain {
 			a.st.WillWake = true
 		}
 	case keys.PhaseRescheduling:
@@ -81,7 +81,7 @@ func Reschedule(ctx context.Context, tx udb.Transaction, in Input) (Effects, err
 		case keys.PhaseRunning, keys.PhaseStarting:
 			m.sendStop(a, keys.StopGoingAway)
 		case keys.PhaseStopping:
-			if a.st.StopReason == keys.StopSleep {
+			if a.st.StopReason == keys.StopSleep || a.st.StopReason == keys.StopDrain {
 				a.st.StopReason = keys.StopGoingAway
 			}
 		case keys.PhaseSleeping, keys.PhaseRescheduling:
@@ -120,10 +120,16 @@ type DestroyOutput struct {
 	Done    bool
 }
 
-// GoingAway tells every actor on a draining host to stop; each is placed elsewhere once
-// stopped (or lost when the drain times out).
+// GoingAway tells every actor on a draining host to stop. Once stopped, an envoy's actor is
+// placed elsewhere; a runner's goes by its crash policy, as a stop while going away does on
+// Rivet: sleep-policy actors sleep (the next request or alarm places them again),
+// restart-policy ones are placed again, destroy-policy ones are destroyed.
 func GoingAway(ctx context.Context, tx udb.Transaction, h Host, actors []id.ID, now int64, cfg Config) (Effects, error) {
 	m := newMachine(ctx, tx, cfg, now)
+	reason := keys.StopDrain
+	if h.IsEnvoy() {
+		reason = keys.StopGoingAway
+	}
 	for _, aid := range actors {
 		a, found, err := m.load(aid)
 		if err != nil {
@@ -132,15 +138,10 @@ func GoingAway(ctx context.Context, tx udb.Transaction, h Host, actors []id.ID, 
 		if !found || !hostedOn(a.st, h) {
 			continue
 		}
-		switch a.st.Phase {
-		case keys.PhaseRunning, keys.PhaseStarting:
-			m.sendStop(a, keys.StopGoingAway)
-		case keys.PhaseStopping:
-			if a.st.StopReason == keys.StopSleep {
-				continue // sleeping anyway
-			}
-			a.st.StopReason = keys.StopGoingAway
+		if a.st.Phase != keys.PhaseRunning && a.st.Phase != keys.PhaseStarting {
+			continue // a stop is under way: its reason decides what follows
 		}
+		m.sendStop(a, reason)
 		m.save(a)
 	}
 	return *m.eff, nil
@@ -195,7 +196,7 @@ func (m *machine) lost(a *actor, reason string) error {
 		a.st.Error = errJSON
 		return m.reschedule(a, false)
 	}
-	return m.crashedAs(a, errJSON, policy)
+	return m.crashedAs(a, errJSON, policy) // a drain that timed out too
 }
 
 // placedTimer handles the timer of a placed actor (starting, running, stopping): first its

@@ -2,8 +2,8 @@ package apihttp
 
 import "context"
 
-// HeaderRequestID is the request id: the client's x-request-id when it sent a usable one,
-// else one the engine made up; echoed in the response and forwarded to actors.
+// HeaderRequestID is the request id: the client's x-request-id when it sent a usable one
+// (echoed in the response and forwarded to actors), else one the engine made up for its logs.
 const HeaderRequestID = "x-request-id"
 
 // RequestInfo is what the handlers inside the engine's outermost layer tell it about a

@@ -152,7 +152,7 @@ var catalog = []Entry{
 	// guard: the ingress proxy and gateway. Tunnel errors carry the phase they happened in
 	// (pre_request, waiting_for_response_start, pre_websocket_open, waiting_for_websocket_open,
 	// hibernating_websocket).
-	{Group: "guard", Code: "actor_ready_timeout", Status: 504, Message: "Timed out waiting for actor to become ready. Ensure that the pool selector is accurate and there are envoys available in the namespace you created this actor."},
+	{Group: "guard", Code: "actor_ready_timeout", Status: 503, Message: "Timed out waiting for actor to become ready. Ensure that the pool selector is accurate and there are envoys available in the namespace you created this actor."},
 	{Group: "guard", Code: "actor_runner_failed", Status: 503, Message: "Actor's runner pool is experiencing errors."},
 	{Group: "guard", Code: "actor_stopped_while_waiting", Status: 503, Message: "Actor stopped while waiting for a response.", Meta: phase},
 	{Group: "guard", Code: "actor_stopped_while_waiting_for_websocket_open", Status: 503, Message: "Actor stopped while waiting for WebSocket open.", Meta: phase},

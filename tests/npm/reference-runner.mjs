@@ -13,8 +13,8 @@
 //   /sleep     answers 200 {}, then asks the engine to sleep the actor
 //   /destroy   answers 200 {}, then asks the engine to destroy it
 //   /status/N  answers status N with header x-actor: set and body "status N"
-//   other      200 JSON {actorId, generation, method, path (as received), headers, body (UTF-8)}
-//              with header x-echo: 1
+//   other      200 JSON {actorId, generation, runnerId, method, path (as received), headers,
+//              body (UTF-8)} with header x-echo: 1
 // WebSocket: every message is sent back as it came.
 //
 // Events, one JSON object per line on stdout, "ev" naming each:
@@ -82,7 +82,15 @@ const runner = new Runner({
 		const path = request.url.slice(url.origin.length);
 		return json(
 			200,
-			{ actorId, generation: generations.get(actorId) ?? null, method: request.method, path, headers: Object.fromEntries(request.headers), body },
+			{
+				actorId,
+				generation: generations.get(actorId) ?? null,
+				runnerId: runner.runnerId,
+				method: request.method,
+				path,
+				headers: Object.fromEntries(request.headers),
+				body,
+			},
 			{ "x-echo": "1" },
 		);
 	},

@@ -1,52 +1,99 @@
 package reference
 
 // An intended difference: where berth answers otherwise than the Rivet engine on purpose. A
-// step whose values differ is accepted only when an entry names its scenario and step and
-// holds both whole values exactly; an entry that matches nothing in a run fails the run
-// (the behaviour changed and the table must say so). docs/compat.md publishes the table
+// step whose values differ is accepted only when entries hold it: one naming its scenario
+// and step with both whole values (Path empty), or one for each place it differs at (Path
+// and the two values there). An entry that matches nothing in a run fails the run (the
+// behaviour changed and the table must say so). docs/compat.md publishes the table
 // (TestCompatDoc keeps it in step).
 type intendedDifference struct {
-	Scenario, Step   string
-	Reference, Berth string // the step's values, canonical JSON as the transcripts hold them
+	Scenario, Step string
+	Path           string // a JSON path in the step's value ("$" for the whole value)
+	// Reference and Berth are the values, canonical JSON as the transcripts hold them.
+	Reference, Berth string
 	// Behaviour says in a few words what is observed; Why, why berth differs.
 	Behaviour, Why string
 }
 
 var differences = []intendedDifference{
 	{
-		Scenario: "paging_actors", Step: "actors by key page 2",
+		Scenario: "paging_actors", Step: "actors by key page 2", Path: "$",
 		Reference: `{"items":["<id 2>"],"pagination":{"cursor":"<cursor>"}}`,
 		Berth:     `{"items":[],"pagination":{"cursor":null}}`,
 		Behaviour: "GET /actors by name and key, the page after the key's actor",
 		Why:       "the reference's cursor does not move past the key's actor, so a client paging by cursor gets that page for ever; berth ends the listing with an empty page, as every other list does",
 	},
 	{
-		Scenario: "paging_actors", Step: "actors cursor garbage",
+		Scenario: "paging_actors", Step: "actors cursor garbage", Path: "$",
 		Reference: `{"error":"core.internal_error","message":true,"status":500}`,
 		Berth:     `{"error":"api.bad_request","message":true,"status":400}`,
 		Behaviour: "GET /actors with a cursor that is not one",
 		Why:       "a malformed input is the client's error: 400 naming the field, not a 500",
 	},
 	{
-		Scenario: "paging_actors", Step: "actors cursor 99999999999999999999",
+		Scenario: "paging_actors", Step: "actors cursor 99999999999999999999", Path: "$",
 		Reference: `{"error":"core.internal_error","message":true,"status":500}`,
 		Berth:     `{"error":"api.bad_request","message":true,"status":400}`,
 		Behaviour: "GET /actors with a create_ts cursor out of range",
 		Why:       "a malformed input is the client's error: 400 naming the field, not a 500",
 	},
 	{
-		Scenario: "paging_runners", Step: "runners cursor garbage",
+		Scenario: "paging_runners", Step: "runners cursor garbage", Path: "$",
 		Reference: `{"error":"core.internal_error","message":true,"status":500}`,
 		Berth:     `{"error":"api.bad_request","message":true,"status":400}`,
 		Behaviour: "GET /runners with a cursor that is not one",
 		Why:       "a malformed input is the client's error: 400 naming the field, not a 500",
 	},
+	{
+		Scenario: "gateway_headers", Step: "the actor received", Path: ".headers.connection",
+		Reference: `"close"`, Berth: missing,
+		Behaviour: "the client's Connection header, sent on to the actor",
+		Why:       "a hop-by-hop header (RFC 9110 §7.6.1) describes the client's connection to the engine, not the request: berth drops it, as every proxy must",
+	},
+	{
+		Scenario: "gateway_headers", Step: "the actor received", Path: ".headers.x-forwarded-for",
+		Reference: missing, Berth: `true`,
+		Behaviour: "x-forwarded-for in the request the actor receives",
+		Why:       "berth appends the client's address, as a reverse proxy does, so that an actor can see who called it",
+	},
+	{
+		Scenario: "gateway_headers", Step: "the actor received", Path: ".headers.x-multi",
+		Reference: `"b"`, Berth: `"a, b"`,
+		Behaviour: "a request header the client sent twice, as the actor receives it",
+		Why:       "the reference keeps the last value and loses the others; berth joins them with \", \" (RFC 9110 §5.3), which means the same as the repeated header",
+	},
+	{
+		Scenario: "gateway_headers", Step: "actor status", Path: ".headers.vary",
+		Reference: missing, Berth: `"origin"`,
+		Behaviour: "Vary on a gateway answer to a request without Origin",
+		Why:       "the CORS headers depend on Origin whether or not the request had one: without Vary: Origin a shared cache could hand this answer (Access-Control-Allow-Origin: *) to a credentialed cross-origin request, which the browser then refuses",
+	},
 }
 
-// intended returns the index of the entry that holds d, if one does.
-func intended(scenario string, d StepDiff) (int, bool) {
+// intended returns the indexes of the entries that hold d, if they do.
+func intended(scenario string, d StepDiff) ([]int, bool) {
+	if i, ok := find(scenario, d.Step, "$", d.Reference, d.Got); ok {
+		return []int{i}, true
+	}
+	var all []int
+	for _, p := range d.Places {
+		path := p.Path
+		if path == "" {
+			path = "$"
+		}
+		i, ok := find(scenario, d.Step, path, p.Reference, p.Got)
+		if !ok {
+			return nil, false
+		}
+		all = append(all, i)
+	}
+	return all, true
+}
+
+// find returns the index of the entry with these fields.
+func find(scenario, step, path, ref, got string) (int, bool) {
 	for i, e := range differences {
-		if e.Scenario == scenario && e.Step == d.Step && e.Reference == d.Reference && e.Berth == d.Got {
+		if e.Scenario == scenario && e.Step == step && e.Path == path && e.Reference == ref && e.Berth == got {
 			return i, true
 		}
 	}

@@ -116,17 +116,18 @@ func checkAgainstReference(t *testing.T, scenario, target string, ref, got *Tran
 	t.Helper()
 	var unexpected []string
 	for _, d := range compare(ref, got) {
-		i, ok := intended(scenario, d)
-		if ok {
+		if is, ok := intended(scenario, d); ok {
 			used.mu.Lock()
-			used.seen[i] = true
+			for _, i := range is {
+				used.seen[i] = true
+			}
 			used.mu.Unlock()
 			continue
 		}
 		for _, p := range d.Places {
 			unexpected = append(unexpected, p.String())
 		}
-		unexpected = append(unexpected, fmt.Sprintf("(as an entry of differences: Step: %q, Reference: %#q, Berth: %#q)", d.Step, d.Reference, d.Got))
+		unexpected = append(unexpected, fmt.Sprintf("(the whole step, for differences: Step: %q, Path: \"$\", Reference: %#q, Berth: %#q)", d.Step, d.Reference, d.Got))
 	}
 	if len(unexpected) > 0 {
 		t.Errorf("%s differs from the reference in %d places:\n  %s\nreference transcript:\n%s%s transcript:\n%s",
