@@ -247,7 +247,7 @@ func (t *remoteTunnel) Close() {
 // here; 503 while the node drains.
 func (n *Node) RelayHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !wsconn.CheckUpgrade(w, r, n.o.AdminToken) {
+		if !wsconn.CheckUpgrade(w, r, n.o.AdminToken, n.o.Label) {
 			return
 		}
 		if n.refuse.Load() {

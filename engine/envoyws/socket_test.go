@@ -2,6 +2,7 @@ package envoyws_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -173,16 +174,24 @@ func TestFirstFrame(t *testing.T) {
 func TestAuth(t *testing.T) {
 	e := start(t, envoyws.Options{AdminToken: "secret"})
 	u := wsURL(e.hs, query("envoy-1"))
+	// A refused token closes the socket at once (1008 and the error's key).
 	for _, tc := range []struct {
 		protocols []string
-		status    int
+		key       string
 	}{
-		{[]string{"rivet"}, http.StatusBadRequest},
-		{[]string{"rivet", "rivet_token.wrong"}, http.StatusForbidden},
+		{[]string{"rivet"}, "api.unauthorized#"},
+		{[]string{"rivet", "rivet_token.wrong"}, "api.forbidden#"},
 	} {
-		_, resp, err := dial(t, u, tc.protocols...)
-		if err == nil || resp == nil || resp.StatusCode != tc.status {
-			t.Fatalf("%v: err %v, response %v, want %d", tc.protocols, err, resp, tc.status)
+		s, _, err := dial(t, u, tc.protocols...)
+		if err != nil {
+			t.Fatalf("%v: %v; want the socket accepted, then closed", tc.protocols, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _, err = s.c.Read(ctx)
+		cancel()
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 1008 || !strings.HasPrefix(ce.Reason, tc.key) {
+			t.Fatalf("%v: %v; want close 1008 %s<ray>", tc.protocols, err, tc.key)
 		}
 	}
 	s, _, err := dial(t, u, "rivet", "rivet_token.secret")

@@ -234,7 +234,7 @@ func (s *Server) Holds(rid id.ID) bool {
 
 // ServeHTTP accepts one runner socket, which is served until it ends (Close waits for it).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken) {
+	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken, s.o.Label) {
 		return
 	}
 	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w}, r, &websocket.AcceptOptions{

@@ -277,16 +277,28 @@ func TestInitTimeout(t *testing.T) {
 func TestAuth(t *testing.T) {
 	e := start(t, runnerws.Options{AdminToken: "secret"})
 	u := e.url("/runners/connect", query("default", "k"))
+	// A refused token closes the socket at once (1008 and the error's key), before the query
+	// is looked at: none here, a good one, a bad one.
 	for _, tc := range []struct {
+		url    string
 		protos []string
-		status int
-	}{{[]string{"rivet"}, http.StatusBadRequest}, {[]string{"rivet", "rivet_token.wrong"}, http.StatusForbidden}} {
-		_, resp, err := dial(t, u, tc.protos...)
-		if err == nil {
-			t.Fatalf("%v: connected without the right token", tc.protos)
+		key    string
+	}{
+		{u, []string{"rivet"}, "api.unauthorized#"},
+		{e.url("/runners/connect", nil), []string{"rivet"}, "api.unauthorized#"},
+		{e.url("/runners/connect", url.Values{"protocol_version": {"x"}}), []string{"rivet", "rivet_token.wrong"}, "api.forbidden#"},
+		{u, []string{"rivet", "rivet_token.wrong"}, "api.forbidden#"},
+	} {
+		c, _, err := dial(t, tc.url, tc.protos...)
+		if err != nil {
+			t.Fatalf("%v: %v; want the socket accepted, then closed", tc.protos, err)
 		}
-		if resp == nil || resp.StatusCode != tc.status {
-			t.Fatalf("%v: response %v, want %d", tc.protos, resp, tc.status)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _, err = c.Read(ctx)
+		cancel()
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 1008 || !strings.HasPrefix(ce.Reason, tc.key) {
+			t.Fatalf("%s %v: %v; want close 1008 %s<ray>", tc.url, tc.protos, err, tc.key)
 		}
 	}
 	// The x-rivet-token header works too.

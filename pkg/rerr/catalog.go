@@ -43,8 +43,8 @@ var catalog = []Entry{
 	// api
 	{Group: "api", Code: "bad_request", Status: 400, Message: "Request is invalid",
 		Detail: "Request is invalid: {reason}", Meta: []string{"reason", "field"}},
-	{Group: "api", Code: "unauthorized", Status: 401, Message: "Authentication required"},
-	{Group: "api", Code: "forbidden", Status: 403, Message: "Access denied"},
+	{Group: "api", Code: "unauthorized", Status: 401, Message: "Authentication required", Close: 1008},
+	{Group: "api", Code: "forbidden", Status: 403, Message: "Access denied", Close: 1008},
 	{Group: "api", Code: "not_found", Status: 404, Message: "The requested resource was not found"},
 	{Group: "api", Code: "method_not_allowed", Status: 405, Message: "Method not allowed"},
 	{Group: "api", Code: "internal_error", Status: 500, Message: "An internal server error occurred", Internal: true},

@@ -12,7 +12,7 @@ const MaxCloseReason = 123
 // WebSocket close codes berth uses.
 const (
 	CloseNormal = 1000 // ws.connection_closed, ws.eviction: the peer must not reconnect
-	ClosePolicy = 1008 // ws.message_index_skip
+	ClosePolicy = 1008 // a refused token (api.unauthorized, api.forbidden), ws.message_index_skip
 	CloseError  = 1011 // every other error: the peer reconnects with backoff
 )
 

@@ -4,8 +4,13 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -39,15 +44,27 @@ func IsTarget(r *http.Request, t string) bool {
 
 // CheckUpgrade answers a request that must not be upgraded and reports false: a method other
 // than GET is 405 api.method_not_allowed; with an admin token set, a token missing from both
-// the rivet_token.<t> subprotocol and the x-rivet-token header is 400 guard.missing_header
-// and a wrong one 403 api.forbidden (compared in constant time), as on Rivet's guard.
-func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string) bool {
+// the rivet_token.<t> subprotocol and the x-rivet-token header is api.unauthorized and a
+// wrong one api.forbidden (compared in constant time). The token is checked before anything
+// else about the request. A refused WebSocket handshake is accepted and closed at once, as
+// Rivet's guard does, so that the client reads why (Refuse).
+func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string, label uint16) bool {
+	if err := checkToken(r, adminToken); err != nil {
+		Refuse(w, r, err, id.New(label).String())
+		return false
+	}
 	if r.Method != http.MethodGet {
 		WriteHTTPError(w, rerr.MethodNotAllowed())
 		return false
 	}
+	return true
+}
+
+// checkToken returns the error of a request without the admin token, nil with it or when
+// there is none.
+func checkToken(r *http.Request, adminToken string) *rerr.Error {
 	if adminToken == "" {
-		return true
+		return nil
 	}
 	tok, has := "", false
 	for _, p := range Offered(r) {
@@ -60,14 +77,38 @@ func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string) boo
 		tok, has = r.Header.Get("X-Rivet-Token"), r.Header.Get("X-Rivet-Token") != ""
 	}
 	if !has {
-		WriteHTTPError(w, rerr.New("guard", "missing_header"))
-		return false
+		return rerr.Unauthorized()
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(adminToken)) != 1 {
-		WriteHTTPError(w, rerr.Forbidden())
-		return false
+		return rerr.Forbidden()
 	}
-	return true
+	return nil
+}
+
+// Refuse answers a request the socket server will not serve: a WebSocket handshake is
+// accepted (answering subprotocol "rivet" when offered) and closed with err's close code
+// and "group.code#ray" reason, which Rivet's runners log; any other request gets err as a
+// JSON answer.
+func Refuse(w http.ResponseWriter, r *http.Request, err *rerr.Error, ray string) {
+	if !websocketUpgrade(r) {
+		w.Header().Set(apihttp.HeaderRayID, ray)
+		WriteHTTPError(w, err)
+		return
+	}
+	var protocols []string
+	if slices.Contains(Offered(r), "rivet") {
+		protocols = []string{"rivet"}
+	}
+	ws, aerr := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: protocols, OriginPatterns: []string{"*"}})
+	if aerr != nil {
+		return // Accept has answered the request
+	}
+	_ = ws.Close(websocket.StatusCode(rerr.CloseCode(err)), rerr.CloseReason(err, ray))
+}
+
+// websocketUpgrade reports whether r asks for a WebSocket (GET with Upgrade: websocket).
+func websocketUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
 // WriteHTTPError answers with err's status and its JSON body.

@@ -118,8 +118,9 @@ func TestCheckUpgrade(t *testing.T) {
 		want                            int // 0: passes
 	}{
 		{"POST", "", "", "", http.StatusMethodNotAllowed},
+		{"POST", "s", "", "", http.StatusUnauthorized}, // the token first
 		{"GET", "", "", "", 0},
-		{"GET", "s", "", "", http.StatusBadRequest},
+		{"GET", "s", "", "", http.StatusUnauthorized},
 		{"GET", "s", "rivet, rivet_token.x", "", http.StatusForbidden},
 		{"GET", "s", "rivet, rivet_token.s", "", 0},
 		{"GET", "s", "", "s", 0},
@@ -133,9 +134,12 @@ func TestCheckUpgrade(t *testing.T) {
 			r.Header.Set("X-Rivet-Token", tc.header)
 		}
 		w := httptest.NewRecorder()
-		ok := CheckUpgrade(w, r, tc.token)
+		ok := CheckUpgrade(w, r, tc.token, 1)
 		if ok != (tc.want == 0) || !ok && w.Code != tc.want {
 			t.Errorf("%+v: ok %v, status %d", tc, ok, w.Code)
+		}
+		if !ok && (w.Header().Get("Content-Type") != "application/json" || w.Header().Get("X-Rivet-Ray-Id") == "" && tc.want != http.StatusMethodNotAllowed) {
+			t.Errorf("%+v: answered %v %s, want a JSON error with a ray id", tc, w.Header(), w.Body)
 		}
 	}
 }
