@@ -564,7 +564,7 @@ func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Lo
 		name: name,
 		ln:   ln,
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           finishBody(h),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),

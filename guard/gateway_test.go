@@ -465,7 +465,7 @@ func TestLimits(t *testing.T) {
 	if w := f.serve("GET", target, http.Header{"X-Forwarded-For": {"203.0.113.9"}}, ""); w.Code != 200 {
 		t.Fatalf("another client: %d", w.Code)
 	}
-	if w := f.serve("POST", target, http.Header{"X-Forwarded-For": {"203.0.113.10"}}, strings.Repeat("x", 11)); w.Code != 413 || errKey(w) != "guard.request_body_too_large" {
+	if w := f.serve("POST", target, http.Header{"X-Forwarded-For": {"203.0.113.10"}}, strings.Repeat("x", 11)); w.Code != 413 || errKey(w) != "guard.invalid_request_body" {
 		t.Fatalf("body over the limit: %d %q", w.Code, errKey(w))
 	}
 	// The API is not rate limited by the gateway.

@@ -86,7 +86,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *str
 		return nil, &streamedBody{prefix: body, rest: r.Body, rc: http.NewResponseController(w)}, nil
 	}
 	if int64(len(body)) > g.o.MaxBody {
-		return nil, nil, rerr.New("guard", "request_body_too_large")
+		return nil, nil, rerr.New("guard", "invalid_request_body")
 	}
 	if len(body) == 0 {
 		body = nil

@@ -60,7 +60,7 @@ type streamedBody struct {
 func (b *streamedBody) replayable() bool { return b.full != nil || !b.pastPrefix.Load() }
 
 // whole reads the rest of the body, at most max bytes in all (else 413
-// guard.request_body_too_large), for a host that takes bodies in one message. Not
+// guard.invalid_request_body), for a host that takes bodies in one message. Not
 // concurrent with a pump.
 func (b *streamedBody) whole(max int64) ([]byte, error) {
 	if b.full != nil {
@@ -75,7 +75,7 @@ func (b *streamedBody) whole(max int64) ([]byte, error) {
 		return nil, rerr.New("guard", "invalid_request_body").WithCause(err)
 	}
 	if int64(len(b.prefix)+len(rest)) > max {
-		return nil, rerr.New("guard", "request_body_too_large")
+		return nil, rerr.New("guard", "invalid_request_body")
 	}
 	b.full = append(b.prefix, rest...)
 	return b.full, nil

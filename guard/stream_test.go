@@ -136,7 +136,7 @@ func TestRunnerGetsWholeBody(t *testing.T) {
 	}
 	w = httptest.NewRecorder()
 	f.h.ServeHTTP(w, httptest.NewRequest("POST", "/gateway/"+aid.String()+"/x", onlyReader{bytes.NewReader(append(body, 'x'))}))
-	if w.Code != 413 || errKey(w) != "guard.request_body_too_large" {
+	if w.Code != 413 || errKey(w) != "guard.invalid_request_body" {
 		t.Fatalf("over MaxBody: %d %q", w.Code, errKey(w))
 	}
 }

@@ -3,7 +3,7 @@ package core
 // Size limits of the gateway (rivet-engine.md §5.8).
 const (
 	// MaxRequestBody bounds an HTTP request body sent in one message
-	// (http_max_request_body_size): a larger one is 413 guard.request_body_too_large. Bodies
+	// (http_max_request_body_size): a larger one is 413 guard.invalid_request_body. Bodies
 	// above StreamRequestBody are streamed instead, and this limit does not apply to them.
 	MaxRequestBody = 20 << 20
 	// StreamRequestBody is the size above which a request body is streamed to the actor in

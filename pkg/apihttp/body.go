@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,7 +22,7 @@ const MaxBodySize = 20 << 20
 
 // BindJSON decodes the request body, a JSON object, into the struct *dst, strictly: an unknown
 // field, a value of the wrong type, a body that is not one JSON object, or one larger than
-// MaxBodySize is a 400 api.bad_request (413 guard.request_body_too_large for the size) that
+// MaxBodySize is a 400 api.bad_request (413 guard.invalid_request_body for the size) that
 // names the field where it can. Checking required fields is the handler's job.
 func BindJSON(c echo.Context, dst any) error {
 	r := c.Request()
@@ -29,7 +30,7 @@ func BindJSON(c echo.Context, dst any) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return rerr.New("guard", "request_body_too_large").WithCause(err)
+			return rerr.New("guard", "invalid_request_body").WithCause(err)
 		}
 		return rerr.BadRequest("", "reading the body failed").WithCause(err)
 	}
@@ -40,6 +41,10 @@ func BindJSON(c echo.Context, dst any) error {
 func DecodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return rerr.BadRequest("", "the body must be a JSON object")
+	}
+	// encoding/json would take invalid UTF-8, replacing it: JSON text is UTF-8 (RFC 8259 §8.1).
+	if !utf8.Valid(body) {
+		return rerr.BadRequest("", "the body is not UTF-8")
 	}
 	// This also checks that the body is exactly one JSON value. It names an unknown
 	// top-level field exactly; the decoder below catches deeper ones.

@@ -41,6 +41,7 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"name" "a"}`, "", "the body is not valid JSON"},
 		{``, "", "the body must be a JSON object"},
 		{`[]`, "", "the body must be a JSON object, got JSON array"},
+		{"{\"name\":\"\xff\"}", "", "the body is not UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestBindJSONTooLarge(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"name":"`+strings.Repeat("a", MaxBodySize)+`"}`))
 	c := e.NewContext(req, httptest.NewRecorder())
 	err := BindJSON(c, &createBody{})
-	if !rerr.Is(err, "guard", "request_body_too_large") || rerr.HTTPStatus(err) != 413 {
+	if !rerr.Is(err, "guard", "invalid_request_body") || rerr.HTTPStatus(err) != 413 {
 		t.Errorf("error = %v", err)
 	}
 }

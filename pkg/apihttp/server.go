@@ -60,9 +60,21 @@ func New(opts Options) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler
-	e.Pre(requestContext(log, opts.DatacenterLabel))
+	e.Pre(requestContext(log, opts.DatacenterLabel), refuseLargeBodies)
 	e.Use(recoverPanic, bearerAuth(opts.AdminToken, public))
 	return e
+}
+
+// refuseLargeBodies answers a request that says its body is over MaxBodySize with 413
+// guard.invalid_request_body before it is routed, as Rivet's guard does: whatever the
+// endpoint, and before its token is looked at (the answer tells nothing of the API).
+func refuseLargeBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().ContentLength > MaxBodySize {
+			return rerr.New("guard", "invalid_request_body")
+		}
+		return next(c)
+	}
 }
 
 // requestContext gives each request its ray id and logger, runs it, hands a returned error to
@@ -148,7 +160,7 @@ func fromEcho(err error) error {
 	case http.StatusForbidden:
 		return rerr.Forbidden().WithCause(err)
 	case http.StatusRequestEntityTooLarge:
-		return rerr.New("guard", "request_body_too_large").WithCause(err)
+		return rerr.New("guard", "invalid_request_body").WithCause(err)
 	case http.StatusServiceUnavailable:
 		return rerr.ServiceUnavailable().WithCause(err)
 	}

@@ -163,7 +163,7 @@ var catalog = []Entry{
 	{Group: "guard", Code: "http_request_build_failed", Status: 400, Message: "Failed to build HTTP request."},
 	{Group: "guard", Code: "invalid_header", Status: 400, Message: "Invalid header value."},
 	{Group: "guard", Code: "invalid_request", Status: 400, Message: "Invalid request."},
-	{Group: "guard", Code: "invalid_request_body", Status: 400, Message: "Unable to parse request body."},
+	{Group: "guard", Code: "invalid_request_body", Status: 413, Message: "Unable to parse request body."},
 	{Group: "guard", Code: "invalid_response_body", Status: 502, Message: "Unable to parse response body."},
 	{Group: "guard", Code: "missing_header", Status: 400, Message: "Missing header required for routing."},
 	{Group: "guard", Code: "missing_query_parameter", Status: 400, Message: "Missing query parameter required for routing."},

@@ -111,6 +111,8 @@ func TestStatuses(t *testing.T) {
 		"validation.race_condition": 409,
 		// Close reasons whose peer timed out (the client side): 408, not 504.
 		"ws.timed_out": 408, "ws.timed_out_waiting_for_init": 408,
+		// No host came for the actor in time: unavailable, as on Rivet.
+		"guard.actor_ready_timeout": 503,
 	}
 	for _, e := range catalog {
 		key := e.Group + "." + e.Code
@@ -139,7 +141,7 @@ func TestStatuses(t *testing.T) {
 	}
 	for key, want := range map[string]int{
 		"api.unauthorized": 401, "api.forbidden": 403, "api.method_not_allowed": 405,
-		"guard.rate_limit": 429, "guard.request_body_too_large": 413, "guard.no_route": 404,
+		"guard.rate_limit": 429, "guard.request_body_too_large": 413, "guard.invalid_request_body": 413, "guard.no_route": 404,
 		"guard.upstream_error": 502, "guard.retry_attempts_exceeded": 502, "guard.invalid_response_body": 502,
 		"actor.input_too_large": 413, "datacenter.unreachable": 502, "envoy.expired": 410,
 		"ws.going_away": 503, "ws.eviction": 409,

@@ -61,7 +61,7 @@ func TestLargeBodiesWithRunner(t *testing.T) {
 	req, _ = http.NewRequest("POST", e.url+"/", io.NopCloser(harness.Pattern(50<<20)))
 	req.ContentLength = -1
 	setTarget(req, "/gateway/"+a.ActorID+"/upload")
-	if resp, b := e.do(req); resp.StatusCode != 413 || resp.Header.Get("X-Rivet-Error") != "guard.request_body_too_large" {
+	if resp, b := e.do(req); resp.StatusCode != 413 || resp.Header.Get("X-Rivet-Error") != "guard.invalid_request_body" {
 		t.Fatalf("50 MiB: %d %s", resp.StatusCode, b)
 	}
 }

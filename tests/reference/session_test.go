@@ -168,34 +168,28 @@ func observe(r Reply, headers ...string) map[string]any {
 	return obs
 }
 
-// errorOf is the part of an error answer the engines must agree on: status, group, code and
-// the metadata's field names (metadata values are often engine-specific).
+// errorOf is the part of an error answer the engines must agree on: the status and
+// group.code of its JSON error, or what the body is when it is not one (<empty body>,
+// <not a JSON error: content type>). A JSON error without a message counts as none.
 func errorOf(r Reply) map[string]any {
 	if r.Err != nil {
 		return map[string]any{"answer": "no answer"}
 	}
-	out := map[string]any{"status": r.Status}
 	var e struct {
-		Group    *string        `json:"group"`
-		Code     *string        `json:"code"`
-		Message  *string        `json:"message"`
-		Metadata map[string]any `json:"metadata"`
+		Group   *string `json:"group"`
+		Code    *string `json:"code"`
+		Message *string `json:"message"`
 	}
-	if json.Unmarshal(r.Body, &e) != nil || e.Group == nil || e.Code == nil {
-		out["body"] = describeBody(r)
-		return out
+	kind := ""
+	switch {
+	case len(r.Body) == 0:
+		kind = "<empty body>"
+	case json.Unmarshal(r.Body, &e) != nil || e.Group == nil || e.Code == nil || e.Message == nil:
+		kind = "<not a JSON error: " + r.Header.Get("Content-Type") + ">"
+	default:
+		kind = *e.Group + "." + *e.Code
 	}
-	out["error"] = *e.Group + "." + *e.Code
-	out["message"] = e.Message != nil
-	return out
-}
-
-// describeBody says what a non-JSON-error body is: empty, or its content type.
-func describeBody(r Reply) string {
-	if len(r.Body) == 0 {
-		return "empty"
-	}
-	return "not a JSON error: " + r.Header.Get("Content-Type")
+	return map[string]any{"status": r.Status, "error": kind}
 }
 
 // Eventually polls cond every 100 ms until it holds, failing the test after within. The
