@@ -12,7 +12,7 @@ type intendedDifference struct {
 	// Scenario and Step name the step; a * in them stands for any text, so that one entry
 	// can hold a rule that many steps show.
 	Scenario, Step string
-	Path string // a JSON path in the step's value ("$" for the whole value)
+	Path           string // a JSON path in the step's value ("$" for the whole value)
 	// Reference and Berth are the values, canonical JSON as the transcripts hold them.
 	Reference, Berth string
 	// Behaviour says in a few words what is observed; Why, why berth differs.
