@@ -289,8 +289,10 @@ func TestReconnectWhilePingInFlight(t *testing.T) {
 	s2, _ := connect(t, e, hs2, "envoy-1")
 	newConn := connID(t, e, "envoy-1")
 	p2 := next[proto.ToEnvoyPing](s2)
-	s2.send(proto.ToRivetPong{Ts: p2.Ts})
-	eventually(t, "the new socket's ping", func() bool { return get(t, e, "envoy-1").LastPingTs >= p2.Ts })
+	// An RTT of at least 5 ms tells the recorded pong from the registration (RTT 0), which
+	// can fall in the same millisecond as the ping.
+	s2.send(proto.ToRivetPong{Ts: p2.Ts - 5})
+	eventually(t, "the new socket's ping", func() bool { return get(t, e, "envoy-1").LastRtt >= 5 })
 	fresh := get(t, e, "envoy-1")
 
 	time.Sleep(20 * time.Millisecond)

@@ -237,7 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken, s.o.Label) {
 		return
 	}
-	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w}, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"rivet"},
 		OriginPatterns: []string{"*"}, // runners are not browsers; Rivet checks no origin
 	})

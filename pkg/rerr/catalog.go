@@ -251,6 +251,8 @@ var catalog = []Entry{
 	{Group: "ws", Code: "timed_out_waiting_for_init", Status: 408, Message: "Timed out waiting for the init packet to be sent."},
 	{Group: "ws", Code: "invalid_initial_packet", Status: 400, Message: "The websocket could not process the initial packet."},
 	{Group: "ws", Code: "invalid_packet", Status: 400, Message: "The websocket could not process the given packet."},
+	{Group: "ws", Code: "protocol_error", Status: 400, Message: "The client broke the WebSocket protocol.", Close: 1002},
+	{Group: "ws", Code: "message_too_big", Status: 413, Message: "A WebSocket frame is larger than the engine takes.", Close: 1009},
 	{Group: "ws", Code: "invalid_request", Status: 400, Message: "The websocket could not open due to an invalid request."},
 	{Group: "ws", Code: "invalid_url", Status: 400, Message: "The connection URL is invalid."},
 	{Group: "ws", Code: "no_runner_config", Status: 400, Message: "Must create a runner config before connecting.",

@@ -40,7 +40,7 @@ func TestCatalogWellFormed(t *testing.T) {
 				t.Errorf("%s: metadata key %q is not a token", key, m)
 			}
 		}
-		if e.Close != 0 && e.Close != CloseNormal && e.Close != ClosePolicy {
+		if e.Close != 0 && !slices.Contains([]int{CloseNormal, CloseProtocol, ClosePolicy, CloseTooBig}, e.Close) {
 			t.Errorf("%s: close code %d", key, e.Close)
 		}
 		if got, ok := Lookup(e.Group, e.Code); !ok || got.Message != e.Message {

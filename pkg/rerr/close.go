@@ -11,9 +11,11 @@ const MaxCloseReason = 123
 
 // WebSocket close codes berth uses.
 const (
-	CloseNormal = 1000 // ws.connection_closed, ws.eviction: the peer must not reconnect
-	ClosePolicy = 1008 // a refused token (api.unauthorized, api.forbidden), ws.message_index_skip
-	CloseError  = 1011 // every other error: the peer reconnects with backoff
+	CloseNormal   = 1000 // ws.connection_closed, ws.eviction: the peer must not reconnect
+	CloseProtocol = 1002 // ws.protocol_error: frames no client may send
+	ClosePolicy   = 1008 // a refused token (api.unauthorized, api.forbidden), ws.message_index_skip
+	CloseTooBig   = 1009 // ws.message_too_big
+	CloseError    = 1011 // every other error: the peer reconnects with backoff
 )
 
 // CloseCode returns the WebSocket close code for ending a socket because of err: the catalog's

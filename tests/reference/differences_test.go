@@ -174,6 +174,24 @@ var differences = []intendedDifference{
 		Behaviour: "GET /actors?actor_ids=nope",
 		Why:       "the same 400 api.bad_request naming the parameter as every other query value that does not parse",
 	},
+	{
+		Scenario: "socket_frames", Step: "*", Path: "$",
+		Reference: `{"close":1011,"reason":"core.internal_error#<ray>"}`, Berth: `{"close":1002,"reason":"ws.protocol_error#<ray>"}`,
+		Behaviour: "a runner socket that gets a frame no WebSocket client may send (unmasked, reserved bits, an unknown opcode, a fragmented control frame)",
+		Why:       "the standard close code for a protocol violation (RFC 6455 §7.4.1) with a reason the runner can log, rather than a server failure",
+	},
+	{
+		Scenario: "socket_frames", Step: "a frame cut short", Path: "$",
+		Reference: `{"ended":"without a close frame"}`, Berth: `{"close":1002,"reason":"ws.protocol_error#<ray>"}`,
+		Behaviour: "a runner socket whose client ends its side in the middle of a frame",
+		Why:       "the client still reads: it is told why the socket ends",
+	},
+	{
+		Scenario: "socket_frames", Step: "a 2^62-byte frame", Path: "$",
+		Reference: `{"close":1011,"reason":"core.internal_error#<ray>"}`, Berth: `{"close":1009,"reason":"ws.message_too_big#<ray>"}`,
+		Behaviour: "a runner socket that gets a frame header announcing more than 32 MiB",
+		Why:       "the standard close code for a message too big to process (RFC 6455 §7.4.1), sent at the header, before any of it is read",
+	},
 }
 
 // intended returns the indexes of the entries that hold d, if they do.

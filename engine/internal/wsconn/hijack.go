@@ -15,8 +15,13 @@ import (
 const HijackBufferSize = 512
 
 // SmallBuffers is a ResponseWriter whose Hijack hands out HijackBufferSize buffers in place
-// of net/http's, which are dropped.
-type SmallBuffers struct{ http.ResponseWriter }
+// of net/http's, which are dropped. With MaxFrame set, what the client sends is read through
+// a frameGuard first: a frame no client may send, or one over MaxFrame bytes, ends the socket
+// with ws.protocol_error or ws.message_too_big.
+type SmallBuffers struct {
+	http.ResponseWriter
+	MaxFrame uint64
+}
 
 func (w SmallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -29,18 +34,40 @@ func (w SmallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = nc.Close()
 		return nil, nil, err
 	}
-	n := brw.Reader.Buffered()
-	if n == 0 {
-		return nc, bufio.NewReadWriter(bufio.NewReaderSize(nc, HijackBufferSize), bufio.NewWriterSize(nc, HijackBufferSize)), nil
+	var ahead []byte // bytes the client sent past the request
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		ahead = bytes.Clone(b)
 	}
-	// Bytes the client sent past the request: the new reader starts with them in its
-	// buffer, where the WebSocket library looks for them (it re-seats its reader on the
-	// connection behind what is buffered).
-	ahead, _ := brw.Reader.Peek(n)
-	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), nc), max(HijackBufferSize, n))
-	if _, err := br.Peek(n); err != nil {
+	bw := bufio.NewWriterSize(nc, HijackBufferSize)
+	if w.MaxFrame > 0 {
+		// Everything the client sends, what was read ahead too, goes through the guard: the
+		// WebSocket library reads from the connection handed out (it re-seats its reader on
+		// the connection behind what is buffered, and nothing is).
+		in := io.Reader(nc)
+		if len(ahead) > 0 {
+			in = io.MultiReader(bytes.NewReader(ahead), nc)
+		}
+		gc := guardedConn{Conn: nc, r: newFrameGuard(in, w.MaxFrame)}
+		return gc, bufio.NewReadWriter(bufio.NewReaderSize(gc, HijackBufferSize), bw), nil
+	}
+	if len(ahead) == 0 {
+		return nc, bufio.NewReadWriter(bufio.NewReaderSize(nc, HijackBufferSize), bw), nil
+	}
+	// The new reader starts with the bytes read ahead in its buffer, where the library
+	// looks for them.
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(ahead), nc), max(HijackBufferSize, len(ahead)))
+	if _, err := br.Peek(len(ahead)); err != nil {
 		_ = nc.Close()
 		return nil, nil, err
 	}
-	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, HijackBufferSize)), nil
+	return nc, bufio.NewReadWriter(br, bw), nil
 }
+
+// guardedConn is a connection whose reads go through a frameGuard.
+type guardedConn struct {
+	net.Conn
+	r *frameGuard
+}
+
+func (c guardedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
