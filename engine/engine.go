@@ -154,6 +154,12 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	m := obs.metrics
 	pb := cfg.Pegboard
 	var peer *apipeer.Server
+	// With several nodes, the others wake what waits on an actor there (gateway requests,
+	// cached routes) when it changes here.
+	var announce func([]id.ID)
+	if cfg.PubSub.URL != "" {
+		announce = e.cluster.AnnounceActors
+	}
 	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
 	actorCfg := ActorConfig(pb)
 	e.runners = runnerws.New(runnerws.Options{
@@ -167,6 +173,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		RunnerLostThreshold: int64(pb.RunnerLostThreshold),
 		ActorStopThreshold:  int64(pb.ActorStopThreshold),
 		Cluster:             e.cluster,
+		AnnounceActors:      announce,
 	})
 	undo = append(undo, e.runners.Close)
 	// So does the envoy socket (/envoys/connect).
@@ -446,6 +453,8 @@ func (l localSockets) CloseHere(h actor.Host, err error) bool {
 	}
 	return l.runners.CloseRunnerHere(h.RunnerID, err)
 }
+
+func (l localSockets) ActorsChanged(actors []id.ID) { l.runners.Runners().Actors().Changed(actors) }
 
 // EvictHere: connection ids are unique across runners and envoys.
 func (l localSockets) EvictHere(connID id.ID) bool {

@@ -335,6 +335,9 @@ func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc
 type route struct {
 	actor id.ID
 	host  actor.Host
+	// changed closes at the actor's first change after the read that found the route
+	// (Actors.Watch): once it is closed, the route may be stale.
+	changed <-chan struct{}
 }
 
 // openTunnel opens a tunnel to the route's host.
@@ -387,6 +390,7 @@ func (g *Gateway) routeFor(ctx context.Context, req actorRequest, attempt int) (
 		g.routes.Delete(req.ActorID)
 		return route{}, routeError{err}
 	}
+	rt.changed = changed
 	if connectable {
 		g.routes.Put(req.ActorID, rt, changed)
 	}

@@ -14,21 +14,24 @@ import (
 // answer, which that host will now never send (runner 2.2.1 drops the answers of a stopped
 // actor). The error is retried, so the request reaches the actor where it runs next, as on
 // Rivet, instead of waiting for the response-start timeout (5 min). The changes watched are
-// those this node sees (of the actors whose hosts it holds); release ends the watch.
+// those of the whole datacenter (another node's reach this one, pegboard's Announce). A
+// change between the read that found the route and the watch (a cached route gone stale)
+// is caught by rt.changed; release ends the watch.
 func (g *Gateway) untilStopped(ctx context.Context, rt route) (_ context.Context, release func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var mu sync.Mutex
 	var stop func() // cancels the current OnChange registration
 	released := false
 	var watch func()
+	check := func() {
+		if g.stillOn(ctx, rt) {
+			watch()
+			return
+		}
+		cancel(rerr.New("guard", "actor_stopped_while_waiting", "phase", "waiting_for_response_start"))
+	}
 	watch = func() {
-		s := g.o.Actors.OnChange(rt.actor, func() {
-			if g.stillOn(ctx, rt) {
-				watch()
-				return
-			}
-			cancel(rerr.New("guard", "actor_stopped_while_waiting", "phase", "waiting_for_response_start"))
-		})
+		s := g.o.Actors.OnChange(rt.actor, check)
 		mu.Lock()
 		defer mu.Unlock()
 		if released {
@@ -37,7 +40,11 @@ func (g *Gateway) untilStopped(ctx context.Context, rt route) (_ context.Context
 		}
 		stop = s
 	}
-	watch()
+	if rt.changed != nil && closed(rt.changed) {
+		check() // it changed before the watch began: read it now
+	} else {
+		watch()
+	}
 	return ctx, func() {
 		mu.Lock()
 		released = true
@@ -66,4 +73,14 @@ func (g *Gateway) stillOn(ctx context.Context, rt route) bool {
 	}
 	h, ok := actor.HostOf(st)
 	return ok && h == rt.host
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

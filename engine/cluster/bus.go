@@ -15,7 +15,7 @@ import (
 
 // busMessage is one control message for a runner's or an envoy's socket on the bus.
 type busMessage struct {
-	Op string `json:"op"` // "commands", "close" or "evict"
+	Op string `json:"op"` // "commands", "close", "evict" or "actors"
 	// Runner names a runner; Namespace and Envoy name an envoy.
 	Runner    string `json:"runner,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -28,6 +28,9 @@ type busMessage struct {
 	// Group and Code are the close error of "close".
 	Group string `json:"group,omitempty"`
 	Code  string `json:"code,omitempty"`
+	// Actors are the actors an "actors" message says changed, on node From.
+	Actors []string `json:"actors,omitempty"`
+	From   string   `json:"from,omitempty"`
 }
 
 // busMessageFor is a message of op for h's socket.
@@ -94,6 +97,16 @@ func (n *Node) Evict(connID id.ID) {
 	n.publish(busMessage{Op: "evict", Conn: connID.String()})
 }
 
+// AnnounceActors tells the other nodes that the actors changed (pegboard's
+// ActorsOptions.Announce): each node's lifecycle wakes what waits on them there.
+func (n *Node) AnnounceActors(actors []id.ID) {
+	m := busMessage{Op: "actors", From: n.o.ID, Actors: make([]string, len(actors))}
+	for i, aid := range actors {
+		m.Actors[i] = aid.String()
+	}
+	n.publish(m)
+}
+
 // deliverLoop hands the bus's messages to the local sockets until ctx ends.
 func (n *Node) deliverLoop(ctx context.Context, sub pubsub.Subscription) {
 	for {
@@ -114,10 +127,23 @@ func (n *Node) deliver(data []byte) {
 		n.o.Log.Warn("cluster: bad bus message", "error", err)
 		return
 	}
-	if m.Op == "evict" {
+	switch m.Op {
+	case "evict":
 		if cid, err := id.Parse(m.Conn); err == nil {
 			n.local.EvictHere(cid)
 		}
+		return
+	case "actors":
+		if m.From == n.o.ID {
+			return // this node's own, already applied
+		}
+		actors := make([]id.ID, 0, len(m.Actors))
+		for _, s := range m.Actors {
+			if aid, err := id.Parse(s); err == nil {
+				actors = append(actors, aid)
+			}
+		}
+		n.local.ActorsChanged(actors)
 		return
 	}
 	h, err := m.host()

@@ -53,6 +53,8 @@ type Local interface {
 	EvictHere(connID id.ID) bool
 	Holds(h actor.Host) bool
 	OpenTunnel(h actor.Host) (Tunnel, error)
+	// ActorsChanged: another node changed these actors (AnnounceActors).
+	ActorsChanged(actors []id.ID)
 }
 
 // Node implements what the socket servers need of the cluster.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type fakeLocal struct {
 	cmds   map[actor.Host][]actor.HostCommand
 	closed map[actor.Host]string
 	evict  map[id.ID]bool
+	actors [][]id.ID // what ActorsChanged got, call by call
 	got    chan struct{}
 }
 
@@ -38,6 +40,13 @@ func newFakeLocal(held ...actor.Host) *fakeLocal {
 		l.held[h] = true
 	}
 	return l
+}
+
+func (l *fakeLocal) ActorsChanged(actors []id.ID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.actors = append(l.actors, actors)
+	l.got <- struct{}{}
 }
 
 func (l *fakeLocal) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
@@ -144,6 +153,34 @@ func TestBusReachesTheHoldingNode(t *testing.T) {
 	defer a.mu.Unlock()
 	if len(a.cmds) != 0 || len(a.closed) != 0 {
 		t.Errorf("node a, holding nothing, took %v and %v", a.cmds, a.closed)
+	}
+}
+
+// TestAnnounceActors: the actors one node's lifecycle changed reach every other node's, and
+// not its own, which has applied them already.
+func TestAnnounceActors(t *testing.T) {
+	db, bus := openStore(t), pubsub.NewMemory()
+	t.Cleanup(func() { _ = bus.Close() })
+	a, b := newFakeLocal(), newFakeLocal()
+	na := startNode(t, db, bus, "a", 8, a)
+	startNode(t, db, bus, "b", 8, b)
+	changed := []id.ID{id.New(1), id.New(1)}
+	na.AnnounceActors(changed)
+	b.await(t)
+	b.mu.Lock()
+	got := b.actors
+	b.mu.Unlock()
+	if len(got) != 1 || !slices.Equal(got[0], changed) {
+		t.Fatalf("node b got %v, want %v", got, changed)
+	}
+	// An eviction reaches every node, a too: a node takes the bus's messages in order, so
+	// once a has it, it has had (and dropped) the announcement.
+	na.Evict(id.New(1))
+	a.await(t)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.actors) != 0 {
+		t.Fatalf("node a got its own announcement: %v", a.actors)
 	}
 }
 

@@ -30,6 +30,10 @@ type ActorsOptions struct {
 	Datacenter string
 	// ScanInterval is how often due timers are looked for; zero means 100 ms.
 	ScanInterval time.Duration
+	// Announce, when set, tells the datacenter's other nodes of the actors a committed
+	// transition changed (they call Changed), so that what they wait on or cache for those
+	// actors (Watch, OnChange, the gateway's routes) follows changes made here.
+	Announce func(actors []id.ID)
 }
 
 // Actors drives the actor lifecycle: it runs ops/actor transitions and carries out their
@@ -124,10 +128,13 @@ func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) 
 // Apply carries out committed effects.
 func (p *Actors) Apply(eff actor.Effects) {
 	p.sendCommands(eff.Commands)
+	var changed []id.ID
 	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
-		for _, aid := range group {
-			p.notify(aid)
-		}
+		changed = append(changed, group...)
+	}
+	p.Changed(changed)
+	if p.o.Announce != nil && len(changed) > 0 {
+		p.o.Announce(changed)
 	}
 	if len(eff.Pools) > 0 {
 		p.mu.Lock()
@@ -222,6 +229,14 @@ func (p *Actors) OnChange(aid id.ID, f func()) (stop func()) {
 			}
 		}
 		p.mu.Unlock()
+	}
+}
+
+// Changed wakes what waits on the actors (Watch, OnChange): they changed, here or on
+// another node (ActorsOptions.Announce).
+func (p *Actors) Changed(actors []id.ID) {
+	for _, aid := range actors {
+		p.notify(aid)
 	}
 }
 

@@ -98,6 +98,9 @@ type Options struct {
 	// Cluster, when set, makes this server one of several nodes sharing the store
 	// (engine/cluster): sockets are recorded as held here, released when they end, and
 	// commands, closes and evictions for runners held elsewhere go to their node.
+	// AnnounceActors, when set, tells the other nodes of the actors the lifecycle changed
+	// (engine/cluster.Node.AnnounceActors; pegboard.ActorsOptions.Announce).
+	AnnounceActors func(actors []id.ID)
 	Cluster wsconn.Cluster
 }
 
@@ -164,6 +167,7 @@ func New(o Options) *Server {
 		}
 		actors := pegboard.NewActors(pegboard.ActorsOptions{
 			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics, Config: cfg, Label: o.Label, Datacenter: o.Datacenter,
+			Announce: o.AnnounceActors,
 		})
 		s.o.Runners = pegboard.NewRunners(pegboard.Options{
 			DB: o.DB, Sockets: s, Log: o.Log, Metrics: o.Metrics, Actors: actors,

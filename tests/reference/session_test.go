@@ -218,6 +218,8 @@ type RunnerOptions struct {
 	Slots int
 	// Token is the token it connects with: the target's unless set; "-" for none.
 	Token string
+	// Node connects it to that node of the target (its index in Nodes) instead of URL.
+	Node *int
 }
 
 // StartRunner starts a runner in the session's namespace and waits until it is connected.
@@ -233,7 +235,11 @@ func (s *Session) StartRunner(o RunnerOptions) *Runner {
 func (s *Session) SpawnRunner(o RunnerOptions) *Runner {
 	s.T.Helper()
 	harness.NeedNode(s.T)
-	env := []string{"BERTH_ENDPOINT=" + s.Target.URL, "BERTH_NAMESPACE=" + s.NS}
+	endpoint := s.Target.URL
+	if o.Node != nil {
+		endpoint = s.Target.Nodes[*o.Node]
+	}
+	env := []string{"BERTH_ENDPOINT=" + endpoint, "BERTH_NAMESPACE=" + s.NS}
 	if o.Pool != "" {
 		env = append(env, "RUNNER_NAME="+o.Pool)
 	}
@@ -285,6 +291,16 @@ func (s *Session) Gateway(method, aid, path string) Reply {
 	s.T.Helper()
 	return s.Do(Request{Method: method, Path: "/gateway/" + aid + path, Anonymous: true})
 }
+
+// GatewayVia is Gateway through node i of the target.
+func (s *Session) GatewayVia(i int, method, aid, path string) Reply {
+	s.T.Helper()
+	return s.Do(Request{Method: method, Path: "/gateway/" + aid + path, Anonymous: true, Node: &i})
+}
+
+// LastNode is the index of the target's last node: another node than the first on a
+// cluster, the only one elsewhere.
+func (s *Session) LastNode() int { return len(s.Target.Nodes) - 1 }
 
 // sortedKeys returns m's keys in byte order.
 func sortedKeys(m map[string]any) []string {
