@@ -101,7 +101,7 @@ type Options struct {
 	// AnnounceActors, when set, tells the other nodes of the actors the lifecycle changed
 	// (engine/cluster.Node.AnnounceActors; pegboard.ActorsOptions.Announce).
 	AnnounceActors func(actors []id.ID)
-	Cluster wsconn.Cluster
+	Cluster        wsconn.Cluster
 }
 
 // Server is the runner WebSocket endpoint and the registry of its live sockets.
