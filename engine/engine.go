@@ -383,7 +383,7 @@ type tunnels struct {
 func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
 	tun, err := t.s.OpenTunnel(rid)
 	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
-		return t.c.OpenRemoteTunnel(actor.RunnerHost(rid))
+		return t.c.OpenRemoteTunnel(actor.RunnerHost(rid), t.s.GatewayID())
 	}
 	if err != nil {
 		return nil, err
@@ -391,8 +391,13 @@ func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
 	return tun, nil
 }
 
+// ResumeTunnel resumes a hibernated request of this node's gateway on the runner now
+// hosting its actor: here, or through the node holding the runner's socket.
 func (t tunnels) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (guard.Tunnel, error) {
 	tun, err := t.s.ResumeTunnel(rid, req, next)
+	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
+		return t.c.ResumeRemoteTunnel(rid, t.s.GatewayID(), req, next)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +416,7 @@ type envoyTunnels struct {
 func (t envoyTunnels) OpenEnvoyTunnel(ns id.ID, envoyKey string) (guard.Tunnel, error) {
 	tun, err := t.s.OpenEnvoyTunnel(ns, envoyKey)
 	if errors.Is(err, envoyws.ErrNoEnvoySocket) {
-		return t.c.OpenRemoteTunnel(actor.EnvoyHost(ns, envoyKey))
+		return t.c.OpenRemoteTunnel(actor.EnvoyHost(ns, envoyKey), proto.GatewayID{})
 	}
 	if err != nil {
 		return nil, err
@@ -455,6 +460,17 @@ func (l localSockets) CloseHere(h actor.Host, err error) bool {
 }
 
 func (l localSockets) ActorsChanged(actors []id.ID) { l.runners.Runners().Actors().Changed(actors) }
+
+func (l localSockets) OpenTunnelFor(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (cluster.Tunnel, error) {
+	if h.IsEnvoy() {
+		return nil, envoyws.ErrNoEnvoySocket // envoy relays are numbered by the envoy's tunnel
+	}
+	tun, err := l.runners.OpenTunnelFor(h.RunnerID, gw, req, next)
+	if err != nil {
+		return nil, err
+	}
+	return tun, nil
+}
 
 // EvictHere: connection ids are unique across runners and envoys.
 func (l localSockets) EvictHere(connID id.ID) bool {

@@ -31,18 +31,21 @@ const (
 // resumable reports whether tun and the gateway's tunnels can carry a request across its
 // actor's sleep.
 func (g *Gateway) resumable(tun Tunnel) bool {
-	_, rt := tun.(ResumableTunnel)
+	rt, ok := tun.(ResumableTunnel)
 	_, r := g.o.Tunnels.(Resumer)
-	return rt && r
+	return ok && r && rt.Resumable()
 }
 
-// ResumableTunnel is a Tunnel that can carry a hibernated request across its actor's sleep.
+// ResumableTunnel is a Tunnel that can carry a hibernated request across its actor's sleep
+// (when Resumable says so): its messages are numbered here, so that the unacknowledged ones
+// are sent again under their own numbers on the actor's next host.
 type ResumableTunnel interface {
 	Tunnel
 	SendIndexed(proto.ToClientTunnelMessageKind) (uint16, error)
 	Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error
 	RequestID() proto.RequestID
 	NextIndex() uint16
+	Resumable() bool
 }
 
 // Resumer resumes a hibernated request on the runner that now hosts its actor.

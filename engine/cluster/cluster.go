@@ -15,6 +15,7 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -53,6 +54,9 @@ type Local interface {
 	EvictHere(connID id.ID) bool
 	Holds(h actor.Host) bool
 	OpenTunnel(h actor.Host) (Tunnel, error)
+	// OpenTunnelFor opens request req of another node's gateway gw on runner h, its next
+	// message numbered next (runnerws.Server.OpenTunnelFor); envoys have none.
+	OpenTunnelFor(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (Tunnel, error)
 	// ActorsChanged: another node changed these actors (AnnounceActors).
 	ActorsChanged(actors []id.ID)
 }

@@ -90,6 +90,10 @@ func (l *fakeLocal) OpenTunnel(actor.Host) (Tunnel, error) {
 	return nil, ErrNoSocket
 }
 
+func (l *fakeLocal) OpenTunnelFor(actor.Host, proto.GatewayID, proto.RequestID, uint16) (Tunnel, error) {
+	return nil, ErrNoSocket
+}
+
 func (l *fakeLocal) await(t *testing.T) {
 	t.Helper()
 	select {

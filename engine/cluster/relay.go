@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -25,7 +27,10 @@ import (
 )
 
 // RelayPath is the internal endpoint another node opens a tunnel to a runner or an envoy
-// through: ?runner_id= names a runner, ?namespace=&envoy_key= an envoy.
+// through: ?runner_id= names a runner, ?namespace=&envoy_key= an envoy. A runner's tunnel
+// carries the gateway's own ids (gateway_id, request_id, next: hex, hex, decimal) and every
+// message its index, so that a hibernated WebSocket can resume on whichever node holds its
+// actor's runner next (runnerws.Server.OpenTunnelFor).
 const RelayPath = "/internal/runners/tunnel"
 
 // relayDialTimeout bounds the owner lookup plus the relay's dial and upgrade.
@@ -77,10 +82,35 @@ type Tunnel interface {
 	Close()
 }
 
+// RemoteTunnel is a tunnel relayed to another node: for a runner, one that can carry a
+// hibernated WebSocket across its actor's sleep (guard.ResumableTunnel).
+type RemoteTunnel interface {
+	Tunnel
+	SendIndexed(proto.ToClientTunnelMessageKind) (uint16, error)
+	Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error
+	RequestID() proto.RequestID
+	NextIndex() uint16
+	Resumable() bool
+}
+
 // OpenRemoteTunnel opens a tunnel to h (a runner or an envoy) through the live node that
 // holds its socket, or fails with ErrNoSocket when no other live node holds it (the
-// gateway retries on a fresh lookup).
-func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
+// gateway retries on a fresh lookup). A runner's request is gw's (this node's gateway),
+// with a fresh id.
+func (n *Node) OpenRemoteTunnel(h actor.Host, gw proto.GatewayID) (RemoteTunnel, error) {
+	var req proto.RequestID
+	_, _ = crand.Read(req[:])
+	return n.openRemote(h, gw, req, 0)
+}
+
+// ResumeRemoteTunnel continues request req of gateway gw on runner rid, whose socket
+// another live node holds, its next message numbered next (a hibernated WebSocket whose
+// actor woke up there).
+func (n *Node) ResumeRemoteTunnel(rid id.ID, gw proto.GatewayID, req proto.RequestID, next uint16) (RemoteTunnel, error) {
+	return n.openRemote(actor.RunnerHost(rid), gw, req, next)
+}
+
+func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (RemoteTunnel, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
 	defer cancel()
 	o, ok, err := n.remoteOwner(ctx, h)
@@ -96,7 +126,15 @@ func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
 	}
 	u.Scheme = strings.Replace(u.Scheme, "http", "ws", 1)
 	u.Path = RelayPath
-	u.RawQuery = hostQuery(h).Encode()
+	q := hostQuery(h)
+	t := &remoteTunnel{in: make(chan proto.ToServerTunnelMessageKind, relayBuffer), closed: make(chan struct{})}
+	if !h.IsEnvoy() {
+		t.indexed, t.gw, t.req, t.next = true, gw, req, next
+		q.Set("gateway_id", hex.EncodeToString(gw[:]))
+		q.Set("request_id", hex.EncodeToString(req[:]))
+		q.Set("next", strconv.Itoa(int(next)))
+	}
+	u.RawQuery = q.Encode()
 	hdr := http.Header{}
 	if n.o.AdminToken != "" {
 		hdr.Set("X-Rivet-Token", n.o.AdminToken)
@@ -109,7 +147,7 @@ func (n *Node) OpenRemoteTunnel(h actor.Host) (Tunnel, error) {
 		return nil, errors.Join(ErrNoSocket, err)
 	}
 	ws.SetReadLimit(runnerws.MaxFrame)
-	t := &remoteTunnel{ws: ws, in: make(chan proto.ToServerTunnelMessageKind, relayBuffer), closed: make(chan struct{})}
+	t.ws = ws
 	go t.readLoop()
 	return t, nil
 }
@@ -144,6 +182,13 @@ type remoteTunnel struct {
 	sendMu sync.Mutex
 	// bodyCancelled: the host wants no more of the request body (relayBodyCancelled).
 	bodyCancelled atomic.Bool
+
+	// A runner's tunnel is indexed: this side numbers the messages (next, under sendMu), as
+	// the request of gateway gw with id req. An envoy's numbers them on the far side.
+	indexed bool
+	gw      proto.GatewayID
+	req     proto.RequestID
+	next    uint16
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -180,15 +225,58 @@ func (t *remoteTunnel) readLoop() {
 }
 
 func (t *remoteTunnel) Send(kind proto.ToClientTunnelMessageKind) error {
+	_, err := t.SendIndexed(kind)
+	return err
+}
+
+// SendIndexed sends kind with the next message index (a runner's tunnel) and returns it.
+func (t *remoteTunnel) SendIndexed(kind proto.ToClientTunnelMessageKind) (uint16, error) {
 	if _, chunk := kind.(proto.ToClientRequestChunk); chunk && t.bodyCancelled.Load() {
-		return core.ErrRequestBodyCancelled
+		return 0, core.ErrRequestBodyCancelled
 	}
-	b, err := proto.EncodeToClient(proto.ToClientTunnelMessage{MessageKind: kind}, proto.LatestVersion)
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	idx := t.next
+	if err := t.send(idx, kind); err != nil {
+		return 0, err
+	}
+	if t.indexed {
+		t.next++
+	}
+	return idx, nil
+}
+
+// Resend sends kind again under index idx (a hibernated WebSocket's unacknowledged
+// messages); the next index does not move.
+func (t *remoteTunnel) Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	return t.send(idx, kind)
+}
+
+// send writes kind with index idx; the caller holds sendMu.
+func (t *remoteTunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) error {
+	m := proto.ToClientTunnelMessage{MessageKind: kind}
+	if t.indexed {
+		m.MessageID = proto.MessageID{GatewayID: t.gw, RequestID: t.req, MessageIndex: idx}
+	}
+	b, err := proto.EncodeToClient(m, proto.LatestVersion)
 	if err != nil {
 		return rerr.Internal(err)
 	}
-	return t.write(websocket.MessageBinary, b)
+	return t.writeLocked(websocket.MessageBinary, b)
 }
+
+// RequestID, NextIndex and Resumable make a runner's tunnel a guard.ResumableTunnel.
+func (t *remoteTunnel) RequestID() proto.RequestID { return t.req }
+
+func (t *remoteTunnel) NextIndex() uint16 {
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	return t.next
+}
+
+func (t *remoteTunnel) Resumable() bool { return t.indexed }
 
 // ConsumedResponseBody passes the client's consumption of a streamed response to the node
 // holding the host's socket, whose tunnel paces the host by it (guard.ResponseBodyConsumer).
@@ -199,6 +287,10 @@ func (t *remoteTunnel) ConsumedResponseBody(n int) error {
 func (t *remoteTunnel) write(typ websocket.MessageType, b []byte) error {
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
+	return t.writeLocked(typ, b)
+}
+
+func (t *remoteTunnel) writeLocked(typ websocket.MessageType, b []byte) error {
 	select {
 	case <-t.closed:
 		return runnerws.ErrTunnelClosed
@@ -259,7 +351,18 @@ func (n *Node) RelayHandler() http.Handler {
 			wsconn.WriteHTTPError(w, bad)
 			return
 		}
-		tun, err := n.local.OpenTunnel(h)
+		ids, bad := queryRequest(r.URL.Query())
+		if bad != nil {
+			wsconn.WriteHTTPError(w, bad)
+			return
+		}
+		var tun Tunnel
+		var err error
+		if ids != nil {
+			tun, err = n.local.OpenTunnelFor(h, ids.gw, ids.req, ids.next)
+		} else {
+			tun, err = n.local.OpenTunnel(h)
+		}
 		if err != nil {
 			if h.IsEnvoy() {
 				wsconn.WriteHTTPError(w, rerr.EnvoyNotFound(h.EnvoyKey))
@@ -276,13 +379,45 @@ func (n *Node) RelayHandler() http.Handler {
 		ws.SetReadLimit(runnerws.MaxFrame)
 		n.relays.Add(1)
 		defer n.relays.Add(-1)
-		n.relay(ws, tun)
+		n.relay(ws, tun, ids != nil)
 	})
 }
 
+// relayRequest is a runner relay's request: its gateway, id and next message index.
+type relayRequest struct {
+	gw   proto.GatewayID
+	req  proto.RequestID
+	next uint16
+}
+
+// queryRequest parses RelayPath's gateway_id, request_id and next; nil when absent (an
+// envoy's relay, whose far side numbers the messages).
+func queryRequest(q url.Values) (*relayRequest, *rerr.Error) {
+	if !q.Has("gateway_id") {
+		return nil, nil
+	}
+	var r relayRequest
+	gw, err := hex.DecodeString(q.Get("gateway_id"))
+	if err != nil || len(gw) != len(r.gw) {
+		return nil, rerr.BadRequest("gateway_id", "want 4 bytes in hex")
+	}
+	req, err := hex.DecodeString(q.Get("request_id"))
+	if err != nil || len(req) != len(r.req) {
+		return nil, rerr.BadRequest("request_id", "want 4 bytes in hex")
+	}
+	next, err := strconv.ParseUint(q.Get("next"), 10, 16)
+	if err != nil {
+		return nil, rerr.BadRequest("next", "want a message index")
+	}
+	copy(r.gw[:], gw)
+	copy(r.req[:], req)
+	r.next = uint16(next)
+	return &r, nil
+}
+
 // relay copies the gateway's messages to the tunnel and the host's back until either side
-// ends.
-func (n *Node) relay(ws *websocket.Conn, tun Tunnel) {
+// ends. An indexed relay's messages carry their index, which the tunnel sends them under.
+func (n *Node) relay(ws *websocket.Conn, tun Tunnel, indexed bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -326,7 +461,14 @@ func (n *Node) relay(ws *websocket.Conn, tun Tunnel) {
 			return
 		}
 		if tm, ok := m.(proto.ToClientTunnelMessage); ok {
-			err := tun.Send(tm.MessageKind)
+			var err error
+			if r, ok := tun.(interface {
+				Resend(uint16, proto.ToClientTunnelMessageKind) error
+			}); ok && indexed {
+				err = r.Resend(tm.MessageID.MessageIndex, tm.MessageKind)
+			} else {
+				err = tun.Send(tm.MessageKind)
+			}
 			switch {
 			case errors.Is(err, core.ErrRequestBodyCancelled):
 				// The response goes on; the gateway's node stops sending the body.

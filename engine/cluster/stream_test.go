@@ -90,7 +90,7 @@ func TestRelayFlowControl(t *testing.T) {
 	}
 	na := startNode(t, db, bus, "a", 8, newFakeLocal())
 
-	tun, err := na.OpenRemoteTunnel(h)
+	tun, err := na.OpenRemoteTunnel(h, proto.GatewayID{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +134,97 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// indexTunnel is a runner's tunnel that records the indices its messages were sent under.
+type indexTunnel struct {
+	flowTunnel
+	sent chan uint16
+}
+
+func (f *indexTunnel) Resend(idx uint16, m proto.ToClientTunnelMessageKind) error {
+	f.sent <- idx
+	return nil
+}
+
+// openedFor records the request a relay opened a runner's tunnel for.
+type openedFor struct {
+	gw   proto.GatewayID
+	req  proto.RequestID
+	next uint16
+}
+
+// indexLocal opens a fresh indexTunnel, recording indices in sent, for each relay.
+type indexLocal struct {
+	*fakeLocal
+	sent   chan uint16
+	opened chan openedFor
+}
+
+func (l indexLocal) OpenTunnelFor(_ actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (Tunnel, error) {
+	l.opened <- openedFor{gw, req, next}
+	return &indexTunnel{flowTunnel: flowTunnel{out: make(chan proto.ToServerTunnelMessageKind, 4), closed: make(chan struct{})}, sent: l.sent}, nil
+}
+
+// A relayed runner tunnel is the gateway's request: opened on the far node under the
+// gateway's own id and request id, its messages numbered on the gateway's side (sent again
+// under their own numbers), and resumable under the same ids where the runner is next.
+func TestRelayedRunnerTunnelIsTheGatewaysRequest(t *testing.T) {
+	db, bus := openStore(t), pubsub.NewMemory()
+	t.Cleanup(func() { _ = bus.Close() })
+	rid := id.New(1)
+	h := actor.RunnerHost(rid)
+	sent := make(chan uint16, 8)
+	local := indexLocal{fakeLocal: newFakeLocal(h), sent: sent, opened: make(chan openedFor, 2)}
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8})
+	handler = nb.RelayHandler()
+	if err := nb.Start(context.Background(), local, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nb.Stop)
+	if _, err := nb.ClaimSocket(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	na := startNode(t, db, bus, "a", 8, newFakeLocal())
+	gw := proto.GatewayID{1, 2, 3, 4}
+
+	tun, err := na.OpenRemoteTunnel(h, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tun.Resumable() {
+		t.Fatal("a relayed runner tunnel is not resumable")
+	}
+	if o := <-local.opened; o.gw != gw || o.req != tun.RequestID() || o.next != 0 {
+		t.Fatalf("opened as %+v, want gateway %x request %x from 0", o, gw, tun.RequestID())
+	}
+	msg := proto.ToClientWebSocketMessage{Data: []byte("x")}
+	for want := uint16(0); want < 3; want++ {
+		if idx, err := tun.SendIndexed(msg); err != nil || idx != want {
+			t.Fatalf("SendIndexed = %d, %v; want %d", idx, err, want)
+		}
+		if got := <-sent; got != want {
+			t.Fatalf("sent under %d, want %d", got, want)
+		}
+	}
+	if err := tun.Resend(1, msg); err != nil || <-sent != 1 || tun.NextIndex() != 3 {
+		t.Fatalf("Resend(1): %v; next %d", err, tun.NextIndex())
+	}
+	tun.Close()
+
+	res, err := na.ResumeRemoteTunnel(rid, gw, tun.RequestID(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	if o := <-local.opened; o.gw != gw || o.req != tun.RequestID() || o.next != 3 {
+		t.Fatalf("resumed as %+v, want the same request from 3", o)
+	}
+	if idx, err := res.SendIndexed(msg); err != nil || idx != 3 || <-sent != 3 {
+		t.Fatalf("after the resume: SendIndexed = %d, %v", idx, err)
 	}
 }

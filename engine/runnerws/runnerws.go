@@ -115,9 +115,9 @@ type Server struct {
 	byRunner map[id.ID]*conn // the same sockets by runner id (the newest one)
 	closed   bool
 
-	gateway proto.GatewayID             // this process's gateway id, random
-	tunnels map[proto.RequestID]*Tunnel // open gateway requests
-	pongs   wsconn.Batcher[pongJob]     // pongs waiting to be recorded (ping.go)
+	gateway proto.GatewayID         // this process's gateway id, random
+	tunnels map[tunnelKey]*Tunnel   // open gateway requests
+	pongs   wsconn.Batcher[pongJob] // pongs waiting to be recorded (ping.go)
 	wg      sync.WaitGroup
 	active  atomic.Int64 // socket handlers running, releases included
 }
@@ -157,7 +157,7 @@ func New(o Options) *Server {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[proto.RequestID]*Tunnel{}}
+	s := &Server{o: o, ctx: ctx, cancel: cancel, conns: map[id.ID]*conn{}, byRunner: map[id.ID]*conn{}, tunnels: map[tunnelKey]*Tunnel{}}
 	_, _ = crand.Read(s.gateway[:])
 	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Linger: 500 * time.Microsecond}
 	if s.o.Runners == nil {

@@ -29,11 +29,20 @@ const tunnelBuffer = 1024
 // may be used from different goroutines; Close ends it.
 type Tunnel struct {
 	c   *conn
-	rid proto.RequestID
+	key tunnelKey
 	*wsconn.Inbox[proto.ToServerTunnelMessageKind]
 
 	sendMu sync.Mutex
 	next   uint16 // index of the next message sent
+}
+
+// tunnelKey names a request: the gateway that opened it and its id there. A request this
+// node's gateway opens carries this server's gateway id; one another node's gateway opens
+// through this node (engine/cluster's relay) carries that node's, so that its hibernated
+// WebSocket can resume wherever its actor's runner is next.
+type tunnelKey struct {
+	gateway proto.GatewayID
+	request proto.RequestID
 }
 
 // GatewayID is this server's gateway id, fixed for the life of the process.
@@ -41,36 +50,44 @@ func (s *Server) GatewayID() proto.GatewayID { return s.gateway }
 
 // OpenTunnel starts a request to an actor on runner rid, or fails with ErrNoRunnerSocket.
 func (s *Server) OpenTunnel(rid id.ID) (*Tunnel, error) {
-	return s.openTunnel(rid, nil, 0)
+	return s.openTunnel(rid, s.gateway, nil, 0)
 }
 
-// ResumeTunnel continues request req on runner rid, its next message numbered next: a
-// hibernated WebSocket whose actor woke up (its runner restored the socket from the start
-// command's hibernating requests). ErrTunnelClosed if the request is open here already.
+// ResumeTunnel continues request req of this server's gateway on runner rid, its next
+// message numbered next: a hibernated WebSocket whose actor woke up (its runner restored
+// the socket from the start command's hibernating requests). ErrTunnelClosed if the
+// request is open here already.
 func (s *Server) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (*Tunnel, error) {
-	return s.openTunnel(rid, &req, next)
+	return s.openTunnel(rid, s.gateway, &req, next)
 }
 
-func (s *Server) openTunnel(rid id.ID, req *proto.RequestID, next uint16) (*Tunnel, error) {
+// OpenTunnelFor opens request req of another node's gateway gw on runner rid, its next
+// message numbered next (engine/cluster's relay: a new request, or a hibernated one that
+// resumes here). ErrTunnelClosed if the request is open here already.
+func (s *Server) OpenTunnelFor(rid id.ID, gw proto.GatewayID, req proto.RequestID, next uint16) (*Tunnel, error) {
+	return s.openTunnel(rid, gw, &req, next)
+}
+
+func (s *Server) openTunnel(rid id.ID, gw proto.GatewayID, req *proto.RequestID, next uint16) (*Tunnel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.byRunner[rid]
 	if c == nil {
 		return nil, ErrNoRunnerSocket
 	}
-	t := &Tunnel{c: c, next: next}
+	t := &Tunnel{c: c, next: next, key: tunnelKey{gateway: gw}}
 	if req != nil {
-		if _, taken := s.tunnels[*req]; taken {
+		t.key.request = *req
+		if _, taken := s.tunnels[t.key]; taken {
 			return nil, ErrTunnelClosed
 		}
-		t.rid = *req
 	} else {
-		t.rid = wsconn.NewRequestID(func(id [4]byte) bool { _, taken := s.tunnels[id]; return taken })
+		t.key.request = wsconn.NewRequestID(func(id [4]byte) bool { _, taken := s.tunnels[tunnelKey{gw, id}]; return taken })
 	}
 	t.Inbox = wsconn.NewInbox[proto.ToServerTunnelMessageKind](tunnelBuffer, func() {
 		s.mu.Lock()
-		if s.tunnels[t.rid] == t {
-			delete(s.tunnels, t.rid)
+		if s.tunnels[t.key] == t {
+			delete(s.tunnels, t.key)
 		}
 		s.mu.Unlock()
 		c.open.Remove(t)
@@ -78,12 +95,15 @@ func (s *Server) openTunnel(rid id.ID, req *proto.RequestID, next uint16) (*Tunn
 	if !c.open.Add(t) { // the socket is closing
 		return nil, ErrNoRunnerSocket
 	}
-	s.tunnels[t.rid] = t
+	s.tunnels[t.key] = t
 	return t, nil
 }
 
 // RequestID is the request's id on the tunnel.
-func (t *Tunnel) RequestID() proto.RequestID { return t.rid }
+func (t *Tunnel) RequestID() proto.RequestID { return t.key.request }
+
+// Resumable: a runner restores the tunnel's hibernated WebSocket (guard.ResumableTunnel).
+func (t *Tunnel) Resumable() bool { return true }
 
 // NextIndex is the index the next message sent will carry.
 func (t *Tunnel) NextIndex() uint16 {
@@ -125,7 +145,7 @@ func (t *Tunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) error {
 	default:
 	}
 	m := proto.ToClientTunnelMessage{
-		MessageID:   proto.MessageID{GatewayID: t.c.s.gateway, RequestID: t.rid, MessageIndex: idx},
+		MessageID:   proto.MessageID{GatewayID: t.key.gateway, RequestID: t.key.request, MessageIndex: idx},
 		MessageKind: kind,
 	}
 	if err := t.c.write(m); err != nil {
@@ -142,13 +162,11 @@ func (t *Tunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, err
 
 // Close (the Inbox's) ends the tunnel; later runner messages for it are dropped.
 
-// tunnelMessage routes a runner's tunnel message to its request.
+// tunnelMessage routes a runner's tunnel message to its request; one for a request nobody
+// here waits for (of a previous process, or closed) is dropped.
 func (c *conn) tunnelMessage(m proto.ToServerTunnelMessage) {
-	if m.MessageID.GatewayID != c.s.gateway {
-		return // for another gateway (a previous process): nobody waits for it here
-	}
 	c.s.mu.Lock()
-	t := c.s.tunnels[m.MessageID.RequestID]
+	t := c.s.tunnels[tunnelKey{m.MessageID.GatewayID, m.MessageID.RequestID}]
 	c.s.mu.Unlock()
 	if t == nil || t.c != c {
 		return

