@@ -110,9 +110,11 @@ func New(o Options) *Node {
 // ID is the node's id.
 func (n *Node) ID() string { return n.o.ID }
 
-// Start writes the node's lease (naming address, the node's internal URL), subscribes to the bus and starts renewing the lease and
-// delivering the bus's messages to local until Stop. It returns once the node is
-// registered and subscribed.
+// Start writes the node's lease (naming address, the node's internal URL), releases the
+// ownership records a previous run of this node id left (a SIGKILLed node restarted: it
+// holds no socket yet, and other nodes must not route to it for them), subscribes to the
+// bus and starts renewing the lease and delivering the bus's messages to local until Stop.
+// It returns once the node is registered and subscribed.
 func (n *Node) Start(ctx context.Context, local Local, address string) error {
 	n.local = local
 	n.o.Address = address
@@ -122,6 +124,14 @@ func (n *Node) Start(ctx context.Context, local Local, address string) error {
 	defer cancel()
 	if err := n.renew(ctx); err != nil {
 		return fmt.Errorf("cluster: register node %s: %w", n.o.ID, err)
+	}
+	if held, err := n.Held(ctx); err == nil && held > 0 {
+		start := time.Now()
+		if err := n.ReleaseAll(ctx); err != nil {
+			n.o.Log.Warn("cluster: releasing a previous run's ownership records", "node", n.o.ID, "records", held, "error", err)
+		} else {
+			n.o.Log.Info("cluster: released a previous run's ownership records", "node", n.o.ID, "records", held, "duration", time.Since(start))
+		}
 	}
 	sub, err := n.o.Bus.Subscribe(ctx, n.subject)
 	if err != nil {

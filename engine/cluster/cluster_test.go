@@ -231,6 +231,31 @@ func TestReleaseAll(t *testing.T) {
 	}
 }
 
+// TestStartReleasesStaleRecords: a node started with the id of one that was killed holding
+// sockets (its lease still running) releases that run's records: it holds none of them.
+func TestStartReleasesStaleRecords(t *testing.T) {
+	ctx := context.Background()
+	db, bus := openStore(t), pubsub.NewMemory()
+	t.Cleanup(func() { _ = bus.Close() })
+	killed := New(Options{DB: db, Bus: bus, ID: "a", Label: 1, Lease: time.Minute, Releases: 8})
+	if err := killed.Start(ctx, newFakeLocal(), "http://127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts(20) {
+		if _, err := killed.ClaimSocket(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed.Stop() // as a SIGKILL leaves it: lease and records in place
+	if h, _ := killed.Held(ctx); h != 20 {
+		t.Fatalf("%d records before the restart, want 20", h)
+	}
+	restarted := startNode(t, db, bus, "a", 8, newFakeLocal())
+	if h, err := restarted.Held(ctx); err != nil || h != 0 {
+		t.Fatalf("after the restart %d records held, %v; want none", h, err)
+	}
+}
+
 // hosts is n runners.
 func hosts(n int) []actor.Host {
 	out := make([]actor.Host, n)

@@ -11,6 +11,7 @@ func init() {
 		scenario{name: "drain_alone", run: drainAlone},
 		scenario{name: "drain_elsewhere", run: drainElsewhere},
 		scenario{name: "runner_killed", run: runnerKilled},
+		scenario{name: "machine_lost", alone: true, run: machineLost},
 	)
 }
 
@@ -148,4 +149,24 @@ func runnerKilled(s *Session) {
 	s.Record("request after the kill", map[string]any{"status": g.Status, "error": errorOf(g)["error"], "actor": e.ActorID == aid,
 		"second runner": e.RunnerID == second.ID, "elapsed": bucket(g.Elapsed, 45*time.Second)})
 	s.Record("after the request", actorState(s.GetActor(aid)))
+}
+
+// machineLost: the machine of an engine node and of the runner hosting an actor dies (both
+// SIGKILLed; on a cluster the node holding that runner's socket, with the other node and a
+// second runner on it alive), and the node comes back with its id and store. A request for
+// the actor through the other node (the only one elsewhere) is answered by the actor on the
+// second runner once the first is declared lost.
+func machineLost(s *Session) {
+	s.RunnerConfig("pool")
+	first, other := 0, s.LastNode()
+	doomed := s.StartRunner(RunnerOptions{Pool: "pool", Node: &first})
+	aid, _ := runningActor(s, "pool", "sleep")
+	second := s.StartRunner(RunnerOptions{Pool: "pool", Node: &other})
+	doomed.Kill()
+	s.Target.Crash(s.T, first)
+	r := s.GatewayVia(other, http.MethodGet, aid, "/ping")
+	e := echoOf(r)
+	s.T.Logf("%s: the request after the crash took %v", s.Target.Name, r.Elapsed)
+	s.Record("request after the crash", map[string]any{"status": r.Status, "error": errorOf(r)["error"], "actor": e.ActorID == aid,
+		"second runner": e.RunnerID == second.ID, "elapsed": bucket(r.Elapsed, 60*time.Second)})
 }

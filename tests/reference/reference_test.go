@@ -30,7 +30,9 @@ type scenario struct {
 	name string
 	// auth runs it on the engines that have an admin token.
 	auth bool
-	run  func(s *Session)
+	// alone runs it after the others, one at a time: it crashes engines they share.
+	alone bool
+	run   func(s *Session)
 }
 
 var scenarios []scenario
@@ -60,13 +62,24 @@ func TestReference(t *testing.T) {
 		}
 	}
 	used := &usage{seen: map[int]bool{}, compared: map[string]bool{}}
-	// The group returns once every scenario, each run in parallel, has ended.
+	// The group returns once every scenario, each run in parallel, has ended; then those
+	// that must run alone, in turn.
 	t.Run("scenarios", func(t *testing.T) {
 		for _, sc := range scenarios {
+			if sc.alone {
+				continue
+			}
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
 				runScenario(t, sc, deployments[sc.auth], used)
 			})
+		}
+	})
+	t.Run("alone", func(t *testing.T) {
+		for _, sc := range scenarios {
+			if sc.alone {
+				t.Run(sc.name, func(t *testing.T) { runScenario(t, sc, deployments[sc.auth], used) })
+			}
 		}
 	})
 	used.mu.Lock()

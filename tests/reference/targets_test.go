@@ -24,6 +24,10 @@ type Target struct {
 	// Nodes are the guard URLs of the engine's nodes (one, unless a cluster), for scenarios
 	// that go to a given node.
 	Nodes []string
+	// Crash SIGKILLs node i and starts it again on the same store (and node id), as after a
+	// machine's crash; it returns once the node answers /health again. Scenarios that crash
+	// a node run alone (scenario.alone).
+	Crash func(t *testing.T, i int)
 }
 
 // adminToken is the token of the engines that have one.
@@ -66,15 +70,28 @@ func startReference(t *testing.T, name, token string) *Target {
 		}
 	})
 	waitHealthy(t, name, url, p.Exited())
-	return &Target{Name: name, URL: url, Token: token, Reference: true, Nodes: []string{url}}
+	tg := &Target{Name: name, URL: url, Token: token, Reference: true, Nodes: []string{url}}
+	tg.Crash = func(st *testing.T, _ int) {
+		p.Kill()
+		<-p.Exited()
+		again, err := sidebyside.ReferenceCommand(bin, dir, ports[0], ports[1], ports[2], extra)
+		if err != nil {
+			st.Fatal(err)
+		}
+		again.Stdout, again.Stderr = logf, logf
+		p = harness.StartProc(t, name, again)
+		waitHealthy(st, name, url, p.Exited())
+	}
+	return tg
 }
 
-// startBerth runs one berth node with an in-memory store.
+// startBerth runs one berth node with the embedded store in a folder of its own.
 func startBerth(t *testing.T, name, token string) *Target {
 	t.Helper()
-	e := harness.NewEngine(t, harness.Settings{AdminToken: token}, "mem://")
+	e := harness.NewEngine(t, harness.Settings{AdminToken: token}, "file://"+filepath.Join(t.TempDir(), "berth"))
 	e.Start()
-	return &Target{Name: name, URL: e.URL, Token: token, Nodes: []string{e.URL}}
+	return &Target{Name: name, URL: e.URL, Token: token, Nodes: []string{e.URL},
+		Crash: func(*testing.T, int) { e.Kill(); e.Start() }}
 }
 
 // startCluster runs two berth nodes of one datacenter on a PostgreSQL store (a prefix of
@@ -93,6 +110,7 @@ func startCluster(t *testing.T, name, token string) *Target {
 	nats := startNATS(t)
 	proxy := startProxy(t)
 	tg := &Target{Name: name, URL: proxy.URL(), Token: token}
+	var engines []*harness.Engine
 	var backends []string
 	for _, node := range []string{"a", "b"} {
 		e := harness.NewEngine(t, harness.Settings{AdminToken: token, Configure: func(cfg map[string]any) {
@@ -102,10 +120,12 @@ func startCluster(t *testing.T, name, token string) *Target {
 			dc["public_url"] = proxy.URL()
 		}}, store)
 		e.Start()
+		engines = append(engines, e)
 		tg.Nodes = append(tg.Nodes, e.URL)
 		backends = append(backends, e.URL[len("http://"):])
 	}
 	proxy.SetBackends(backends)
+	tg.Crash = func(_ *testing.T, i int) { engines[i].Kill(); engines[i].Start() }
 	return tg
 }
 
