@@ -18,8 +18,8 @@ import (
 
 func init() {
 	register(
-		scenario{name: "auth_rest", auth: true, run: authREST},
-		scenario{name: "auth_sockets", auth: true, run: authSockets},
+		scenario{name: "auth_rest", doc: "every operation of the OpenAPI contract without a token and with a wrong one, on an engine with an admin token", auth: true, run: authREST},
+		scenario{name: "auth_sockets", doc: "the runner and envoy sockets without a token, with a wrong one, and without a query", auth: true, run: authSockets},
 	)
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(scenario{name: "other_node", run: otherNode})
+	register(scenario{name: "other_node", doc: "an actor slept, woken and destroyed through a node other than the one holding its runner's socket", run: otherNode})
 }
 
 // otherNode: a runner's socket is on one node (the first) and its actor's client talks to
@@ -39,7 +39,15 @@ func otherNode(s *Session) {
 		a = s.GetActor(aid)
 		return a["sleep_ts"] != nil
 	})
-	s.Record("asleep", actorState(a))
+	// The reference records crashed{message: null} for a sleep about half the time (runner
+	// 2.2.1 reports a sleep's stop with an error code): the error is not compared, and on
+	// berth an actor that asked to sleep has none.
+	asleep := actorState(a)
+	if !s.Target.Reference && asleep["error"] != nil {
+		s.T.Errorf("%s: an actor that slept has error %v", s.Target.Name, asleep["error"])
+	}
+	delete(asleep, "error")
+	s.Record("asleep", asleep)
 	r = s.GatewayVia(other, http.MethodGet, aid, "/ping")
 	s.T.Logf("%s: a wake through node %d took %v", s.Target.Name, other, r.Elapsed)
 	s.Record("wake through the other node", map[string]any{"status": r.Status, "actor": echoOf(r).ActorID == aid,
@@ -66,7 +74,7 @@ func otherNode(s *Session) {
 }
 
 func init() {
-	register(scenario{name: "hibernating_websocket", run: hibernatingWebSocket})
+	register(scenario{name: "hibernating_websocket", doc: "a rivetkit 2.2.1 connection (a hibernating WebSocket) through two sleeps of its actor, the client and the runner on different nodes", run: hibernatingWebSocket})
 }
 
 // node22 is the Node 22 that rivetkit needs, relative to tests/npm.

@@ -193,12 +193,6 @@ var differences = []intendedDifference{
 		Why:       "the standard close code for a message too big to process (RFC 6455 §7.4.1), sent at the header, before any of it is read",
 	},
 	{
-		Scenario: "other_node", Step: "asleep", Path: ".error",
-		Reference: `{"crashed":{"message":null}}`, Berth: `null`,
-		Behaviour: "the error of an actor that asked to sleep (runner 2.2.1's sleepActor) once it sleeps",
-		Why:       "runner 2.2.1 reports the stop of a sleep with an error code, which the reference records as a crash; the actor asked to sleep and slept, so berth records no error",
-	},
-	{
 		Scenario: "other_node", Step: "wake through the runner's node", Path: ".elapsed",
 		Reference: `">=2s"`, Berth: `"<2s"`,
 		Behaviour: "the second wake of an actor within a few seconds",

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(scenario{name: "socket_frames", run: socketFrames})
+	register(scenario{name: "socket_frames", doc: "frames no WebSocket client may send, on a runner socket", run: socketFrames})
 }
 
 // socketFrames: frames no WebSocket client may send, on a runner socket: what closes it.

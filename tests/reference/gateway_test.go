@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(
-		scenario{name: "gateway_headers", run: gatewayHeaders},
+		scenario{name: "gateway_headers", doc: "what an actor receives of a gateway request and what the client receives of its answer, CORS preflight", run: gatewayHeaders},
 	)
 }
 

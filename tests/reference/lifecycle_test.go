@@ -8,10 +8,10 @@ import (
 
 func init() {
 	register(
-		scenario{name: "drain_alone", run: drainAlone},
-		scenario{name: "drain_elsewhere", run: drainElsewhere},
-		scenario{name: "runner_killed", run: runnerKilled},
-		scenario{name: "machine_lost", alone: true, run: machineLost},
+		scenario{name: "drain_alone", doc: "the only runner of a pool drains: its actors by crash policy, then a request with no runner", run: drainAlone},
+		scenario{name: "drain_elsewhere", doc: "a runner drains while another of its pool runs: a sleep-policy actor, then a request for it", run: drainElsewhere},
+		scenario{name: "runner_killed", doc: "a runner is SIGKILLed and a replacement connects: a request sent right after the kill", run: runnerKilled},
+		scenario{name: "machine_lost", doc: "an engine node and the runner it held are SIGKILLed, the node restarts: a request through another node", alone: true, run: machineLost},
 	)
 }
 

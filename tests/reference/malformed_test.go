@@ -10,8 +10,8 @@ import (
 
 func init() {
 	register(
-		scenario{name: "malformed_bodies", run: malformedBodies},
-		scenario{name: "malformed_requests", run: malformedRequests},
+		scenario{name: "malformed_bodies", doc: "bodies where none is taken, over 20 MiB, not JSON, not UTF-8, not the JSON an endpoint takes", run: malformedBodies},
+		scenario{name: "malformed_requests", doc: "bad paths, ids, queries and methods", run: malformedRequests},
 	)
 }
 

@@ -12,10 +12,10 @@ import (
 
 func init() {
 	register(
-		scenario{name: "paging_actors", run: pagingActors},
-		scenario{name: "paging_runners", run: pagingRunners},
-		scenario{name: "paging_empty", run: pagingEmpty},
-		scenario{name: "paging_ties", run: pagingTies},
+		scenario{name: "paging_actors", doc: "every page size over actors, by name, key and ids; actor names, namespaces, runner configs; bad cursors and limits", run: pagingActors},
+		scenario{name: "paging_runners", doc: "runners and runner names by page; a bad cursor", run: pagingRunners},
+		scenario{name: "paging_empty", doc: "every list of an empty namespace", run: pagingEmpty},
+		scenario{name: "paging_ties", doc: "40 actors created at once, paged 3 at a time (berth: each exactly once)", run: pagingTies},
 	)
 }
 

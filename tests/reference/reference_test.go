@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 // differences listed in differences_test.go.
 type scenario struct {
 	name string
+	doc  string // what it does, for docs/compat.md
 	// auth runs it on the engines that have an admin token.
 	auth bool
 	// alone runs it after the others, one at a time: it crashes engines they share.
