@@ -89,7 +89,7 @@ var exchanges = []exchange{
 		want: []string{"undocumented query parameter(s) bogus"}},
 	{name: "unknown query parameter answered 400", method: "GET", target: "/runners?namespace=default&bogus=1",
 		status: 400, respBody: badRequestBody},
-	{name: "limit out of range answered 500", method: "GET", target: "/runners?namespace=default&limit=0",
+	{name: "limit out of range answered 500", method: "GET", target: "/runners?namespace=default&limit=-1",
 		status: 500, respBody: `{"group":"core","code":"internal_error","message":"An internal error occurred"}`,
 		want: []string{"must answer 4xx, not 500", "limit"}},
 	{name: "unknown namespace", method: "GET", target: "/runners?namespace=nope",

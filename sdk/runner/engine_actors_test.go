@@ -189,13 +189,14 @@ func TestActorDrainMovesItOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
 	p1, p2 := newProbe(), newProbe()
 	r1 := hostOnEngine(t, e, p1, "k1")
-	aid := e.create(t, "probe", actor.CrashSleep, nil)
+	aid := e.create(t, "probe", actor.CrashRestart, nil)
 	next(t, p1.starts, "Start on the first runner")
 	e.waitPhase(t, aid, keys.PhaseRunning)
 	hostOnEngine(t, e, p2, "k2")
 
 	// A graceful shutdown: the engine stops the actor (going away), the runner reports it
-	// Stopped OK, the engine starts it on the other runner, and the first runner closes.
+	// Stopped OK, the engine starts the restart-policy actor on the other runner, and the
+	// first runner closes.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	done := make(chan error, 1)
@@ -332,9 +333,13 @@ func TestActorKVInStopOnTheEngine(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r1.Shutdown(ctx, false) }()
 	must(next(t, p1.stopKVErr, "the KV write in Stop (drain)"))
+	must(next(t, done, "Shutdown"))
+	// A sleep-policy actor sleeps after its runner's drain, as on Rivet; the next wake places
+	// it on the second runner.
+	e.waitPhase(t, aid, keys.PhaseSleeping)
+	must(e.actors.Wake(context.Background(), aid))
 	ac2 := next(t, p2.starts, "Start on the second runner")
 	if _, ok, err := ac2.KV().Get(context.Background(), []byte("stopped-1")); err != nil || !ok {
 		t.Fatalf("generation 1's write in Stop: found %v, %v", ok, err)
 	}
-	must(next(t, done, "Shutdown"))
 }

@@ -183,8 +183,9 @@ func TestCrashPolicies(t *testing.T) {
 	})
 }
 
-// TestDrainMovesActors: draining a runner (POST /runners/{id}/drain) stops its actors there
-// and starts each as a new generation on the other runner of the pool; the drained runner
+// TestDrainMovesActors: draining a runner (POST /runners/{id}/drain) stops its actors there,
+// and each runs again as a new generation on the other runner of the pool: the
+// restart-policy one at once, the sleep-policy one at its next request; the drained runner
 // shows drain_ts.
 func TestDrainMovesActors(t *testing.T) {
 	eachRunner(t, func(t *testing.T, k runnerKind) {
@@ -199,13 +200,19 @@ func TestDrainMovesActors(t *testing.T) {
 
 		e.CallJSON(t, http.MethodPost, "/runners/"+r1.id+"/drain?namespace=default", nil, nil)
 		awaitAll(r1, "actorStop", ids, 0)
-		awaitAll(r2, "actorStart", ids, 1)
+		// As on Rivet, the crash policy decides: the restart-policy actor is placed on the
+		// other runner at once, the sleep-policy one sleeps, without an error, until its next
+		// request, which wakes it there (state, below, is one).
+		awaitAll(r2, "actorStart", ids[1:], 1)
+		if a := awaitActor(t, e, ids[0], "asleep after the drain", sleeping); a.Error != nil {
+			t.Errorf("slept actor: %v, want no error", a)
+		}
 		for _, aid := range ids {
-			if a := awaitActor(t, e, aid, "running on the other runner", running); a.Error != nil {
-				t.Errorf("moved actor: %v, want no error", a)
-			}
 			if s := state(t, e, aid); s.RunnerID != r2.id || s.Generation != 1 {
 				t.Errorf("actor %s answers from runner %s generation %d, want %s generation 1", aid, s.RunnerID, s.Generation, r2.id)
+			}
+			if a := awaitActor(t, e, aid, "running on the other runner", running); a.Error != nil {
+				t.Errorf("moved actor: %v, want no error", a)
 			}
 		}
 		var rs struct {

@@ -193,6 +193,19 @@ var differences = []intendedDifference{
 		Why:       "the standard close code for a message too big to process (RFC 6455 §7.4.1), sent at the header, before any of it is read",
 	},
 	{
+		Scenario: "gateway_websocket", Step: "* subprotocol", Path: "$",
+		Reference: `{"dial":"failed","status":101}`,
+		Berth:     `{"MessageBinary":{"same":true,"type":"MessageBinary"},"MessageText":{"same":true,"type":"MessageText"},"close":true,"subprotocol":""}`,
+		Behaviour: "a gateway WebSocket whose client offers no subprotocol, or another than rivet",
+		Why:       "the reference answers subprotocol rivet all the same, which a standard client must refuse (RFC 6455 §4.1), so the socket never opens; berth answers rivet only when offered",
+	},
+	{
+		Scenario: "runner_reconnects", Step: "request during the cut", Path: "$",
+		Reference: `{"actor":false,"elapsed":">=10s","same runner":false,"status":0}`, Berth: `{"actor":true,"elapsed":"<10s","same runner":true,"status":200}`,
+		Behaviour: "a request for an actor whose runner's connection was cut, sent while the runner reconnects (same key, so the same runner)",
+		Why:       "the reference never answers it (the client gave up after 30 s); berth waits for the host to reconnect, bounded by actor_ready_timeout, and the actor on the same runner answers",
+	},
+	{
 		Scenario: "other_node", Step: "wake through the runner's node", Path: ".elapsed",
 		Reference: `">=2s"`, Berth: `"<2s"`,
 		Behaviour: "the second wake of an actor within a few seconds",

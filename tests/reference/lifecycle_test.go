@@ -3,6 +3,7 @@ package reference
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -11,6 +12,7 @@ func init() {
 		scenario{name: "drain_alone", doc: "the only runner of a pool drains: its actors by crash policy, then a request with no runner", run: drainAlone},
 		scenario{name: "drain_elsewhere", doc: "a runner drains while another of its pool runs: a sleep-policy actor, then a request for it", run: drainElsewhere},
 		scenario{name: "runner_killed", doc: "a runner is SIGKILLed and a replacement connects: a request sent right after the kill", run: runnerKilled},
+		scenario{name: "runner_reconnects", doc: "a runner's connection is cut and the runner reconnects: a request sent during the cut", run: runnerReconnects},
 		scenario{name: "machine_lost", doc: "an engine node and the runner it held are SIGKILLed, the node restarts: a request through another node", alone: true, run: machineLost},
 	)
 }
@@ -169,4 +171,26 @@ func machineLost(s *Session) {
 	s.T.Logf("%s: the request after the crash took %v", s.Target.Name, r.Elapsed)
 	s.Record("request after the crash", map[string]any{"status": r.Status, "error": errorOf(r)["error"], "actor": e.ActorID == aid,
 		"second runner": e.RunnerID == second.ID, "elapsed": bucket(r.Elapsed, 60*time.Second)})
+}
+
+// runnerReconnects: the network between a runner and the engine fails (its connection is cut)
+// and the runner reconnects at once with its key: a request for its actor sent during the
+// cut is answered by the same runner, without waiting for the lost threshold.
+func runnerReconnects(s *Session) {
+	s.RunnerConfig("pool")
+	u, err := url.Parse(s.Target.Nodes[0])
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	p := startProxy(s.T)
+	p.SetBackends([]string{u.Host})
+	r := s.StartRunner(RunnerOptions{Pool: "pool", Endpoint: p.URL()})
+	aid, _ := runningActor(s, "pool", "sleep")
+	first := 0
+	p.cut()
+	g := s.Do(Request{Method: http.MethodGet, Path: "/gateway/" + aid + "/ping", Anonymous: true, Node: &first, Timeout: 30 * time.Second})
+	e := echoOf(g)
+	s.T.Logf("%s: the request during the cut took %v", s.Target.Name, g.Elapsed)
+	s.Record("request during the cut", map[string]any{"status": g.Status, "actor": e.ActorID == aid,
+		"same runner": e.RunnerID == r.ID, "elapsed": bucket(g.Elapsed, 10*time.Second)})
 }

@@ -118,6 +118,15 @@ func (p *proxy) pipe(client net.Conn) {
 	<-done
 }
 
+// cut closes every open connection, as a network failure would; new ones are accepted.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
 // close stops accepting, cuts every open connection and waits for the pipes to end.
 func (p *proxy) close() {
 	p.ln.Close()

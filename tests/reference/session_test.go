@@ -2,6 +2,7 @@ package reference
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,6 +56,8 @@ type Request struct {
 	Token     string
 	// Node sends the request to that node of the target (its index in Nodes) instead of URL.
 	Node *int
+	// Timeout bounds the wait for the answer, instead of the session client's 90 s.
+	Timeout time.Duration
 }
 
 // Reply is an engine's answer.
@@ -97,7 +100,13 @@ func (s *Session) Do(req Request) Reply {
 		base = s.Target.Nodes[*req.Node]
 	}
 	path := strings.ReplaceAll(req.Path, "{ns}", s.NS)
-	hr, err := http.NewRequest(req.Method, base+path, body)
+	ctx := context.Background()
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.Method, base+path, body)
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -220,6 +229,8 @@ type RunnerOptions struct {
 	Token string
 	// Node connects it to that node of the target (its index in Nodes) instead of URL.
 	Node *int
+	// Endpoint, when set, is the URL it connects to (a proxy in front of the target).
+	Endpoint string
 }
 
 // StartRunner starts a runner in the session's namespace and waits until it is connected.
@@ -236,7 +247,10 @@ func (s *Session) SpawnRunner(o RunnerOptions) *Runner {
 	s.T.Helper()
 	harness.NeedNode(s.T)
 	endpoint := s.Target.URL
-	if o.Node != nil {
+	switch {
+	case o.Endpoint != "":
+		endpoint = o.Endpoint
+	case o.Node != nil:
 		endpoint = s.Target.Nodes[*o.Node]
 	}
 	env := []string{"BERTH_ENDPOINT=" + endpoint, "BERTH_NAMESPACE=" + s.NS}
