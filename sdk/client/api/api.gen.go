@@ -1759,8 +1759,11 @@ type ClientInterface interface {
 	// RunnersDrain Drain a runner.
 	//
 	// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
-	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
-	// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop
+	// and then goes by its crash policy, as on the Rivet engine (`sleep`: it sleeps until
+	// its next request or alarm, which places it on another runner; `restart`: placed on
+	// another runner at once, or pending; `destroy`: destroyed), and the runner stops
+	// (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
 	// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
 	// datacenter named by the runner id's label. Idempotent: draining a draining or
 	// stopped runner changes nothing and returns it as it is. A runner of another
@@ -2422,8 +2425,11 @@ func (c *Client) RunnersListNames(ctx context.Context, params *RunnersListNamesP
 // RunnersDrain Drain a runner.
 //
 // The operator's drain, the same one a runner starts by sending `ToServerStopping`:
-// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
-// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+// the runner gets `drain_ts` and no new actors, every actor on it is told to stop
+// and then goes by its crash policy, as on the Rivet engine (`sleep`: it sleeps until
+// its next request or alarm, which places it on another runner; `restart`: placed on
+// another runner at once, or pending; `destroy`: destroyed), and the runner stops
+// (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
 // no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
 // datacenter named by the runner id's label. Idempotent: draining a draining or
 // stopped runner changes nothing and returns it as it is. A runner of another
@@ -4458,8 +4464,11 @@ type ClientWithResponsesInterface interface {
 	// RunnersDrainWithResponse Drain a runner.
 	//
 	// The operator's drain, the same one a runner starts by sending `ToServerStopping`:
-	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
-	// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+	// the runner gets `drain_ts` and no new actors, every actor on it is told to stop
+	// and then goes by its crash policy, as on the Rivet engine (`sleep`: it sleeps until
+	// its next request or alarm, which places it on another runner; `restart`: placed on
+	// another runner at once, or pending; `destroy`: destroyed), and the runner stops
+	// (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
 	// no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
 	// datacenter named by the runner id's label. Idempotent: draining a draining or
 	// stopped runner changes nothing and returns it as it is. A runner of another
@@ -7269,8 +7278,11 @@ func (c *ClientWithResponses) RunnersListNamesWithResponse(ctx context.Context, 
 // RunnersDrainWithResponse Drain a runner.
 //
 // The operator's drain, the same one a runner starts by sending `ToServerStopping`:
-// the runner gets `drain_ts` and no new actors, every actor on it is told to stop,
-// and it stops (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
+// the runner gets `drain_ts` and no new actors, every actor on it is told to stop
+// and then goes by its crash policy, as on the Rivet engine (`sleep`: it sleeps until
+// its next request or alarm, which places it on another runner; `restart`: placed on
+// another runner at once, or pending; `destroy`: destroyed), and the runner stops
+// (`stop_ts`, its socket closed with 1000 `ws.eviction`) as soon as
 // no actor is left, or once `pegboard.runner_lost_threshold` has passed. Sent to the
 // datacenter named by the runner id's label. Idempotent: draining a draining or
 // stopped runner changes nothing and returns it as it is. A runner of another

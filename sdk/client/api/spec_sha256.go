@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "b0d5ef0e2c225f72698567f346aeb0c577b63b6fdce1d86804588a30f760e9a6"
+const SpecSHA256 = "0decf31131f407dce99b5ede45487c4c7a5b594cb0477068626176468166c904"
