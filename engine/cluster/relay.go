@@ -17,6 +17,7 @@ import (
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
@@ -82,22 +83,11 @@ type Tunnel interface {
 	Close()
 }
 
-// RemoteTunnel is a tunnel relayed to another node: for a runner, one that can carry a
-// hibernated WebSocket across its actor's sleep (guard.ResumableTunnel).
-type RemoteTunnel interface {
-	Tunnel
-	SendIndexed(proto.ToClientTunnelMessageKind) (uint16, error)
-	Resend(idx uint16, kind proto.ToClientTunnelMessageKind) error
-	RequestID() proto.RequestID
-	NextIndex() uint16
-	Resumable() bool
-}
-
 // OpenRemoteTunnel opens a tunnel to h (a runner or an envoy) through the live node that
 // holds its socket, or fails with ErrNoSocket when no other live node holds it (the
 // gateway retries on a fresh lookup). A runner's request is gw's (this node's gateway),
-// with a fresh id.
-func (n *Node) OpenRemoteTunnel(h actor.Host, gw proto.GatewayID) (RemoteTunnel, error) {
+// with a fresh id, and resumable (guard.ResumableTunnel); an envoy's is not.
+func (n *Node) OpenRemoteTunnel(h actor.Host, gw proto.GatewayID) (guard.ResumableTunnel, error) {
 	var req proto.RequestID
 	_, _ = crand.Read(req[:])
 	return n.openRemote(h, gw, req, 0)
@@ -106,11 +96,11 @@ func (n *Node) OpenRemoteTunnel(h actor.Host, gw proto.GatewayID) (RemoteTunnel,
 // ResumeRemoteTunnel continues request req of gateway gw on runner rid, whose socket
 // another live node holds, its next message numbered next (a hibernated WebSocket whose
 // actor woke up there).
-func (n *Node) ResumeRemoteTunnel(rid id.ID, gw proto.GatewayID, req proto.RequestID, next uint16) (RemoteTunnel, error) {
+func (n *Node) ResumeRemoteTunnel(rid id.ID, gw proto.GatewayID, req proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
 	return n.openRemote(actor.RunnerHost(rid), gw, req, next)
 }
 
-func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (RemoteTunnel, error) {
+func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
 	defer cancel()
 	o, ok, err := n.remoteOwner(ctx, h)
@@ -267,7 +257,7 @@ func (t *remoteTunnel) send(idx uint16, kind proto.ToClientTunnelMessageKind) er
 	return t.writeLocked(websocket.MessageBinary, b)
 }
 
-// RequestID, NextIndex and Resumable make a runner's tunnel a guard.ResumableTunnel.
+// RequestID, NextIndex and Resumable: a runner's tunnel is a guard.ResumableTunnel.
 func (t *remoteTunnel) RequestID() proto.RequestID { return t.req }
 
 func (t *remoteTunnel) NextIndex() uint16 {

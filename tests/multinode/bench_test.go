@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 // BenchmarkDrain measures the time from SIGTERM to exit of a node holding 10,000 ownership
@@ -31,7 +32,7 @@ func benchDrain(b *testing.B, postgres bool) {
 	for range b.N {
 		var nc nodeConfig
 		if postgres {
-			nc = nodeConfig{db: postgresStore(b), pubsub: startNATS(b)}
+			nc = nodeConfig{db: postgresStore(b), pubsub: harness.StartNATS(b)}
 		} else {
 			nc = nodeConfig{db: "file://" + b.TempDir() + "/store"}
 		}

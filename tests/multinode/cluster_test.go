@@ -24,31 +24,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/berthhq/berth/sdk/runner"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
-
-// startNATS runs a NATS server in-process on a free loopback port until the test ends.
-func startNATS(t testing.TB) string {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns.ClientURL()
-}
 
 // postgresStore returns the URL of an empty store: a schema of its own in the database of
 // BERTH_TEST_POSTGRES_URL, dropped when the test ends. It skips without that variable.
@@ -544,7 +525,7 @@ type cluster struct {
 
 func startCluster(t testing.TB, nodes, runners, actors int, env ...string) *cluster {
 	t.Helper()
-	nc := nodeConfig{db: postgresStore(t), pubsub: startNATS(t), env: env}
+	nc := nodeConfig{db: postgresStore(t), pubsub: harness.StartNATS(t), env: env}
 	c := &cluster{}
 	for i := range nodes {
 		c.nodes = append(c.nodes, newNode(t, fmt.Sprintf("n%d", i+1), nc))

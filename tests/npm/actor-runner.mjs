@@ -43,9 +43,8 @@
 //                          {op:"drop"}                     → {}
 //                        a refused call is 422 {error}.
 import { Runner } from "@rivetkit/engine-runner";
-import { createInterface } from "node:readline";
+import { emit, serveCommands } from "./commands.mjs";
 
-const emit = (ev, fields = {}) => process.stdout.write(JSON.stringify({ ev, ...fields }) + "\n");
 
 const endpoint = process.env.BERTH_ENDPOINT;
 if (!endpoint) {
@@ -181,25 +180,7 @@ const commands = {
 	stop: () => runner.shutdown(false),
 };
 
-createInterface({ input: process.stdin })
-	.on("line", async (line) => {
-		const command = line.trim();
-		if (!command) return;
-		const run = commands[command];
-		if (!run) {
-			emit("error", { message: `unknown command ${JSON.stringify(command)}` });
-			return;
-		}
-		try {
-			await run();
-			emit("done", { command });
-		} catch (err) {
-			emit("error", { message: `${command}: ${err?.stack ?? err}` });
-		}
-	})
-	.on("close", () => process.exit(0));
-
-process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
+serveCommands(commands);
 
 try {
 	await runner.start();

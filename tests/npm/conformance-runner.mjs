@@ -29,9 +29,8 @@
 //   send-stopping send ToServerStopping and nothing else, so that the engine ends the socket
 // The process exits when stdin ends.
 import { Runner } from "@rivetkit/engine-runner";
-import { createInterface } from "node:readline";
+import { emit, serveCommands } from "./commands.mjs";
 
-const emit = (ev, fields = {}) => process.stdout.write(JSON.stringify({ ev, ...fields }) + "\n");
 const num = (v) => (v === undefined || v === null ? null : Number(v));
 
 const endpoint = process.env.BERTH_ENDPOINT;
@@ -101,25 +100,7 @@ const commands = {
 	"send-stopping": () => runner.__sendToServer({ tag: "ToServerStopping", val: null }),
 };
 
-createInterface({ input: process.stdin })
-	.on("line", async (line) => {
-		const command = line.trim();
-		if (!command) return;
-		const run = commands[command];
-		if (!run) {
-			emit("error", { message: `unknown command ${JSON.stringify(command)}` });
-			return;
-		}
-		try {
-			await run();
-			emit("done", { command });
-		} catch (err) {
-			emit("error", { message: `${command}: ${err?.stack ?? err}` });
-		}
-	})
-	.on("close", () => process.exit(0));
-
-process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
+serveCommands(commands);
 
 try {
 	await runner.start();

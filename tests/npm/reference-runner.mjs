@@ -30,9 +30,8 @@
 //   stop   runner.shutdown(false): ToServerStopping, its actors stopped, close 1000
 // The process exits when stdin ends.
 import { Runner } from "@rivetkit/engine-runner";
-import { createInterface } from "node:readline";
+import { emit, serveCommands } from "./commands.mjs";
 
-const emit = (ev, fields = {}) => process.stdout.write(JSON.stringify({ ev, ...fields }) + "\n");
 
 const endpoint = process.env.BERTH_ENDPOINT;
 if (!endpoint) {
@@ -103,25 +102,7 @@ const runner = new Runner({
 
 const commands = { stop: () => runner.shutdown(false) };
 
-createInterface({ input: process.stdin })
-	.on("line", async (line) => {
-		const command = line.trim();
-		if (!command) return;
-		const run = commands[command];
-		if (!run) {
-			emit("error", { message: `unknown command ${JSON.stringify(command)}` });
-			return;
-		}
-		try {
-			await run();
-			emit("done", { command });
-		} catch (err) {
-			emit("error", { message: `${command}: ${err?.stack ?? err}` });
-		}
-	})
-	.on("close", () => process.exit(0));
-
-process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
+serveCommands(commands);
 
 try {
 	await runner.start();

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
 	"github.com/berthhq/berth/bench/sidebyside"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
@@ -107,7 +105,7 @@ func startCluster(t *testing.T, name, token string) *Target {
 		return nil
 	}
 	store := harness.SharedStore(t, base)
-	nats := startNATS(t)
+	nats := harness.StartNATS(t)
 	proxy := startProxy(t)
 	tg := &Target{Name: name, URL: proxy.URL(), Token: token}
 	var engines []*harness.Engine
@@ -127,24 +125,6 @@ func startCluster(t *testing.T, name, token string) *Target {
 	proxy.SetBackends(backends)
 	tg.Crash = func(_ *testing.T, i int) { engines[i].Kill(); engines[i].Start() }
 	return tg
-}
-
-// startNATS runs a NATS server in-process on a free loopback port until the test ends.
-func startNATS(t *testing.T) string {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns.ClientURL()
 }
 
 // waitHealthy polls url/health until it answers 200, the process exits or 30 s pass.
