@@ -98,10 +98,10 @@ type Options struct {
 	// Cluster, when set, makes this server one of several nodes sharing the store
 	// (engine/cluster): sockets are recorded as held here, released when they end, and
 	// commands, closes and evictions for runners held elsewhere go to their node.
+	Cluster wsconn.Cluster
 	// AnnounceActors, when set, tells the other nodes of the actors the lifecycle changed
 	// (engine/cluster.Node.AnnounceActors; pegboard.ActorsOptions.Announce).
 	AnnounceActors func(actors []id.ID)
-	Cluster        wsconn.Cluster
 }
 
 // Server is the runner WebSocket endpoint and the registry of its live sockets.
