@@ -16,7 +16,7 @@ build:
 run: build
 	./$(BIN) start --listen :6420 --db file://data/berth
 
-# What CI runs: formatting, vet, and every test with the race detector.
+# What CI runs: formatting, a tidy go.mod, vet, staticcheck, and every test with the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -40,10 +40,18 @@ test-fdb:
 	BERTH_TEST_DB_URL="fdb://$$cf" BERTH_TEST_BUILD_TAGS=fdb \
 		$(GO) test -tags fdb -race -count=1 -timeout 30m $(FDB_INTEGRATION)
 
+# staticcheck is installed from the Go module proxy at this version (into GOBIN or ~/go/bin).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet $(PKGS)
+	@test -x $(STATICCHECK) && $(STATICCHECK) -version | grep -q "($(STATICCHECK_VERSION:v%=%))" || \
+		GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) $(PKGS)
 
 # Speed and memory figures; nothing here is a pass/fail test.
 bench:

@@ -106,7 +106,7 @@ func appendRawJSON(b []byte, raw json.RawMessage) ([]byte, error) {
 }
 
 func needsHTMLEscape(b []byte) bool {
-	return bytes.IndexAny(b, "<>&") >= 0 || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
+	return bytes.ContainsAny(b, "<>&") || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
 const hexDigits = "0123456789abcdef"

@@ -38,7 +38,7 @@ func addActorCommands(t *testing.T, db udb.Database, rid id.ID, n, size int) {
 // readRunner reads rid with the API's read (as Get and ListForNs do) through a counting
 // snapshot view, and with load, which reads one key per field (record.Reader), and checks
 // that both agree. It returns the runner, or the error, and the range reads made.
-func readRunner(t *testing.T, db udb.Database, rid id.ID) (Runner, bool, error, int) {
+func readRunner(t *testing.T, db udb.Database, rid id.ID) (Runner, bool, int, error) {
 	t.Helper()
 	var got Runner
 	var found bool
@@ -64,7 +64,7 @@ func readRunner(t *testing.T, db udb.Database, rid id.ID) (Runner, bool, error, 
 		}
 		return nil, nil
 	})
-	return got, found, gotErr, ranges
+	return got, found, ranges, gotErr
 }
 
 func TestRunnerReadOneRange(t *testing.T) {
@@ -121,7 +121,7 @@ func TestRunnerReadOneRange(t *testing.T) {
 		{"actor commands and big metadata", bigCommands, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, found, err, ranges := readRunner(t, db, c.rid)
+			got, found, ranges, err := readRunner(t, db, c.rid)
 			if err != nil || !found || got.RunnerID != c.rid {
 				t.Fatalf("got %+v, %v, %v", got, found, err)
 			}
@@ -130,7 +130,7 @@ func TestRunnerReadOneRange(t *testing.T) {
 			}
 		})
 	}
-	if _, found, err, ranges := readRunner(t, db, id.New(1)); found || err != nil || ranges != 1 {
+	if _, found, ranges, err := readRunner(t, db, id.New(1)); found || err != nil || ranges != 1 {
 		t.Errorf("unknown runner: found %v, %v, %d range reads", found, err, ranges)
 	}
 	// The page of ListForNs is the same runners.
@@ -164,7 +164,7 @@ func TestRunnerReadIgnoresOtherKeys(t *testing.T) {
 		}
 		return nil, nil
 	})
-	got, found, err, _ := readRunner(t, db, rid)
+	got, found, _, err := readRunner(t, db, rid)
 	if err != nil || !found || !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, %v, %v; want %+v", got, found, err, want)
 	}
@@ -201,7 +201,7 @@ func TestRunnerReadCorrupt(t *testing.T) {
 			in.Metadata = json.RawMessage(`{"a":"` + strings.Repeat("x", 15_000) + `"}`) // 2 chunks
 			rid := register(t, db, in).RunnerID
 			opstest.Write(t, db, func(tx udb.Transaction) (any, error) { spoil(tx, rid); return nil, nil })
-			if _, _, err, _ := readRunner(t, db, rid); !rerr.Is(err, "store", "corrupt") {
+			if _, _, _, err := readRunner(t, db, rid); !rerr.Is(err, "store", "corrupt") {
 				t.Errorf("read = %v; want store.corrupt", err)
 			}
 			if _, err := list(db, ListForNsInput{Namespace: ns}); !rerr.Is(err, "store", "corrupt") {

@@ -148,13 +148,6 @@ func (h *host) remove(in *instance) {
 	}
 }
 
-// current returns the running instance of the actor, or nil.
-func (h *host) current(actorID string) *instance {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mu.actors[actorID]
-}
-
 // instance is one generation of an actor on this runner.
 type instance struct {
 	h   *host

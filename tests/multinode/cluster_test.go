@@ -468,9 +468,6 @@ func (c *client) do(method, path, body string) ([]byte, error) {
 	return nil, fmt.Errorf("%s %s: %w: %v", method, path, errRetriesExhausted, last)
 }
 
-// createCounter creates a counter actor in pool "pool" and returns its id.
-func (c *client) createCounter() (string, error) { return c.createCounterIn(runnerPool) }
-
 // createCounterIn creates a counter actor in pool and returns its id.
 func (c *client) createCounterIn(pool string) (string, error) {
 	b, err := c.do(http.MethodPost, "/actors?namespace=default", `{"name":"counter","runner_name_selector":"`+pool+`","crash_policy":"restart"}`)

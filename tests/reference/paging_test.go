@@ -64,9 +64,7 @@ func itemsOf(out map[string]any, listKey string) []string {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			items = append(items, k)
-		}
+		items = append(items, sortedKeys(v)...)
 	}
 	return items
 }

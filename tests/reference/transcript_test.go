@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -236,13 +235,4 @@ func (tr *Transcript) render() string {
 		fmt.Fprintf(&b, "  %s: %s\n", s.name, canonical(s.value))
 	}
 	return b.String()
-}
-
-// stepNames lists the transcript's steps in order.
-func (tr *Transcript) stepNames() []string {
-	out := make([]string, len(tr.steps))
-	for i, s := range tr.steps {
-		out[i] = s.name
-	}
-	return slices.Clip(out)
 }

@@ -130,16 +130,6 @@ func (e *engineProc) kill() {
 	<-e.exited
 }
 
-// alive reports whether the engine process is still running.
-func (e *engineProc) alive() bool {
-	select {
-	case <-e.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // tail returns the last n lines of the engine's log.
 func (e *engineProc) tail(n int) string {
 	b, _ := os.ReadFile(e.log)

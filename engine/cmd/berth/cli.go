@@ -342,10 +342,3 @@ func ago(ms int64) string {
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}

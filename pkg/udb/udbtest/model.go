@@ -230,12 +230,6 @@ func (k opKind) isRead() bool {
 	return k == opGet || k == opSnapGet || k == opRange || k == opSnapRange
 }
 
-func (k opKind) isSerializableRead() bool { return k == opGet || k == opRange }
-
-func (k opKind) isMutation() bool {
-	return k == opSet || k == opClear || k == opClearRange || k == opAdd
-}
-
 // keyRange is [b, e).
 type keyRange struct{ b, e []byte }
 
@@ -535,7 +529,7 @@ func (s *schedule) run() error {
 		}
 		t := open[s.rng.IntN(len(open))]
 		if err := s.advance(ctx, t); err != nil {
-			return fmt.Errorf("T%d: %w", t.id, err)
+			return fmt.Errorf("transaction T%d: %w", t.id, err)
 		}
 	}
 	return nil
@@ -679,7 +673,7 @@ func (s *schedule) finish(ctx context.Context, t *mtxn) error {
 		s.stats.conflicts++
 		s.tracef("T%d: not_committed", t.id)
 	default:
-		return fmt.Errorf("Commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
@@ -790,13 +784,13 @@ func (s *schedule) check() error {
 	// above its read version and the initial commit.
 	for i, t := range s.commitLog {
 		if t.cv <= s.initialV {
-			return fmt.Errorf("T%d committed at v%d, not after the initial commit v%d", t.id, t.cv, s.initialV)
+			return fmt.Errorf("transaction T%d committed at v%d, not after the initial commit v%d", t.id, t.cv, s.initialV)
 		}
 		if t.rvKnown && t.cv <= t.rv {
-			return fmt.Errorf("T%d committed at v%d, not after its read version v%d", t.id, t.cv, t.rv)
+			return fmt.Errorf("transaction T%d committed at v%d, not after its read version v%d", t.id, t.cv, t.rv)
 		}
 		if i > 0 && t.cv <= s.commitLog[i-1].cv {
-			return fmt.Errorf("T%d committed at v%d after T%d at v%d: versions must increase", t.id, t.cv, s.commitLog[i-1].id, s.commitLog[i-1].cv)
+			return fmt.Errorf("transaction T%d committed at v%d after T%d at v%d: versions must increase", t.id, t.cv, s.commitLog[i-1].id, s.commitLog[i-1].cv)
 		}
 	}
 	// External consistency: a read version covers every commit acknowledged
@@ -806,11 +800,11 @@ func (s *schedule) check() error {
 			continue
 		}
 		if t.rv < s.initialV {
-			return fmt.Errorf("T%d read version v%d is below the initial commit v%d", t.id, t.rv, s.initialV)
+			return fmt.Errorf("transaction T%d read version v%d is below the initial commit v%d", t.id, t.rv, s.initialV)
 		}
 		for _, u := range s.commitLog[:t.rvAfter] {
 			if t.rv < u.cv {
-				return fmt.Errorf("T%d read version v%d misses T%d committed at v%d before it was taken", t.id, t.rv, u.id, u.cv)
+				return fmt.Errorf("transaction T%d read version v%d misses T%d committed at v%d before it was taken", t.id, t.rv, u.id, u.cv)
 			}
 		}
 	}
@@ -832,7 +826,7 @@ func (s *schedule) check() error {
 				break
 			}
 			if err := checkStep(state, st); err != nil {
-				return fmt.Errorf("T%d step %d %v: not the state at its read version v%d plus its own writes: %v", t.id, i, st, t.rv, err)
+				return fmt.Errorf("transaction T%d step %d %v: not the state at its read version v%d plus its own writes: %v", t.id, i, st, t.rv, err)
 			}
 		}
 	}
@@ -848,7 +842,7 @@ func (s *schedule) check() error {
 				continue
 			}
 			if err := checkStep(state, st); err != nil {
-				return fmt.Errorf("T%d (committed at v%d) step %d %v: differs from the serial order: %v", t.id, t.cv, i, st, err)
+				return fmt.Errorf("transaction T%d (committed at v%d) step %d %v: differs from the serial order: %v", t.id, t.cv, i, st, err)
 			}
 		}
 	}
@@ -880,14 +874,14 @@ func (s *schedule) check() error {
 				}
 			}
 			if !found {
-				return fmt.Errorf("T%d (read version v%d) failed with not_committed, but no transaction committed after v%d wrote a range it read (reads %s)", t.id, rv, rv, fmtRanges(reads))
+				return fmt.Errorf("transaction T%d (read version v%d) failed with not_committed, but no transaction committed after v%d wrote a range it read (reads %s)", t.id, rv, rv, fmtRanges(reads))
 			}
 		case t.status == statusCommitted && t.cv > 0 && t.rvKnown:
 			reads := t.readRanges()
 			for _, u := range s.commitLog {
 				if u.cv > t.rv && u.cv < t.cv {
 					if r, w, ok := anyIntersect(reads, u.writeRanges()); ok {
-						return fmt.Errorf("T%d (read version v%d) committed at v%d, but T%d committed at v%d wrote %s, which intersects its read %s", t.id, t.rv, t.cv, u.id, u.cv, fmtRanges([]keyRange{w}), fmtRanges([]keyRange{r}))
+						return fmt.Errorf("transaction T%d (read version v%d) committed at v%d, but T%d committed at v%d wrote %s, which intersects its read %s", t.id, t.rv, t.cv, u.id, u.cv, fmtRanges([]keyRange{w}), fmtRanges([]keyRange{r}))
 					}
 				}
 			}

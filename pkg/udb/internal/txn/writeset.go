@@ -98,21 +98,6 @@ func (w *writeSet) clearedAt(key []byte) (KeyRange, bool) {
 	return found, ok
 }
 
-// clearedBefore returns the cleared range containing the key just before
-// key (the one a reverse scan from key would enter).
-func (w *writeSet) clearedBefore(key []byte) (KeyRange, bool) {
-	var found KeyRange
-	ok := false
-	w.cleared.Descend(KeyRange{Begin: key}, func(r KeyRange) bool {
-		if bytes.Compare(r.Begin, key) < 0 {
-			found, ok = r, true
-			return false
-		}
-		return true
-	})
-	return found, ok && bytes.Compare(key, found.End) <= 0
-}
-
 func (w *writeSet) clearRange(begin, end []byte) {
 	var drop []*entry
 	w.entries.Ascend(&entry{key: begin}, func(e *entry) bool {
