@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -22,14 +24,15 @@ type RateLimit struct {
 	TTL      time.Duration
 }
 
-// Limiter admits requests by client IP. It is safe for concurrent use.
+// Limiter admits requests by client IP. It is safe for concurrent use. Its table is an LRU
+// of at most MaxIPs addresses: making room costs O(1), whatever a client sends.
 type Limiter struct {
 	cfg RateLimit
 	now func() time.Time
 
 	mu struct {
 		sync.Mutex
-		ips map[string]*ipState
+		ips *simplelru.LRU[string, *ipState]
 	}
 }
 
@@ -62,7 +65,7 @@ func NewLimiter(cfg RateLimit, now func() time.Time) *Limiter {
 		now = time.Now
 	}
 	l := &Limiter{cfg: cfg, now: now}
-	l.mu.ips = map[string]*ipState{}
+	l.mu.ips, _ = simplelru.NewLRU[string, *ipState](cfg.MaxIPs, nil) // a positive size cannot fail
 	return l
 }
 
@@ -72,15 +75,14 @@ func (l *Limiter) Acquire(ip string) (release func(), err error) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.mu.ips[ip]
+	st, _ := l.mu.ips.Get(ip)
 	if st != nil && st.inFlight == 0 && now.Sub(st.seen) >= l.cfg.TTL {
-		delete(l.mu.ips, ip)
 		st = nil
 	}
 	if st == nil {
-		l.makeRoomLocked(now)
+		l.makeRoomLocked()
 		st = &ipState{seen: now, windowStart: now}
-		l.mu.ips[ip] = st
+		l.mu.ips.Add(ip, st)
 	}
 	if now.Sub(st.windowStart) >= l.cfg.Window {
 		st.windowStart, st.requests = now, 0
@@ -100,32 +102,32 @@ func (l *Limiter) Acquire(ip string) (release func(), err error) {
 	}, nil
 }
 
-// makeRoomLocked keeps the table under MaxIPs: expired idle entries go first, then any idle
-// one (an address with requests in flight is never forgotten).
-func (l *Limiter) makeRoomLocked(now time.Time) {
-	if len(l.mu.ips) < l.cfg.MaxIPs {
+// busyTries bounds how many least recently used addresses with requests in flight make
+// room is passed over for (each moves to the front), so that making room stays O(1).
+const busyTries = 8
+
+// makeRoomLocked frees a place in a full table: the least recently used address, passing
+// over up to busyTries of them that have requests in flight. Only when even those are all
+// busy does a busy one go (its requests' releases then change nothing the table holds).
+func (l *Limiter) makeRoomLocked() {
+	if l.mu.ips.Len() < l.cfg.MaxIPs {
 		return
 	}
-	for ip, st := range l.mu.ips {
-		if st.inFlight == 0 && now.Sub(st.seen) >= l.cfg.TTL {
-			delete(l.mu.ips, ip)
-		}
-	}
-	for ip, st := range l.mu.ips {
-		if len(l.mu.ips) < l.cfg.MaxIPs {
-			return
-		}
+	for range busyTries {
+		ip, st, _ := l.mu.ips.GetOldest()
 		if st.inFlight == 0 {
-			delete(l.mu.ips, ip)
+			break
 		}
+		l.mu.ips.Get(ip) // busy: to the front
 	}
+	l.mu.ips.RemoveOldest()
 }
 
 // Len is the number of addresses tracked.
 func (l *Limiter) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.mu.ips)
+	return l.mu.ips.Len()
 }
 
 // ClientIP is the address requests are counted by: the first X-Forwarded-For entry, else the

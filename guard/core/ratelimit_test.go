@@ -82,7 +82,7 @@ func TestLimiterDefaultsAndTable(t *testing.T) {
 	}
 	// The address with a request in flight was kept.
 	l.mu.Lock()
-	_, kept := l.mu.ips["held"]
+	kept := l.mu.ips.Contains("held")
 	l.mu.Unlock()
 	if !kept {
 		t.Fatal("an address with a request in flight was forgotten")
@@ -101,6 +101,21 @@ func TestLimiterDefaultsAndTable(t *testing.T) {
 	}
 }
 
+// With every address of a full table busy, room is still made, after passing over
+// busyTries of them: the table never grows past MaxIPs, and a request is never refused for
+// want of room.
+func TestLimiterFullOfBusyAddresses(t *testing.T) {
+	l := NewLimiter(RateLimit{MaxIPs: 4}, nil)
+	for i := range 20 {
+		if _, err := l.Acquire("busy" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if l.Len() > 4 {
+			t.Fatalf("table holds %d addresses, max 4", l.Len())
+		}
+	}
+}
+
 func TestClientIP(t *testing.T) {
 	for _, tc := range []struct{ xff, remote, want string }{
 		{"", "10.0.0.1:5000", "10.0.0.1"},
@@ -116,5 +131,23 @@ func TestClientIP(t *testing.T) {
 		if got := ClientIP(r); got != tc.want {
 			t.Errorf("ClientIP(xff %q, %q) = %q, want %q", tc.xff, tc.remote, got, tc.want)
 		}
+	}
+}
+
+// BenchmarkLimiterNewAddresses: every request from an address not seen before, on a full
+// table of 100,000 (a client rotating its address): making room is O(1).
+func BenchmarkLimiterNewAddresses(b *testing.B) {
+	l := NewLimiter(RateLimit{MaxIPs: 100_000}, nil)
+	for i := range 100_000 {
+		r, _ := l.Acquire("warm" + strconv.Itoa(i))
+		r()
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		r, err := l.Acquire("new" + strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r()
 	}
 }

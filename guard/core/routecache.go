@@ -3,20 +3,22 @@ package core
 import (
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // RouteCache remembers resolved routes for TTL, for the first attempt of a request only: a
 // failure of a cached route is itself the signal that it went stale, and every retry resolves
 // again (and refreshes the entry). An entry may also carry a channel that closes when its
-// route changes; a closed one is a miss. At most Max entries are kept. Safe for concurrent use.
+// route changes; a closed one is a miss. At most Max entries are kept, the least recently
+// used going first (an LRU: O(1) whatever the load). Safe for concurrent use.
 type RouteCache[K comparable, V any] struct {
 	ttl time.Duration
-	max int
 	now func() time.Time
 
 	mu struct {
 		sync.Mutex
-		m map[K]cacheEntry[V]
+		m *simplelru.LRU[K, cacheEntry[V]]
 	}
 }
 
@@ -35,8 +37,8 @@ func NewRouteCache[K comparable, V any](ttl time.Duration, max int, now func() t
 	if now == nil {
 		now = time.Now
 	}
-	c := &RouteCache[K, V]{ttl: ttl, max: max, now: now}
-	c.mu.m = map[K]cacheEntry[V]{}
+	c := &RouteCache[K, V]{ttl: ttl, now: now}
+	c.mu.m, _ = simplelru.NewLRU[K, cacheEntry[V]](max, nil) // a positive size cannot fail
 	return c
 }
 
@@ -49,12 +51,12 @@ func (c *RouteCache[K, V]) Get(k K) (V, bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.mu.m[k]
+	e, ok := c.mu.m.Get(k)
 	if !ok {
 		return zero, false
 	}
 	if !now.Before(e.expires) || closed(e.changed) {
-		delete(c.mu.m, k)
+		c.mu.m.Remove(k)
 		return zero, false
 	}
 	return e.v, true
@@ -68,20 +70,7 @@ func (c *RouteCache[K, V]) Put(k K, v V, changed <-chan struct{}) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.mu.m[k]; !ok && len(c.mu.m) >= c.max {
-		for k2, e := range c.mu.m {
-			if !now.Before(e.expires) || closed(e.changed) {
-				delete(c.mu.m, k2)
-			}
-		}
-		for k2 := range c.mu.m {
-			if len(c.mu.m) < c.max {
-				break
-			}
-			delete(c.mu.m, k2)
-		}
-	}
-	c.mu.m[k] = cacheEntry[V]{v: v, expires: now.Add(c.ttl), changed: changed}
+	c.mu.m.Add(k, cacheEntry[V]{v: v, expires: now.Add(c.ttl), changed: changed})
 }
 
 // Delete forgets k.
@@ -90,7 +79,7 @@ func (c *RouteCache[K, V]) Delete(k K) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.mu.m, k)
+	c.mu.m.Remove(k)
 	c.mu.Unlock()
 }
 
@@ -98,7 +87,7 @@ func (c *RouteCache[K, V]) Delete(k K) {
 func (c *RouteCache[K, V]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.mu.m)
+	return c.mu.m.Len()
 }
 
 func closed(ch <-chan struct{}) bool {
