@@ -4,14 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
-	"strconv"
-	"sync"
-	"weak"
 
 	"github.com/labstack/echo/v4"
 
@@ -84,318 +79,54 @@ func fanOutListLocal[T any](ctx context.Context, s *Server, dcs []apihttp.Datace
 	return out, nil
 }
 
-// The merged lists pass each item on as the datacenter wrote it: a page is decoded only as
-// far as the merge needs (the item's raw JSON and the fields it is ordered by) and written
-// back by concatenation, instead of decoding every field and encoding it again. The items
-// come from berth's own api-peer, which writes compact JSON objects.
+// The merged lists pass each item on as the datacenter wrote it (json.RawMessage), decoding
+// only the fields it is ordered by, and write the page back by concatenation.
 
 // rawRunner is one runner of a datacenter's page: its JSON and its (create_ts, id).
 type rawRunner struct {
-	raw      []byte
+	raw      json.RawMessage
 	createTs int64
 	id       id.ID
 }
 
-func (r *rawRunner) UnmarshalJSON(b []byte) error { return r.parse(bytes.Clone(b)) }
-
-// parse reads the runner b, which it keeps.
-func (r *rawRunner) parse(b []byte) error {
-	var v [2][]byte
-	return r.fromMembers(b, v, membersTo(v[:], b, runnerMembers...))
-}
-
-// runnerMembers are the members of a runner the merge reads, as fromMembers takes them.
-var runnerMembers = []string{"runner_id", "create_ts"}
-
-// fromMembers reads the runner b, which it keeps, from the values of runnerMembers that a
-// quick scan found (ok) in b, or else the slow way.
-func (r *rawRunner) fromMembers(b []byte, v [2][]byte, ok bool) error {
-	r.raw = b
-	if ok {
-		var err error
-		if r.id, err = idOf(v[0]); err == nil {
-			if r.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
-				return nil
-			}
-		}
-	}
-	var k struct { // what the quick scan could not read, the slow way
+func (r *rawRunner) UnmarshalJSON(b []byte) error {
+	var k struct {
 		RunnerID id.ID `json:"runner_id"`
 		CreateTs int64 `json:"create_ts"`
 	}
 	if err := json.Unmarshal(b, &k); err != nil {
 		return err
 	}
-	r.createTs, r.id = k.CreateTs, k.RunnerID
+	r.raw, r.createTs, r.id = bytes.Clone(b), k.CreateTs, k.RunnerID
 	return nil
 }
-
-// idOf parses a JSON string holding an id, without escapes.
-func idOf(v []byte) (id.ID, error) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return id.ID{}, errNotString
-	}
-	return id.Parse(string(v[1 : len(v)-1]))
-}
-
-var errNotString = errors.New("not a plain JSON string")
 
 // rawEnvoy is one envoy of a datacenter's page: its JSON and its (create_ts, key); the merge
 // adds its datacenter's label.
 type rawEnvoy struct {
-	raw      []byte
+	raw      json.RawMessage
 	createTs int64
 	key      string
 	label    uint16
 }
 
-func (e *rawEnvoy) UnmarshalJSON(b []byte) error { return e.parse(bytes.Clone(b)) }
-
-// parse reads the envoy b, which it keeps.
-func (e *rawEnvoy) parse(b []byte) error {
-	var v [2][]byte
-	return e.fromMembers(b, v, membersTo(v[:], b, envoyMembers...))
-}
-
-// envoyMembers are the members of an envoy the merge reads, as fromMembers takes them.
-var envoyMembers = []string{"envoy_key", "create_ts"}
-
-// fromMembers reads the envoy b, which it keeps, from the values of envoyMembers that a
-// quick scan found (ok) in b, or else the slow way.
-func (e *rawEnvoy) fromMembers(b []byte, v [2][]byte, ok bool) error {
-	e.raw = b
-	if ok {
-		key := v[0]
-		if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' && bytes.IndexByte(key, '\\') < 0 {
-			var err error
-			if e.createTs, err = strconv.ParseInt(string(v[1]), 10, 64); err == nil {
-				e.key = string(key[1 : len(key)-1])
-				return nil
-			}
-		}
-	}
-	var k struct { // what the quick scan could not read, the slow way
+func (e *rawEnvoy) UnmarshalJSON(b []byte) error {
+	var k struct {
 		EnvoyKey string `json:"envoy_key"`
 		CreateTs int64  `json:"create_ts"`
 	}
 	if err := json.Unmarshal(b, &k); err != nil {
 		return err
 	}
-	e.createTs, e.key = k.CreateTs, k.EnvoyKey
+	e.raw, e.createTs, e.key = bytes.Clone(b), k.CreateTs, k.EnvoyKey
 	return nil
-}
-
-// members returns the raw values of the members of the JSON object obj named names (nil for
-// one that is absent), in one quick pass that decodes nothing. obj must be valid JSON
-// (encoding/json checks a whole document before it calls an UnmarshalJSON method); on other
-// input it returns meaningless values but never panics or loops. ok is false when obj is not
-// an object or a member name holds an escape: the caller then decodes the slow way. Of a
-// repeated name the last is taken, as encoding/json does.
-func members(obj []byte, names ...string) (vals [][]byte, ok bool) {
-	vals = make([][]byte, len(names))
-	if !membersTo(vals, obj, names...) {
-		return nil, false
-	}
-	return vals, true
-}
-
-// membersTo is members writing the values into vals, which has one element per name.
-func membersTo(vals [][]byte, obj []byte, names ...string) (ok bool) {
-	_, ok = objectMembers(vals, obj, skipSpace(obj, 0), names...)
-	return ok
-}
-
-// objectMembers is membersTo for the object that begins at obj[i], which also returns the
-// index just past the object.
-func objectMembers(vals [][]byte, obj []byte, i int, names ...string) (end int, ok bool) {
-	clear(vals)
-	if i >= len(obj) || obj[i] != '{' {
-		return i, false
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			if i < len(obj) && obj[i] == '}' {
-				i++
-			}
-			return i, true // past the '}', or the end
-		}
-		end := skipValue(obj, i)
-		if end-1 <= i {
-			return end, false
-		}
-		name := obj[i+1 : end-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			return end, false
-		}
-		i = skipSpace(obj, end)
-		i = skipSpace(obj, i+1) // the ':'
-		end = skipValue(obj, i)
-		for k, n := range names {
-			if string(name) == n {
-				vals[k] = obj[i:end]
-			}
-		}
-		i = skipSpace(obj, end)
-		if i < len(obj) && obj[i] == ',' {
-			i++
-		}
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the valid JSON value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		for i++; i < len(b); i++ {
-			switch b[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1
-			}
-		}
-		return i
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipValue(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
 }
 
 // peerPage is a datacenter's answer to GET /runners or /envoys, decoded for merging.
 type peerPage struct {
-	Runners    []rawRunner
-	Envoys     []rawEnvoy
-	Pagination apihttp.Pagination
-}
-
-// UnmarshalJSON reads {"runners"|"envoys": [...], "pagination": {...}} with the quick scans,
-// which is safe: encoding/json has checked that b is valid JSON before it calls this. The
-// items are read in the same pass that finds them.
-func (p *peerPage) UnmarshalJSON(b []byte) error {
-	b = bytes.Clone(b) // the items are kept: one copy for all of them
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return p.slow(b)
-	}
-	var pagination []byte
-	for i++; ; {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != '"' {
-			break // '}' or the end
-		}
-		end := skipValue(b, i)
-		name := b[i+1 : max(i+1, end-1)]
-		if end-1 <= i || bytes.IndexByte(name, '\\') >= 0 {
-			return p.slow(b)
-		}
-		i = skipSpace(b, skipSpace(b, end)+1) // past the ':'
-		var err error
-		switch string(name) {
-		case "runners": // a repeated member replaces the earlier one, as in encoding/json
-			p.Runners = p.Runners[:0]
-			i, err = eachObject(b, i, runnerMembers, func(el []byte, v [2][]byte, ok bool) error {
-				var r rawRunner
-				err := r.fromMembers(el, v, ok)
-				p.Runners = append(p.Runners, r)
-				return err
-			})
-		case "envoys":
-			p.Envoys = p.Envoys[:0]
-			i, err = eachObject(b, i, envoyMembers, func(el []byte, v [2][]byte, ok bool) error {
-				var e rawEnvoy
-				err := e.fromMembers(el, v, ok)
-				p.Envoys = append(p.Envoys, e)
-				return err
-			})
-		case "pagination":
-			end = skipValue(b, i)
-			pagination, i = b[i:end], end
-		default:
-			i = skipValue(b, i)
-		}
-		if err != nil {
-			return err
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i++
-		}
-	}
-	if pagination == nil {
-		return nil
-	}
-	return json.Unmarshal(pagination, &p.Pagination)
-}
-
-// slow decodes b with encoding/json, for what the quick scan does not read.
-func (p *peerPage) slow(b []byte) error {
-	var slow struct {
-		Runners    []rawRunner        `json:"runners"`
-		Envoys     []rawEnvoy         `json:"envoys"`
-		Pagination apihttp.Pagination `json:"pagination"`
-	}
-	err := json.Unmarshal(b, &slow)
-	p.Runners, p.Envoys, p.Pagination = slow.Runners, slow.Envoys, slow.Pagination
-	return err
-}
-
-// eachObject calls f with each element of the valid JSON array that begins at arr[i], and
-// returns the index just past the array (for null, past the null). An element that is an
-// object comes with the values of the two members names and ok from objectMembers, read in
-// the pass that finds the element's end; for another element ok is false.
-func eachObject(arr []byte, i int, names []string, f func(el []byte, v [2][]byte, ok bool) error) (int, error) {
-	if i >= len(arr) || arr[i] != '[' {
-		return skipValue(arr, i), nil
-	}
-	for i++; ; {
-		i = skipSpace(arr, i)
-		if i >= len(arr) {
-			return i, nil
-		}
-		if arr[i] == ']' {
-			return i + 1, nil
-		}
-		var v [2][]byte
-		end, ok := objectMembers(v[:], arr, i, names...)
-		if !ok {
-			end = skipValue(arr, i)
-		}
-		if err := f(arr[i:end:end], v, ok); err != nil {
-			return end, err
-		}
-		i = skipSpace(arr, end)
-		if i < len(arr) && arr[i] == ',' {
-			i++
-		}
-	}
+	Runners    []rawRunner        `json:"runners"`
+	Envoys     []rawEnvoy         `json:"envoys"`
+	Pagination apihttp.Pagination `json:"pagination"`
 }
 
 // writeList answers 200 with {"<field>": [items...], "pagination": {"cursor": cursor}}.
@@ -430,31 +161,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// localPeers holds, for each Server with a store (Deps.DB), the api-peer of its own
-// datacenter that serves that datacenter's part of a fan-out in process (fanOutListLocal):
-// weak.Pointer[Server] → *apipeer.Server, made at first use. The entry goes when its Server
-// is collected. It is a table beside Server, not a field of it, only because server.go is
-// outside this change; a field set by New would do the same.
-var localPeers sync.Map
-
-// localPeer returns the Server's in-process api-peer, or nil when it has no store. The
-// api-peer has the Server's store, topology and peer client, so it answers as the
-// datacenter's own api-peer does (namespace names resolved at the leader and cached, for a
-// datacenter that is not the leader). It is not given the admin token: the request was
-// authenticated by api-public already.
-func (s *Server) localPeer() *apipeer.Server {
-	if s.deps.DB == nil {
-		return nil
-	}
-	key := weak.Make(s)
-	if p, ok := localPeers.Load(key); ok {
-		return p.(*apipeer.Server)
-	}
-	p, loaded := localPeers.LoadOrStore(key, apipeer.New(apipeer.Deps{
-		DB: s.deps.DB, Topology: s.deps.Topology, Peers: s.deps.Peers, Log: s.deps.Log,
-	}))
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { localPeers.Delete(k) }, key)
-	}
-	return p.(*apipeer.Server)
-}
+// localPeer returns the Server's in-process api-peer (Server.local), or nil when it has no
+// store.
+func (s *Server) localPeer() *apipeer.Server { return s.local }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -34,6 +35,12 @@ type Deps struct {
 // routes.go.
 type Server struct {
 	deps Deps
+	// local serves this datacenter's part of a list fan-out in process (fanOutListLocal),
+	// when Deps.DB is set: the same answer as its api-peer, without encoding it to JSON and
+	// decoding it again. It has the store, topology and peer client, so it answers as the
+	// datacenter's own api-peer does (namespace names resolved at the leader), and no admin
+	// token: api-public authenticated the request already.
+	local *apipeer.Server
 }
 
 // New returns the public API over deps.
@@ -41,7 +48,11 @@ func New(deps Deps) *Server {
 	if deps.DatacenterTimeout <= 0 {
 		deps.DatacenterTimeout = apihttp.DefaultPeerTimeout
 	}
-	return &Server{deps: deps}
+	s := &Server{deps: deps}
+	if deps.DB != nil {
+		s.local = apipeer.New(apipeer.Deps{DB: deps.DB, Topology: deps.Topology, Peers: deps.Peers, Log: deps.Log})
+	}
+	return s
 }
 
 // Handler returns the public API as an http.Handler: an apihttp echo instance (error handler,
