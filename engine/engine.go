@@ -47,8 +47,6 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Observability holds test hooks of the tracing and the store census (observe.go).
 	Observability ObservabilityOptions
-	// Shutdown bounds the graceful drain (shutdown.go); zero fields mean the defaults.
-	Shutdown ShutdownSettings
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -67,7 +65,7 @@ type Engine struct {
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
 	admit       admission
-	shutdown    ShutdownSettings
+	shutdown    shutdownSettings
 	shutdownReq chan ShutdownMode // POST /shutdown
 
 	// stopLoops ends the background loops (pegboard); loops waits for them.
@@ -98,15 +96,10 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	}
 	log := obs.log
 	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs,
-		shutdown: opts.Shutdown, shutdownReq: make(chan ShutdownMode, 1)}
+		shutdown:    shutdownSettings{Releases: int(cfg.Node.Releases), DrainTimeout: config.Ms(cfg.Node.ShutdownDrainMs)},
+		shutdownReq: make(chan ShutdownMode, 1)}
 	if e.timeout <= 0 {
 		e.timeout = DefaultShutdownTimeout
-	}
-	if e.shutdown.Releases <= 0 {
-		e.shutdown.Releases = cluster.DefaultReleases
-	}
-	if e.shutdown.DrainTimeout <= 0 {
-		e.shutdown.DrainTimeout = DefaultDrainFor
 	}
 	var undo []func()
 	defer func() {
@@ -214,12 +207,12 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
-		ActorReadyTimeout:    config.Millis(cfg.Guard.ActorReadyTimeout),
-		FetchActorTimeout:    config.Millis(cfg.Guard.RoutePegboardFetchActor),
-		WakeSignalTimeout:    config.Millis(cfg.Guard.RoutePegboardWakeSignal),
-		ResolveQueryTimeout:  config.Millis(cfg.Guard.RoutePegboardResolveQuery),
-		ResponseStartTimeout: config.Millis(cfg.Guard.GatewayResponseStartTimeout),
-		WebSocketOpenTimeout: config.Millis(cfg.Guard.GatewayWebSocketOpenTimeout),
+		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
+		FetchActorTimeout:    config.Ms(cfg.Guard.RoutePegboardFetchActor),
+		WakeSignalTimeout:    config.Ms(cfg.Guard.RoutePegboardWakeSignal),
+		ResolveQueryTimeout:  config.Ms(cfg.Guard.RoutePegboardResolveQuery),
+		ResponseStartTimeout: config.Ms(cfg.Guard.GatewayResponseStartTimeout),
+		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
 		Telemetry:            obs.gateway(),
 	})
 	publicAPI = obs.public(gateway.Wrap(publicAPI), apiOnly, cfg, e.db, topo.Local)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,46 +20,13 @@ import (
 // with 1011 ws.going_away so their runners reconnect to another node at once (same runner
 // key, so the same runner id and actors), and so do the envoy sockets (same envoy key) and
 // the client WebSockets of the gateway; the node's ownership records, runners' and envoys',
-// are released, at most Releases at a time; the drain ends as soon as no socket, request or release is left, or at
-// DrainTimeout.
+// are released, at most node.releases at a time; the drain ends as soon as no socket, request
+// or release is left, or after node.shutdown_drain_ms.
 
-// Shutdown tuning from the environment, validated strictly at start.
-const (
-	EnvReleases     = "BERTH_RELEASES"
-	EnvShutdownMs   = "BERTH_SHUTDOWN_DRAIN_MS"
-	DefaultDrainFor = 25 * time.Second
-)
-
-// ShutdownSettings are the drain's bounds.
-type ShutdownSettings struct {
-	Releases     int           // ownership releases in flight at most (BERTH_RELEASES, 128)
-	DrainTimeout time.Duration // the whole drain's bound (BERTH_SHUTDOWN_DRAIN_MS, 25000)
-}
-
-// ShutdownSettingsFromEnv reads BERTH_RELEASES and BERTH_SHUTDOWN_DRAIN_MS from environ
-// (KEY=VALUE entries): unset means the default; a set value, even empty, must be a positive
-// integer, else the error names the variable and its value.
-func ShutdownSettingsFromEnv(environ []string) (ShutdownSettings, error) {
-	s := ShutdownSettings{Releases: cluster.DefaultReleases, DrainTimeout: DefaultDrainFor}
-	for _, kv := range environ {
-		name, val, _ := strings.Cut(kv, "=")
-		if name != EnvReleases && name != EnvShutdownMs {
-			continue
-		}
-		n, err := strconv.ParseUint(val, 10, 31)
-		switch {
-		case err != nil:
-			return s, fmt.Errorf("%s has invalid value %q: want a positive integer", name, val)
-		case n == 0:
-			return s, fmt.Errorf("%s must be greater than zero, not 0", name)
-		}
-		if name == EnvReleases {
-			s.Releases = int(n)
-		} else {
-			s.DrainTimeout = time.Duration(n) * time.Millisecond
-		}
-	}
-	return s, nil
+// shutdownSettings are the drain's bounds (node.releases, node.shutdown_drain_ms).
+type shutdownSettings struct {
+	Releases     int           // ownership releases in flight at most
+	DrainTimeout time.Duration // the whole drain's bound
 }
 
 // ShutdownMode says what a drain does with the node's ownership records.

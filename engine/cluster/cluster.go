@@ -21,7 +21,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// DefaultReleases is how many ownership releases may be in flight at once (BERTH_RELEASES).
+// DefaultReleases is how many ownership releases may be in flight at once (node.releases).
 const DefaultReleases = 128
 
 // Options configures a Node.

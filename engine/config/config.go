@@ -90,9 +90,6 @@ type Guard struct {
 	GatewayWebSocketOpenTimeout uint32 `json:"gateway_websocket_open_timeout"`
 }
 
-// Millis returns ms milliseconds as a duration.
-func Millis(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }
-
 // Addr returns host:port for net.Listen.
 func (g Guard) Addr() string { return listenAddr(g.Host, g.Port) }
 
@@ -169,6 +166,12 @@ type Node struct {
 	// The process may hold this much garbage. 0 turns it off; GOGC in the environment
 	// overrides it; GOMEMLIMIT still caps the heap. Default 64, at most 16384.
 	GCHeapFloorMiB uint32 `json:"gc_heap_floor_mib"`
+	// Releases bounds the ownership releases in flight during a graceful drain (environment
+	// alias BERTH_RELEASES). Default 128.
+	Releases uint32 `json:"releases"`
+	// ShutdownDrainMs bounds a whole graceful drain, in milliseconds; keep it below the
+	// supervisor's kill timeout (environment alias BERTH_SHUTDOWN_DRAIN_MS). Default 25000.
+	ShutdownDrainMs uint32 `json:"shutdown_drain_ms"`
 }
 
 // Pegboard holds the control plane's timings, in milliseconds, named as on the Rivet engine.
@@ -238,6 +241,8 @@ const (
 	DefaultDatabaseURL       = "file://data/berth"
 	DefaultDatacenterTimeout = 5000 // ms
 	DefaultNodeLeaseMs       = 10000
+	DefaultReleases          = 128
+	DefaultShutdownDrainMs   = 25000
 	DefaultGCHeapFloorMiB    = 64
 
 	DefaultRunnerLostThreshold        = 15000   // ms
@@ -278,9 +283,12 @@ func Default() *Config {
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
 		APIPeer:   APIPeer{Host: DefaultHost, Port: DefaultAPIPeerPort},
 		Database:  Database{URL: DefaultDatabaseURL},
-		Node:      Node{LeaseMs: DefaultNodeLeaseMs, GCHeapFloorMiB: DefaultGCHeapFloorMiB},
-		Metrics:   Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
-		Log:       Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Node: Node{
+			LeaseMs: DefaultNodeLeaseMs, GCHeapFloorMiB: DefaultGCHeapFloorMiB,
+			Releases: DefaultReleases, ShutdownDrainMs: DefaultShutdownDrainMs,
+		},
+		Metrics: Metrics{Host: DefaultHost, Port: DefaultMetricsPort},
+		Log:     Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pegboard: Pegboard{
 			RunnerLostThreshold:                 DefaultRunnerLostThreshold,
 			RunnerEligibleThreshold:             DefaultRunnerEligibleThreshold,

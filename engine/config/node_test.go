@@ -38,3 +38,36 @@ func TestValidateNodeAndPubSub(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownKeysAndAliases: node.releases and node.shutdown_drain_ms come from the schema
+// or from their older environment names, the BERTH__ form winning; bad values name the
+// variable they came from.
+func TestShutdownKeysAndAliases(t *testing.T) {
+	for _, tc := range []struct {
+		env      []string
+		releases uint32
+		drainMs  uint32
+		err      string
+	}{
+		{env: nil, releases: 128, drainMs: 25000},
+		{env: []string{"PATH=/bin", "BERTH_RELEASES=4", "BERTH_SHUTDOWN_DRAIN_MS=1500"}, releases: 4, drainMs: 1500},
+		{env: []string{"BERTH_RELEASES=4", "BERTH__node__releases=9"}, releases: 9, drainMs: 25000},
+		{env: []string{"BERTH__node__shutdown_drain_ms=700"}, releases: 128, drainMs: 700},
+		{env: []string{"BERTH_RELEASES=0"}, err: "node.releases: must be greater than zero, not 0"},
+		{env: []string{"BERTH_RELEASES="}, err: "env BERTH_RELEASES"},
+		{env: []string{"BERTH_SHUTDOWN_DRAIN_MS=-5"}, err: "env BERTH_SHUTDOWN_DRAIN_MS"},
+		{env: []string{"BERTH_SHUTDOWN_DRAIN_MS=25s"}, err: "env BERTH_SHUTDOWN_DRAIN_MS"},
+		{env: []string{"BERTH_RELEASES=99999999999"}, err: "env BERTH_RELEASES"},
+	} {
+		c, err := Load(Sources{Environ: tc.env})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || c.Node.Releases != tc.releases || c.Node.ShutdownDrainMs != tc.drainMs {
+			t.Errorf("%q: %+v %v, want %d releases, %d ms", tc.env, c.Node, err, tc.releases, tc.drainMs)
+		}
+	}
+}

@@ -287,13 +287,27 @@ func (p *jsonParser) value(depth int) (*node, error) {
 // envPrefix starts every environment variable the engine reads.
 const envPrefix = "BERTH__"
 
-// parseEnv turns BERTH__section__key=value variables (os.Environ form) into a tree. Other
-// variables are ignored; a BERTH__ variable with an empty segment is an error.
+// envAliases are older environment names kept for schema keys; BERTH__node__releases
+// wins over BERTH_RELEASES when both are set.
+var envAliases = map[string][]string{
+	"BERTH_RELEASES":          {"node", "releases"},
+	"BERTH_SHUTDOWN_DRAIN_MS": {"node", "shutdown_drain_ms"},
+}
+
+// parseEnv turns BERTH__section__key=value variables (os.Environ form), and the names in
+// envAliases, into a tree. Other variables are ignored; a BERTH__ variable with an empty
+// segment is an error.
 func parseEnv(environ []string) (*node, error) {
 	root := newMap("environment")
 	var errs []error
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
+		if path, ok := envAliases[name]; ok {
+			if !hasEnv(environ, envPrefix+strings.Join(path, "__")) {
+				setPath(root, path, val, "env "+name)
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(name, envPrefix)
 		if !ok {
 			continue
@@ -306,4 +320,9 @@ func parseEnv(environ []string) (*node, error) {
 		setPath(root, path, val, "env "+name)
 	}
 	return root, errors.Join(errs...)
+}
+
+// hasEnv reports whether environ sets name.
+func hasEnv(environ []string, name string) bool {
+	return slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }

@@ -128,6 +128,12 @@ func (c *Config) validate() []*FieldError {
 	if c.Node.GCHeapFloorMiB > 16384 {
 		bad("node.gc_heap_floor_mib", "must be at most 16384 (MiB), not %d", c.Node.GCHeapFloorMiB)
 	}
+	if c.Node.Releases == 0 {
+		bad("node.releases", "must be greater than zero, not 0")
+	}
+	if c.Node.ShutdownDrainMs == 0 {
+		bad("node.shutdown_drain_ms", "must be greater than zero, not 0")
+	}
 
 	for _, f := range []struct {
 		name string

@@ -66,8 +66,8 @@ func (c *cli) startCommand() *cobra.Command {
 		Use:   "start",
 		Short: "Run the engine",
 		Long: `Run the engine until SIGINT, SIGTERM or POST /shutdown on the api-peer port (a graceful drain:
-BERTH_SHUTDOWN_DRAIN_MS bounds it, default 25000; BERTH_RELEASES bounds the ownership releases in
-flight, default 128; both must be positive integers): the public API, the runner and envoy sockets and the
+node.shutdown_drain_ms bounds it, default 25000; node.releases bounds the ownership releases in
+flight, default 128; BERTH_SHUTDOWN_DRAIN_MS and BERTH_RELEASES are aliases): the public API, the runner and envoy sockets and the
 actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 6430.
 
 ` + configHelp + ` Unknown keys and bad values stop the engine before it starts.`,
@@ -78,11 +78,6 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// BERTH_RELEASES and BERTH_SHUTDOWN_DRAIN_MS are checked before anything starts.
-			sh, err := engine.ShutdownSettingsFromEnv(c.environ)
-			if err != nil {
-				return fmt.Errorf("start: %w", err)
-			}
 			cfg, err := cf.load(cmd, c.environ)
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
@@ -92,7 +87,7 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 				return fmt.Errorf("start: %w", err)
 			}
 			defer gcfloor.Start(uint64(cfg.Node.GCHeapFloorMiB)<<20, c.environ)()
-			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log, Shutdown: sh})
+			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log})
 		},
 	}
 	cf.add(cmd)
