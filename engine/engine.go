@@ -493,16 +493,16 @@ func (l localSockets) OpenTunnel(h actor.Host) (cluster.Tunnel, error) {
 // ActorConfig is the actor lifecycle's part of the pegboard config.
 func ActorConfig(pb config.Pegboard) actor.Config {
 	c := actor.DefaultConfig()
-	c.RunnerEligibleThreshold = int64(pb.RunnerEligibleThreshold)
-	c.EnvoyEligibleThreshold = int64(pb.EnvoyEligibleThreshold)
-	c.EnvoyLostThreshold = int64(pb.EnvoyLostThreshold)
+	c.RunnerEligibleThreshold = config.Ms(pb.RunnerEligibleThreshold)
+	c.EnvoyEligibleThreshold = config.Ms(pb.EnvoyEligibleThreshold)
+	c.EnvoyLostThreshold = config.Ms(pb.EnvoyLostThreshold)
 	c.EnvoyPlacement = pb.EnvoyPlacement
-	c.ActorStartThreshold = int64(pb.ActorStartThreshold)
-	c.ActorStopThreshold = int64(pb.ActorStopThreshold)
-	c.BaseRetryTimeout = int64(pb.BaseRetryTimeout)
-	c.RetryResetDuration = int64(pb.RetryResetDuration)
+	c.ActorStartThreshold = config.Ms(pb.ActorStartThreshold)
+	c.ActorStopThreshold = config.Ms(pb.ActorStopThreshold)
+	c.BaseRetryTimeout = config.Ms(pb.BaseRetryTimeout)
+	c.RetryResetDuration = config.Ms(pb.RetryResetDuration)
 	c.RescheduleBackoffMaxExponent = int(pb.RescheduleBackoffMaxExponent)
-	c.HibernatingRequestEligibleThreshold = int64(pb.HibernatingRequestEligibleThreshold)
+	c.HibernatingRequestEligibleThreshold = config.Ms(pb.HibernatingRequestEligibleThreshold)
 	return c
 }
 

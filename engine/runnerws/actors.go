@@ -99,5 +99,5 @@ func (c *conn) ackCommands(m proto.ToServerAckCommands) {
 // eligibleAgain reports whether a ping after prevPingTs makes the runner eligible again
 // (its previous ping was older than the eligibility threshold), so its pool's queue may move.
 func (c *conn) eligibleAgain(prevPingTs int64, now time.Time) bool {
-	return now.UnixMilli()-prevPingTs > c.s.o.Runners.Actors().Config().RunnerEligibleThreshold
+	return now.UnixMilli()-prevPingTs > c.s.o.Runners.Actors().Config().RunnerEligibleThreshold.Milliseconds()
 }

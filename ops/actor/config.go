@@ -1,54 +1,58 @@
 package actor
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"time"
+)
 
-// Config holds the lifecycle timings (milliseconds, Rivet's names and defaults).
+// Config holds the lifecycle timings (Rivet's names and defaults). The lifecycle works on
+// millisecond timestamps, so each is used at millisecond precision.
 type Config struct {
 	// RunnerEligibleThreshold: a runner not pinged for this long gets no new actor.
-	RunnerEligibleThreshold int64
+	RunnerEligibleThreshold time.Duration
 	// EnvoyEligibleThreshold: an envoy not pinged for this long gets no new actor.
-	EnvoyEligibleThreshold int64
+	EnvoyEligibleThreshold time.Duration
 	// EnvoyLostThreshold: an actor whose envoy has not pinged for this long is lost (it
 	// sleeps); a running actor on an envoy checks this every EnvoyLostThreshold.
-	EnvoyLostThreshold int64
+	EnvoyLostThreshold time.Duration
 	// EnvoyPlacement is how envoys are chosen: ops/envoy.PlaceHashRing (the default) or
 	// PlaceLoadBalancer.
 	EnvoyPlacement string
 	// ActorStartThreshold: an actor placed but not reported running after this long is lost.
-	ActorStartThreshold int64
+	ActorStartThreshold time.Duration
 	// ActorStopThreshold: an actor told to stop but not reported stopped after this long is lost.
-	ActorStopThreshold int64
+	ActorStopThreshold time.Duration
 	// BaseRetryTimeout, RetryResetDuration and RescheduleBackoffMaxExponent shape the crash
 	// backoff: base·2^min(n, max) plus up to BackoffJitter.
-	BaseRetryTimeout             int64
-	RetryResetDuration           int64
+	BaseRetryTimeout             time.Duration
+	RetryResetDuration           time.Duration
 	RescheduleBackoffMaxExponent int
-	BackoffJitter                int64
+	BackoffJitter                time.Duration
 	// WakePendingTimeout: a woken sleep-policy actor waits this long for capacity, then
 	// sleeps again.
-	WakePendingTimeout int64
+	WakePendingTimeout time.Duration
 	// HibernatingRequestEligibleThreshold: a hibernating WebSocket not kept alive for this
 	// long is not restored at the actor's next start.
-	HibernatingRequestEligibleThreshold int64
-	// Jitter returns a random duration in [0, n); nil means math/rand.
+	HibernatingRequestEligibleThreshold time.Duration
+	// Jitter returns a random number of milliseconds in [0, n); nil means math/rand.
 	Jitter func(n int64) int64
 }
 
 // DefaultConfig returns Rivet's defaults.
 func DefaultConfig() Config {
 	return Config{
-		RunnerEligibleThreshold:             10_000,
-		EnvoyEligibleThreshold:              10_000,
-		EnvoyLostThreshold:                  15_000,
+		RunnerEligibleThreshold:             10 * time.Second,
+		EnvoyEligibleThreshold:              10 * time.Second,
+		EnvoyLostThreshold:                  15 * time.Second,
 		EnvoyPlacement:                      "hash_ring",
-		ActorStartThreshold:                 30_000,
-		ActorStopThreshold:                  1_800_000,
-		BaseRetryTimeout:                    2_000,
-		RetryResetDuration:                  600_000,
+		ActorStartThreshold:                 30 * time.Second,
+		ActorStopThreshold:                  30 * time.Minute,
+		BaseRetryTimeout:                    2 * time.Second,
+		RetryResetDuration:                  10 * time.Minute,
 		RescheduleBackoffMaxExponent:        8,
-		BackoffJitter:                       500,
-		WakePendingTimeout:                  60_000,
-		HibernatingRequestEligibleThreshold: 90_000,
+		BackoffJitter:                       500 * time.Millisecond,
+		WakePendingTimeout:                  time.Minute,
+		HibernatingRequestEligibleThreshold: 90 * time.Second,
 	}
 }
 
@@ -62,8 +66,8 @@ func (c Config) jitter(n int64) int64 {
 	return rand.Int64N(n)
 }
 
-// backoff is the wait before the n-th retry (n ≥ 1).
+// backoff is the wait before the n-th retry (n ≥ 1), in milliseconds.
 func (c Config) backoff(n uint32) int64 {
 	exp := min(int(n)-1, c.RescheduleBackoffMaxExponent)
-	return c.BaseRetryTimeout<<max(exp, 0) + c.jitter(c.BackoffJitter)
+	return c.BaseRetryTimeout.Milliseconds()<<max(exp, 0) + c.jitter(c.BackoffJitter.Milliseconds())
 }

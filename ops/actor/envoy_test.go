@@ -61,7 +61,7 @@ func TestEnvoyHostedLifecycle(t *testing.T) {
 	}
 	out := w.eventsOn(h, ev(aid, 0, 0, running))
 	st = w.state(aid)
-	if st.Phase != keys.PhaseRunning || st.LivenessTs == nil || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold || len(out.Effects.Ready) != 1 {
+	if st.Phase != keys.PhaseRunning || st.LivenessTs == nil || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold.Milliseconds() || len(out.Effects.Ready) != 1 {
 		t.Fatalf("after running: %+v; want running with a liveness check due", st)
 	}
 	out = w.eventsOn(h, ev(aid, 0, 1, wantSleep))
@@ -89,13 +89,13 @@ func TestEnvoyLostActorSleeps(t *testing.T) {
 	timer := func() Effects {
 		return w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
 	}
-	w.now += w.cfg.EnvoyLostThreshold
+	w.now += w.cfg.EnvoyLostThreshold.Milliseconds()
 	w.ping(a)
 	timer()
-	if st := w.state(aid); st.Phase != keys.PhaseRunning || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold {
+	if st := w.state(aid); st.Phase != keys.PhaseRunning || *st.LivenessTs != w.now+w.cfg.EnvoyLostThreshold.Milliseconds() {
 		t.Fatalf("after a check with a fresh ping: %+v", st)
 	}
-	w.now += w.cfg.EnvoyLostThreshold + 1
+	w.now += w.cfg.EnvoyLostThreshold.Milliseconds() + 1
 	eff := timer()
 	st := w.state(aid)
 	var e map[string]map[string]string
@@ -177,10 +177,10 @@ func TestEnvoyLostWhileStopping(t *testing.T) {
 	w.eventsOn(a, ev(aid, 0, 0, running))
 	w.eventsOn(a, ev(aid, 0, 1, wantSleep))
 	st := w.state(aid)
-	if st.Phase != keys.PhaseStopping || st.TimerTs() == nil || *st.TimerTs() != w.now+w.cfg.EnvoyLostThreshold {
+	if st.Phase != keys.PhaseStopping || st.TimerTs() == nil || *st.TimerTs() != w.now+w.cfg.EnvoyLostThreshold.Milliseconds() {
 		t.Fatalf("stopping: %+v; want the liveness check as its timer", st)
 	}
-	w.now += w.cfg.EnvoyLostThreshold + 1
+	w.now += w.cfg.EnvoyLostThreshold.Milliseconds() + 1
 	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Timer(ctx, tx, in) }, aid)
 	if st := w.state(aid); st.Phase != keys.PhaseSleeping || st.Error != nil || st.LivenessTs != nil || w.slots(a) != 0 {
 		t.Fatalf("after the envoy went quiet: %+v", st)
@@ -192,7 +192,7 @@ func TestEnvoyLostWhileStopping(t *testing.T) {
 func TestNoEnvoys(t *testing.T) {
 	w := newWorld(t)
 	w.envoy("envoy-a", 1)
-	w.now += w.cfg.EnvoyEligibleThreshold + 1
+	w.now += w.cfg.EnvoyEligibleThreshold.Milliseconds() + 1
 	aid, _ := w.create(CrashSleep, nil)
 	if st := w.state(aid); st.Phase != keys.PhaseSleeping || string(st.Error) != `"no_envoys"` {
 		t.Fatalf("%+v (error %s); want sleeping with no_envoys", st, st.Error)

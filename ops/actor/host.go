@@ -144,7 +144,7 @@ func (m *machine) pickEnvoy(a *actor) (Host, bool, error) {
 	st := &a.st
 	key, ok, err := openvoy.Pick(m.ctx, m.tx, openvoy.PickInput{
 		Namespace: st.Namespace, PoolName: st.Selector, Strategy: m.cfg.EnvoyPlacement,
-		PingedSinceMs: m.now - m.cfg.EnvoyEligibleThreshold, Random: m.cfg.jitter,
+		PingedSinceMs: m.now - m.cfg.EnvoyEligibleThreshold.Milliseconds(), Random: m.cfg.jitter,
 	})
 	if err != nil || !ok {
 		return Host{}, false, err
@@ -155,13 +155,13 @@ func (m *machine) pickEnvoy(a *actor) (Host, bool, error) {
 
 func (m *machine) pickRunner(a *actor) (Host, bool, error) {
 	st := &a.st
-	cands, err := oprunner.ListCandidates(m.ctx, m.tx, st.Namespace, st.Selector, m.now-m.cfg.RunnerEligibleThreshold, 16)
+	cands, err := oprunner.ListCandidates(m.ctx, m.tx, st.Namespace, st.Selector, m.now-m.cfg.RunnerEligibleThreshold.Milliseconds(), 16)
 	if err != nil {
 		return Host{}, false, err
 	}
 	for _, i := range placementOrder(cands, m.cfg.jitter) {
 		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
-			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: st.NextGeneration, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold,
+			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: st.NextGeneration, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold.Milliseconds(),
 		})
 		if err != nil {
 			return Host{}, false, err
@@ -212,7 +212,7 @@ func (m *machine) alive(h Host) (bool, error) {
 	if err != nil {
 		return false, corrupt.Mark("envoy", err)
 	}
-	return found && ping >= m.now-m.cfg.EnvoyLostThreshold, nil
+	return found && ping >= m.now-m.cfg.EnvoyLostThreshold.Milliseconds(), nil
 }
 
 // livenessDeadline is when an actor placed on h next checks its host: envoys have no
@@ -222,5 +222,5 @@ func (m *machine) livenessDeadline(h Host) *int64 {
 	if !h.IsEnvoy() {
 		return nil
 	}
-	return ptr(m.now + m.cfg.EnvoyLostThreshold)
+	return ptr(m.now + m.cfg.EnvoyLostThreshold.Milliseconds())
 }

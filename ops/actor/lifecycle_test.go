@@ -291,7 +291,7 @@ func TestTimers(t *testing.T) {
 	if got := due(); len(got) != 0 {
 		t.Fatalf("due before the threshold: %v", got)
 	}
-	w.now += w.cfg.ActorStartThreshold
+	w.now += w.cfg.ActorStartThreshold.Milliseconds()
 	if got := due(); !slices.Equal(got, []id.ID{aid}) {
 		t.Fatalf("due = %v", got)
 	}
@@ -411,7 +411,7 @@ func TestStartRestoresHibernatingRequests(t *testing.T) {
 	aid, _ := w.create(CrashSleep, nil)
 	w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, wantSleep))
 	fresh := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{1, 2, 3, 4}, RequestID: proto.RequestID{5, 6, 7, 8}, NowMs: w.now}
-	stale := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{9}, RequestID: proto.RequestID{9}, NowMs: w.now - w.cfg.HibernatingRequestEligibleThreshold - 1}
+	stale := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{9}, RequestID: proto.RequestID{9}, NowMs: w.now - w.cfg.HibernatingRequestEligibleThreshold.Milliseconds() - 1}
 	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
 		SetHibernating(tx, fresh)
 		SetHibernating(tx, stale)

@@ -161,14 +161,14 @@ func (m *machine) start(a *actor, h Host) error {
 	st.StopReason = ""
 	st.WillWake = false
 	st.SleepTs, st.RescheduleTs, st.PendingUntil = nil, nil, nil
-	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold)
+	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold.Milliseconds())
 	st.LivenessTs = m.livenessDeadline(h)
 	st.Error = nil
 	input, _, err := keys.GetChunked(m.ctx, m.tx, keys.ActorInputKey{ActorID: a.id})
 	if err != nil {
 		return corrupt.Mark("actor", err)
 	}
-	hibernating, err := m.hibernatingRequests(a.id, m.now-m.cfg.HibernatingRequestEligibleThreshold)
+	hibernating, err := m.hibernatingRequests(a.id, m.now-m.cfg.HibernatingRequestEligibleThreshold.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (m *machine) sendStop(a *actor, reason keys.StopReason) {
 	st.Phase = keys.PhaseStopping
 	st.StopReason = reason
 	st.ConnectableTs = nil
-	st.Deadline = ptr(m.now + m.cfg.ActorStopThreshold)
+	st.Deadline = ptr(m.now + m.cfg.ActorStopThreshold.Milliseconds())
 	m.send(a, proto.CommandStopActor{}, stopReasons[reason])
 }
 
@@ -338,7 +338,7 @@ func (m *machine) reschedule(a *actor, crashed bool) error {
 	}
 	st.StopReason, st.WillWake = "", false
 	if crashed {
-		if m.now-st.LastRetryTs > m.cfg.RetryResetDuration {
+		if m.now-st.LastRetryTs > m.cfg.RetryResetDuration.Milliseconds() {
 			st.RetryCount = 0
 		}
 		st.RetryCount++

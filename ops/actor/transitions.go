@@ -61,7 +61,7 @@ func (m *machine) wake(a *actor) error {
 			return err
 		}
 		if a.st.Phase == keys.PhasePending && a.st.CrashPolicy == CrashSleep {
-			a.st.PendingUntil = ptr(m.now + m.cfg.WakePendingTimeout)
+			a.st.PendingUntil = ptr(m.now + m.cfg.WakePendingTimeout.Milliseconds())
 		}
 	case keys.PhaseStopping:
 		if a.st.StopReason == keys.StopSleep || a.st.StopReason == keys.StopDrain {
