@@ -438,11 +438,11 @@ type localSockets struct {
 	envoys  *envoyws.Server
 }
 
-func (l localSockets) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
+func (l localSockets) SendCommandsHere(h actor.Host, cmds []actor.Command) bool {
 	if h.IsEnvoy() {
 		return l.envoys.SendEnvoyCommandsHere(h, cmds)
 	}
-	return l.runners.SendCommandsHere(h.RunnerID, actor.Wrappers(cmds))
+	return l.runners.SendCommandsHere(h.RunnerID, cmds)
 }
 
 func (l localSockets) CloseHere(h actor.Host, err error) bool {

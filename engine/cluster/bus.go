@@ -7,8 +7,6 @@ import (
 
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -21,16 +19,23 @@ type busMessage struct {
 	Namespace string `json:"namespace,omitempty"`
 	Envoy     string `json:"envoy,omitempty"`
 	Conn      string `json:"conn,omitempty"`
-	// Commands is ToClientCommands encoded at the latest runner protocol version; Reasons,
-	// for an envoy, holds each command's stop reason (envoy v8), one byte each.
-	Commands []byte `json:"commands,omitempty"`
-	Reasons  []byte `json:"reasons,omitempty"`
+	// Commands are the commands of "commands".
+	Commands []busCommand `json:"commands,omitempty"`
 	// Group and Code are the close error of "close".
 	Group string `json:"group,omitempty"`
 	Code  string `json:"code,omitempty"`
 	// Actors are the actors an "actors" message says changed, on node From.
 	Actors []string `json:"actors,omitempty"`
 	From   string   `json:"from,omitempty"`
+}
+
+// busCommand is one actor.Command on the bus (its host is the message's).
+type busCommand struct {
+	Actor      id.ID            `json:"actor"`
+	Generation uint32           `json:"generation"`
+	Index      int64            `json:"index"`
+	Start      *actor.Start     `json:"start,omitempty"`
+	StopReason actor.StopReason `json:"stop_reason,omitempty"`
 }
 
 // busMessageFor is a message of op for h's socket.
@@ -64,20 +69,13 @@ func (n *Node) publish(m busMessage) {
 }
 
 // SendCommands forwards commands for h to the node holding its socket.
-func (n *Node) SendCommands(h actor.Host, cmds []actor.HostCommand) {
-	var reasons []byte
-	if h.IsEnvoy() {
-		for _, c := range cmds {
-			reasons = append(reasons, byte(c.StopReason))
-		}
-	}
-	b, err := proto.EncodeToClient(proto.ToClientCommands(actor.Wrappers(cmds)), proto.LatestVersion)
-	if err != nil {
-		n.o.Log.Error("cluster: encode commands", "host", h.String(), "error", err)
-		return
-	}
+func (n *Node) SendCommands(h actor.Host, cmds []actor.Command) {
 	m := busMessageFor("commands", h)
-	m.Commands, m.Reasons = b, reasons
+	m.Commands = make([]busCommand, len(cmds))
+	for i, c := range cmds {
+		cp := c.Checkpoint
+		m.Commands[i] = busCommand{Actor: cp.ActorID, Generation: cp.Generation, Index: cp.Index, Start: c.Start, StopReason: c.StopReason}
+	}
 	n.publish(m)
 }
 
@@ -152,36 +150,18 @@ func (n *Node) deliver(data []byte) {
 	}
 	switch m.Op {
 	case "commands":
-		cmds, err := m.commands(h)
-		if err != nil {
-			n.o.Log.Warn("cluster: bad commands on the bus", "host", h.String(), "error", err)
-			return
-		}
-		n.local.SendCommandsHere(h, cmds)
+		n.local.SendCommandsHere(h, m.commands(h))
 	case "close":
 		n.local.CloseHere(h, rerr.New(m.Group, m.Code))
 	}
 }
 
-// commands decodes the commands of a "commands" message for h.
-func (m busMessage) commands(h actor.Host) ([]actor.HostCommand, error) {
-	dec, err := proto.DecodeToClient(m.Commands, proto.LatestVersion)
-	if err != nil {
-		return nil, err
+// commands are the commands of a "commands" message for h.
+func (m busMessage) commands(h actor.Host) []actor.Command {
+	out := make([]actor.Command, len(m.Commands))
+	for i, c := range m.Commands {
+		out[i] = actor.Command{Host: h, Checkpoint: actor.Checkpoint{ActorID: c.Actor, Generation: c.Generation, Index: c.Index},
+			Start: c.Start, StopReason: c.StopReason}
 	}
-	wrapped, ok := dec.(proto.ToClientCommands)
-	if !ok {
-		return nil, errors.New("not ToClientCommands")
-	}
-	if h.IsEnvoy() && len(m.Reasons) != len(wrapped) {
-		return nil, errors.New("one stop reason per envoy command expected")
-	}
-	out := make([]actor.HostCommand, len(wrapped))
-	for i, c := range wrapped {
-		out[i] = actor.HostCommand{Host: h, Command: c}
-		if h.IsEnvoy() {
-			out[i].StopReason = envoyproto.StopActorReason(m.Reasons[i])
-		}
-	}
-	return out, nil
+	return out
 }

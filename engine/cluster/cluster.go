@@ -49,7 +49,7 @@ type Options struct {
 // Local is what this node's socket servers (runners and envoys) do for the cluster, each
 // call for a socket this node holds: false, or an error, when it is not here.
 type Local interface {
-	SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool
+	SendCommandsHere(h actor.Host, cmds []actor.Command) bool
 	CloseHere(h actor.Host, err error) bool
 	EvictHere(connID id.ID) bool
 	Holds(h actor.Host) bool

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeLocal struct {
 	mu     sync.Mutex
 	held   map[actor.Host]bool
-	cmds   map[actor.Host][]actor.HostCommand
+	cmds   map[actor.Host][]actor.Command
 	closed map[actor.Host]string
 	evict  map[id.ID]bool
 	actors [][]id.ID // what ActorsChanged got, call by call
@@ -35,7 +35,7 @@ type fakeLocal struct {
 }
 
 func newFakeLocal(held ...actor.Host) *fakeLocal {
-	l := &fakeLocal{held: map[actor.Host]bool{}, cmds: map[actor.Host][]actor.HostCommand{}, closed: map[actor.Host]string{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
+	l := &fakeLocal{held: map[actor.Host]bool{}, cmds: map[actor.Host][]actor.Command{}, closed: map[actor.Host]string{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
 	for _, h := range held {
 		l.held[h] = true
 	}
@@ -49,7 +49,7 @@ func (l *fakeLocal) ActorsChanged(actors []id.ID) {
 	l.got <- struct{}{}
 }
 
-func (l *fakeLocal) SendCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
+func (l *fakeLocal) SendCommandsHere(h actor.Host, cmds []actor.Command) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.held[h] {
@@ -135,11 +135,15 @@ func TestBusReachesTheHoldingNode(t *testing.T) {
 
 	for _, h := range []actor.Host{runner, envoy} {
 		conn := id.New(1)
-		stop := actor.HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: proto.ActorCheckpoint{ActorID: "x", Index: 3}, Inner: proto.CommandStopActor{}}}
+		key := "k"
+		start := actor.Command{Host: h, Checkpoint: actor.Checkpoint{ActorID: id.New(1), Generation: 2}, Start: &actor.Start{
+			Name: "counter", Key: &key, CreateTs: 7, Input: []byte{0, 1}, Hibernating: []actor.HibernatingRequest{{GatewayID: [4]byte{1}, RequestID: [4]byte{2}}},
+		}}
+		stop := actor.Command{Host: h, Checkpoint: actor.Checkpoint{ActorID: start.Checkpoint.ActorID, Generation: 2, Index: 3}, StopReason: actor.StopReasonSleep}
 		if h.IsEnvoy() {
-			stop.StopReason = envoyproto.StopActorReasonSleepIntent
+			stop.StopReason = actor.StopReasonGoingAway
 		}
-		na.SendCommands(h, []actor.HostCommand{stop})
+		na.SendCommands(h, []actor.Command{start, stop})
 		lb.await(t)
 		na.CloseSocket(h, rerr.WS("eviction"))
 		lb.await(t)
@@ -147,8 +151,7 @@ func TestBusReachesTheHoldingNode(t *testing.T) {
 		lb.await(t)
 		lb.mu.Lock()
 		got := lb.cmds[h]
-		if len(got) != 1 || got[0].Host != h || got[0].StopReason != stop.StopReason || got[0].Command.Checkpoint != stop.Command.Checkpoint ||
-			lb.closed[h] != "ws.eviction" || !lb.evict[conn] {
+		if !reflect.DeepEqual(got, []actor.Command{start, stop}) || lb.closed[h] != "ws.eviction" || !lb.evict[conn] {
 			t.Errorf("delivered to b for %v: commands %+v, closes %v, evictions %v", h, got, lb.closed, lb.evict)
 		}
 		lb.mu.Unlock()

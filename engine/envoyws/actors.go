@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/internal/kvserve"
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/protocol/bridge"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -26,7 +26,7 @@ func (c *conn) host() actor.Host { return actor.EnvoyHost(c.nsID, c.key) }
 // SendEnvoyCommands sends commands to envoy h if this server holds its socket, else (with
 // Options.Cluster) to the node that does. Commands that come before the socket replayed its
 // stored ones wait for the replay (sendCommands).
-func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand) {
+func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.Command) {
 	if !s.SendEnvoyCommandsHere(h, cmds) && s.o.Cluster != nil {
 		s.o.Cluster.SendCommands(h, cmds)
 	}
@@ -34,7 +34,7 @@ func (s *Server) SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand) {
 
 // SendEnvoyCommandsHere is SendEnvoyCommands for a socket on this node only; false when
 // none is here.
-func (s *Server) SendEnvoyCommandsHere(h actor.Host, cmds []actor.HostCommand) bool {
+func (s *Server) SendEnvoyCommandsHere(h actor.Host, cmds []actor.Command) bool {
 	s.mu.Lock()
 	c := s.byEnvoy[envoyRef{h.Namespace, h.EnvoyKey}]
 	s.mu.Unlock()
@@ -45,14 +45,14 @@ func (s *Server) SendEnvoyCommandsHere(h actor.Host, cmds []actor.HostCommand) b
 }
 
 // sendCommands writes cmds, or keeps them until the replay is out (c.cmds).
-func (c *conn) sendCommands(cmds []actor.HostCommand) { c.cmds.Send(cmds) }
+func (c *conn) sendCommands(cmds []actor.Command) { c.cmds.Send(cmds) }
 
 // writeCommands writes one ToEnvoyCommands (c.cmds' writer). A failed write fails the
 // socket: the envoy reconnects and gets the stored commands again.
-func (c *conn) writeCommands(cmds []actor.HostCommand) {
+func (c *conn) writeCommands(cmds []actor.Command) {
 	out := make(proto.ToEnvoyCommands, len(cmds))
-	for i, cmd := range cmds {
-		out[i] = bridge.CommandToEnvoy(cmd.Command, cmd.StopReason)
+	for i, cmd := range wsconn.CommandsToRunner(cmds) {
+		out[i] = bridge.CommandToEnvoy(cmd, proto.StopActorReason(cmds[i].StopReason))
 	}
 	c.addPreloadedKv(out)
 	if err := c.write(out); err != nil {
@@ -60,7 +60,7 @@ func (c *conn) writeCommands(cmds []actor.HostCommand) {
 	}
 }
 
-func hostCheckpoint(c actor.HostCommand) rp.ActorCheckpoint { return c.Command.Checkpoint }
+func hostCheckpoint(c actor.Command) actor.Checkpoint { return c.Checkpoint }
 
 // afterRegister runs once the socket is registered and reachable: the stored commands the
 // envoy must get again go first, then those held meanwhile (without duplicates), and the
@@ -77,7 +77,7 @@ func (c *conn) afterRegister() {
 
 // events applies the envoy's events and acknowledges them in one batch.
 func (c *conn) events(evs proto.ToRivetEvents) {
-	acks, err := c.s.o.Envoys.Actors().HostEvents(c.s.ctx, c.host(), bridge.EventsToRunner(evs))
+	acks, err := c.s.o.Envoys.Actors().HostEvents(c.s.ctx, c.host(), wsconn.EventsFromRunner(bridge.EventsToRunner(evs)))
 	if err != nil {
 		if c.s.ctx.Err() == nil {
 			c.s.o.Log.Warn("envoy socket: events", "envoy_key", c.key, "ray_id", c.ray, "error", err)
@@ -85,13 +85,13 @@ func (c *conn) events(evs proto.ToRivetEvents) {
 		return // not acknowledged: the envoy sends them again after a reconnect
 	}
 	if len(acks) > 0 {
-		c.reply(proto.ToEnvoyAckEvents{LastEventCheckpoints: bridge.CheckpointsToEnvoy(acks)})
+		c.reply(proto.ToEnvoyAckEvents{LastEventCheckpoints: bridge.CheckpointsToEnvoy(wsconn.CheckpointsToRunner(acks))})
 	}
 }
 
 // ackCommands clears the commands the envoy acknowledged.
 func (c *conn) ackCommands(m proto.ToRivetAckCommands) {
-	err := c.s.o.Envoys.Actors().HostAckCommands(c.s.ctx, c.host(), bridge.CheckpointsToRunner(m.LastCommandCheckpoints))
+	err := c.s.o.Envoys.Actors().HostAckCommands(c.s.ctx, c.host(), wsconn.CheckpointsFromRunner(bridge.CheckpointsToRunner(m.LastCommandCheckpoints)))
 	if err != nil && c.s.ctx.Err() == nil {
 		c.s.o.Log.Warn("envoy socket: ack commands", "envoy_key", c.key, "ray_id", c.ray, "error", err)
 	}

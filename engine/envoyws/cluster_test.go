@@ -11,7 +11,6 @@ import (
 	"github.com/berthhq/berth/engine/envoyws"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -60,7 +59,7 @@ func (f *fakeCluster) ReleaseSocket(ctx context.Context, h actor.Host, epoch int
 	f.released[h] = epoch
 }
 
-func (f *fakeCluster) SendCommands(h actor.Host, cmds []actor.HostCommand) {
+func (f *fakeCluster) SendCommands(h actor.Host, cmds []actor.Command) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sent[h] += len(cmds)
@@ -107,8 +106,8 @@ func TestClusterOwnership(t *testing.T) {
 	}
 
 	// Not here: to the cluster. Here: delivered on the socket, nothing to the cluster.
-	stop := actor.HostCommand{Host: two, Command: rp.CommandWrapper{Checkpoint: rp.ActorCheckpoint{ActorID: id.New(label).String()}, Inner: rp.CommandStopActor{}}}
-	srvA.SendEnvoyCommands(two, []actor.HostCommand{stop})
+	stop := actor.Command{Host: two, Checkpoint: actor.Checkpoint{ActorID: id.New(label)}}
+	srvA.SendEnvoyCommands(two, []actor.Command{stop})
 	srvA.CloseEnvoy(e.ns, "envoy-2", rerr.WS("eviction"))
 	if srvA.EvictHere(id.New(label)) {
 		t.Fatal("EvictHere closed a socket of an unknown connection")

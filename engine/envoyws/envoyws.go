@@ -24,7 +24,6 @@ import (
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -229,7 +228,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
-	c.cmds = wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]{Key: hostCheckpoint, Write: c.writeCommands}
+	c.cmds = wsconn.CommandGate[actor.Command, actor.Checkpoint]{Key: hostCheckpoint, Write: c.writeCommands}
 	s.active.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -262,7 +261,7 @@ type conn struct {
 	hb       wsconn.Heartbeat
 
 	// cmds holds commands until the stored ones are replayed after registration.
-	cmds wsconn.CommandGate[actor.HostCommand, rp.ActorCheckpoint]
+	cmds wsconn.CommandGate[actor.Command, actor.Checkpoint]
 
 	open wsconn.OpenSet[*Tunnel] // this socket's tunnels, closed with it
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -57,7 +56,7 @@ type Actors struct {
 type EnvoyCommandSockets interface {
 	// SendEnvoyCommands sends commands to envoy h, if this node holds its socket; an envoy
 	// that gets them late gets them from the stored commands when it reconnects.
-	SendEnvoyCommands(h actor.Host, cmds []actor.HostCommand)
+	SendEnvoyCommands(h actor.Host, cmds []actor.Command)
 	// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this node holds it.
 	CloseEnvoy(ns id.ID, envoyKey string, err error)
 }
@@ -162,11 +161,11 @@ func (p *Actors) Apply(eff actor.Effects) {
 }
 
 // sendCommands sends commands to their hosts' sockets, one batch per host, in order.
-func (p *Actors) sendCommands(cmds []actor.HostCommand) {
+func (p *Actors) sendCommands(cmds []actor.Command) {
 	if len(cmds) == 0 {
 		return
 	}
-	byHost := map[actor.Host][]actor.HostCommand{}
+	byHost := map[actor.Host][]actor.Command{}
 	var order []actor.Host
 	for _, c := range cmds {
 		if _, seen := byHost[c.Host]; !seen {
@@ -180,7 +179,7 @@ func (p *Actors) sendCommands(cmds []actor.HostCommand) {
 		case h.IsEnvoy() && envoys != nil:
 			envoys.SendEnvoyCommands(h, byHost[h])
 		case !h.IsEnvoy() && p.o.Sockets != nil:
-			p.o.Sockets.SendCommands(h.RunnerID, actor.Wrappers(byHost[h]))
+			p.o.Sockets.SendCommands(h.RunnerID, byHost[h])
 		}
 	}
 }
@@ -442,13 +441,8 @@ func (p *Actors) run(ctx context.Context, aid id.ID, f func(context.Context, udb
 
 // MARK: host sockets
 
-// Events applies a runner's events and returns the checkpoints to acknowledge.
-func (p *Actors) Events(ctx context.Context, rid id.ID, events []proto.EventWrapper) ([]proto.ActorCheckpoint, error) {
-	return p.HostEvents(ctx, actor.RunnerHost(rid), events)
-}
-
 // HostEvents applies a host's events and returns the checkpoints to acknowledge.
-func (p *Actors) HostEvents(ctx context.Context, h actor.Host, events []proto.EventWrapper) ([]proto.ActorCheckpoint, error) {
+func (p *Actors) HostEvents(ctx context.Context, h actor.Host, events []actor.Event) ([]actor.Checkpoint, error) {
 	in := actor.EventsInput{Host: h, Events: events, NowMs: now(), Config: p.o.Config}
 	out, err := Transact(ctx, p, func(tx udb.Transaction) (actor.EventsOutput, actor.Effects, error) {
 		out, err := actor.ApplyEvents(ctx, tx, in)
@@ -457,30 +451,19 @@ func (p *Actors) HostEvents(ctx context.Context, h actor.Host, events []proto.Ev
 	return out.Acks, err
 }
 
-// AckCommands clears the commands a runner acknowledged.
-func (p *Actors) AckCommands(ctx context.Context, rid id.ID, cps []proto.ActorCheckpoint) error {
-	return p.HostAckCommands(ctx, actor.RunnerHost(rid), cps)
-}
-
 // HostAckCommands clears the commands a host acknowledged.
-func (p *Actors) HostAckCommands(ctx context.Context, h actor.Host, cps []proto.ActorCheckpoint) error {
+func (p *Actors) HostAckCommands(ctx context.Context, h actor.Host, cps []actor.Checkpoint) error {
 	_, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
 		return nil, actor.AckCommands(ctx, tx, actor.AckCommandsInput{Host: h, Checkpoints: cps})
 	})
 	return err
 }
 
-// Replay returns the stored commands a runner that just connected must get again.
-func (p *Actors) Replay(ctx context.Context, rid id.ID) ([]proto.CommandWrapper, error) {
-	cmds, err := p.HostReplay(ctx, actor.RunnerHost(rid))
-	return actor.Wrappers(cmds), err
-}
-
 // HostReplay returns the stored commands a host that just connected must get again.
-func (p *Actors) HostReplay(ctx context.Context, h actor.Host) ([]actor.HostCommand, error) {
+func (p *Actors) HostReplay(ctx context.Context, h actor.Host) ([]actor.Command, error) {
 	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return actor.Replay(ctx, r, h) })
 	if err != nil {
 		return nil, err
 	}
-	return res.([]actor.HostCommand), nil
+	return res.([]actor.Command), nil
 }

@@ -11,7 +11,6 @@ import (
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -22,7 +21,7 @@ type Sockets interface {
 	CloseRunner(rid id.ID, err error)
 	// SendCommands sends commands to runner rid, if this node holds its socket; a runner
 	// that gets them late (it reconnects elsewhere) gets them from the stored commands.
-	SendCommands(rid id.ID, cmds []proto.CommandWrapper)
+	SendCommands(rid id.ID, cmds []actor.Command)
 }
 
 // Options configures Runners.

@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berthhq/berth/ops/actor"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
@@ -35,7 +35,7 @@ func (c *closed) CloseRunner(rid id.ID, err error) {
 	c.seen[rid] = e.Group + "." + e.Code
 }
 
-func (c *closed) SendCommands(id.ID, []proto.CommandWrapper) {}
+func (c *closed) SendCommands(id.ID, []actor.Command) {}
 
 func (c *closed) count() int {
 	c.mu.Lock()

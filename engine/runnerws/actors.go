@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -18,14 +19,14 @@ import (
 // SendCommands sends commands to runner rid if this server holds its socket, else (with
 // Options.Cluster) to the node that does. Commands that come before the socket's
 // ToClientInit is out wait for it, so the runner always sees its init first.
-func (s *Server) SendCommands(rid id.ID, cmds []proto.CommandWrapper) {
+func (s *Server) SendCommands(rid id.ID, cmds []actor.Command) {
 	if !s.SendCommandsHere(rid, cmds) && s.o.Cluster != nil {
-		s.o.Cluster.SendCommands(actor.RunnerHost(rid), actor.RunnerCommands(rid, cmds))
+		s.o.Cluster.SendCommands(actor.RunnerHost(rid), cmds)
 	}
 }
 
 // SendCommandsHere is SendCommands for a socket on this node only; false when none is here.
-func (s *Server) SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool {
+func (s *Server) SendCommandsHere(rid id.ID, cmds []actor.Command) bool {
 	s.mu.Lock()
 	c := s.byRunner[rid]
 	s.mu.Unlock()
@@ -36,17 +37,17 @@ func (s *Server) SendCommandsHere(rid id.ID, cmds []proto.CommandWrapper) bool {
 }
 
 // sendCommands writes cmds, or keeps them until the init is out (c.cmds).
-func (c *conn) sendCommands(cmds []proto.CommandWrapper) { c.cmds.Send(cmds) }
+func (c *conn) sendCommands(cmds []actor.Command) { c.cmds.Send(cmds) }
 
 // writeCommands writes one ToClientCommands (c.cmds' writer). A failed write fails the
 // socket: the runner reconnects and gets the stored commands again.
-func (c *conn) writeCommands(cmds []proto.CommandWrapper) {
-	if err := c.write(proto.ToClientCommands(cmds)); err != nil {
+func (c *conn) writeCommands(cmds []actor.Command) {
+	if err := c.write(proto.ToClientCommands(wsconn.CommandsToRunner(cmds))); err != nil {
 		c.fail(nil)
 	}
 }
 
-func checkpointOf(c proto.CommandWrapper) proto.ActorCheckpoint { return c.Checkpoint }
+func checkpointOf(c actor.Command) actor.Checkpoint { return c.Checkpoint }
 
 // write encodes m for the socket's protocol version and writes it.
 func (c *conn) write(m proto.ToClient) error {
@@ -64,7 +65,7 @@ func (c *conn) write(m proto.ToClient) error {
 // (starts not confirmed, stops under way) go first, then those held meanwhile, and the
 // pool's waiting actors may now be placed here.
 func (c *conn) afterInit(pool actor.Pool) {
-	replay, err := c.s.o.Runners.Actors().Replay(c.s.ctx, c.runnerID)
+	replay, err := c.s.o.Runners.Actors().HostReplay(c.s.ctx, actor.RunnerHost(c.runnerID))
 	if err != nil && c.s.ctx.Err() == nil {
 		c.s.o.Log.Warn("runner socket: replay commands", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
 	}
@@ -74,7 +75,7 @@ func (c *conn) afterInit(pool actor.Pool) {
 
 // events applies the runner's events and acknowledges them in one batch.
 func (c *conn) events(evs proto.ToServerEvents) {
-	acks, err := c.s.o.Runners.Actors().Events(c.s.ctx, c.runnerID, evs)
+	acks, err := c.s.o.Runners.Actors().HostEvents(c.s.ctx, actor.RunnerHost(c.runnerID), wsconn.EventsFromRunner(evs))
 	if err != nil {
 		if c.s.ctx.Err() == nil {
 			c.s.o.Log.Warn("runner socket: events", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
@@ -84,14 +85,15 @@ func (c *conn) events(evs proto.ToServerEvents) {
 	if len(acks) == 0 {
 		return
 	}
-	if err := c.write(proto.ToClientAckEvents{LastEventCheckpoints: acks}); err != nil {
+	if err := c.write(proto.ToClientAckEvents{LastEventCheckpoints: wsconn.CheckpointsToRunner(acks)}); err != nil {
 		c.fail(nil)
 	}
 }
 
 // ackCommands clears the commands the runner acknowledged.
 func (c *conn) ackCommands(m proto.ToServerAckCommands) {
-	if err := c.s.o.Runners.Actors().AckCommands(c.s.ctx, c.runnerID, m.LastCommandCheckpoints); err != nil && c.s.ctx.Err() == nil {
+	err := c.s.o.Runners.Actors().HostAckCommands(c.s.ctx, actor.RunnerHost(c.runnerID), wsconn.CheckpointsFromRunner(m.LastCommandCheckpoints))
+	if err != nil && c.s.ctx.Err() == nil {
 		c.s.o.Log.Warn("runner socket: ack commands", "runner_id", c.runnerID.String(), "ray_id", c.ray, "error", err)
 	}
 }

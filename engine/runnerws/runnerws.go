@@ -261,7 +261,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{s: s, ws: ws, ray: ray, done: make(chan struct{})}
-	c.cmds = wsconn.CommandGate[proto.CommandWrapper, proto.ActorCheckpoint]{Key: checkpointOf, Write: c.writeCommands}
+	c.cmds = wsconn.CommandGate[actor.Command, actor.Checkpoint]{Key: checkpointOf, Write: c.writeCommands}
 	s.active.Add(1)
 	// The socket is served on a goroutine of its own and the handler returns, so that
 	// net/http lets go of the connection's state and 8 KiB of buffers (hijack.go).
@@ -296,7 +296,7 @@ type conn struct {
 	pool actor.Pool // the runner's pool, for its pending queue
 
 	// cmds holds commands until ToClientInit is out and the stored ones are replayed.
-	cmds wsconn.CommandGate[proto.CommandWrapper, proto.ActorCheckpoint]
+	cmds wsconn.CommandGate[actor.Command, actor.Checkpoint]
 
 	open wsconn.OpenSet[*Tunnel] // this socket's tunnels, closed with it
 }

@@ -1,10 +1,6 @@
 package actor
 
-import (
-	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
-)
+import "github.com/berthhq/berth/pkg/id"
 
 // Effects is what a committed transition asks of the engine: they are facts already in
 // the store (commands are stored until acknowledged), so carrying them out late or twice
@@ -12,7 +8,7 @@ import (
 // does not redo.
 type Effects struct {
 	// Commands go to the hosts' sockets, in order.
-	Commands []HostCommand
+	Commands []Command
 	// Ready are actors that became connectable; Stopped ones that stopped being so (told to
 	// stop), and again once they have stopped and left their host.
 	Ready, Stopped []id.ID
@@ -25,34 +21,6 @@ type Effects struct {
 	// StoppedEnvoys were stopping and have no actor left: their sockets close with
 	// ws.eviction.
 	StoppedEnvoys []Host
-}
-
-// HostCommand is a command for one host, in the runner protocol's shape (runner v7 and
-// envoy v8 commands differ only in the stop's reason, which envoys get from StopReason).
-type HostCommand struct {
-	Host    Host
-	Command proto.CommandWrapper
-	// StopReason is why a stop command stops the actor (envoy v8 CommandStopActor.reason).
-	StopReason envoyproto.StopActorReason
-}
-
-// Wrappers are the commands of a runner host, in the runner protocol.
-func Wrappers(cmds []HostCommand) []proto.CommandWrapper {
-	out := make([]proto.CommandWrapper, len(cmds))
-	for i, c := range cmds {
-		out[i] = c.Command
-	}
-	return out
-}
-
-// RunnerCommands are runner rid's commands cmds as HostCommands.
-func RunnerCommands(rid id.ID, cmds []proto.CommandWrapper) []HostCommand {
-	h := RunnerHost(rid)
-	out := make([]HostCommand, len(cmds))
-	for i, c := range cmds {
-		out[i] = HostCommand{Host: h, Command: c}
-	}
-	return out
 }
 
 // Pool names a pending queue.

@@ -11,7 +11,6 @@ import (
 	openvoy "github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/ops/internal/opstest"
 	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -65,11 +64,11 @@ func TestEnvoyHostedLifecycle(t *testing.T) {
 		t.Fatalf("after running: %+v; want running with a liveness check due", st)
 	}
 	out = w.eventsOn(h, ev(aid, 0, 1, wantSleep))
-	if len(out.Effects.Commands) != 1 || out.Effects.Commands[0].StopReason != envoyproto.StopActorReasonSleepIntent {
+	if len(out.Effects.Commands) != 1 || out.Effects.Commands[0].StopReason != StopReasonSleep {
 		t.Fatalf("sleep intent commands %+v", out.Effects.Commands)
 	}
-	replay := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]HostCommand, error) { return Replay(ctx, r, h) })
-	if len(replay) != 1 || replay[0].StopReason != envoyproto.StopActorReasonSleepIntent {
+	replay := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]Command, error) { return Replay(ctx, r, h) })
+	if len(replay) != 1 || replay[0].StopReason != StopReasonSleep {
 		t.Fatalf("replay %+v; want the stored stop with its reason", replay)
 	}
 	w.eventsOn(h, ev(aid, 0, 2, stoppedOK))
@@ -103,7 +102,7 @@ func TestEnvoyLostActorSleeps(t *testing.T) {
 	if st.Phase != keys.PhaseSleeping || e["envoy_connection_lost"]["envoy_key"] != "envoy-a" {
 		t.Fatalf("after the envoy went quiet: %+v (error %s)", st, st.Error)
 	}
-	if len(eff.Commands) != 1 || eff.Commands[0].StopReason != envoyproto.StopActorReasonLost || eff.Commands[0].Host != a {
+	if len(eff.Commands) != 1 || eff.Commands[0].StopReason != StopReasonLost || eff.Commands[0].Host != a {
 		t.Fatalf("loss commands %+v; want a lost stop to the old envoy", eff.Commands)
 	}
 	b := w.envoy("envoy-b", 1)
@@ -127,7 +126,7 @@ func TestEnvoyGoingAway(t *testing.T) {
 	eff := opstest.Write(t, w.db, func(tx udb.Transaction) (Effects, error) {
 		return GoingAway(ctx, tx, a, []id.ID{aid}, w.now, w.cfg)
 	})
-	if len(eff.Commands) != 1 || eff.Commands[0].StopReason != envoyproto.StopActorReasonGoingAway {
+	if len(eff.Commands) != 1 || eff.Commands[0].StopReason != StopReasonGoingAway {
 		t.Fatalf("going away commands %+v", eff.Commands)
 	}
 	out := w.eventsOn(a, ev(aid, 0, 1, stoppedOK))

@@ -7,15 +7,14 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// EventsInput is one ToServerEvents from a runner socket, or one ToRivetEvents from an
-// envoy socket (in the runner protocol's shape: the events are the same).
+// EventsInput is one batch of a host's events (a runner's ToServerEvents, an envoy's
+// ToRivetEvents).
 type EventsInput struct {
 	Host   Host
-	Events []proto.EventWrapper
+	Events []Event
 	NowMs  int64
 	Config Config
 }
@@ -24,7 +23,7 @@ type EventsInput struct {
 // acknowledge (the last event of each actor generation seen, applied or not).
 type EventsOutput struct {
 	Effects Effects
-	Acks    []proto.ActorCheckpoint
+	Acks    []Checkpoint
 }
 
 // ApplyEvents applies a host's events in order. An event is applied once: its
@@ -35,16 +34,14 @@ func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (Event
 	m := newMachine(ctx, tx, in.Config, in.NowMs)
 	loaded := map[id.ID]*actor{}
 	var changed []*actor
-	var acks []proto.ActorCheckpoint
+	var acks []Checkpoint
 	for _, ev := range in.Events {
 		acks = ackAfter(acks, ev.Checkpoint)
-		aid, err := id.Parse(ev.Checkpoint.ActorID)
-		if err != nil {
-			continue // not an actor id: nothing it could apply to
-		}
+		aid := ev.Checkpoint.ActorID
 		a, ok := loaded[aid]
 		if !ok {
 			var found bool
+			var err error
 			if a, found, err = m.load(aid); err != nil {
 				return EventsOutput{}, err
 			}
@@ -59,7 +56,7 @@ func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (Event
 			continue
 		}
 		st.LastEventIdx = ev.Checkpoint.Index
-		if err := m.event(a, ev.Inner); err != nil {
+		if err := m.event(a, ev); err != nil {
 			return EventsOutput{}, err
 		}
 		if !slices.Contains(changed, a) {
@@ -73,7 +70,7 @@ func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (Event
 }
 
 // ackAfter records cp as the last checkpoint of its actor generation.
-func ackAfter(acks []proto.ActorCheckpoint, cp proto.ActorCheckpoint) []proto.ActorCheckpoint {
+func ackAfter(acks []Checkpoint, cp Checkpoint) []Checkpoint {
 	for i, a := range acks {
 		if a.ActorID == cp.ActorID && a.Generation == cp.Generation {
 			acks[i].Index = max(a.Index, cp.Index)
@@ -84,44 +81,40 @@ func ackAfter(acks []proto.ActorCheckpoint, cp proto.ActorCheckpoint) []proto.Ac
 }
 
 // event applies one event of the actor's current placement.
-func (m *machine) event(a *actor, e proto.Event) error {
+func (m *machine) event(a *actor, e Event) error {
 	st := &a.st
-	switch e := e.(type) {
-	case proto.EventActorStateUpdate:
-		switch s := e.State.(type) {
-		case proto.ActorStateRunning:
-			if st.Phase != keys.PhaseStarting {
-				return nil // already running, or told to stop meanwhile
-			}
-			st.Phase = keys.PhaseRunning
-			st.Deadline = nil
-			st.ConnectableTs = m.ts()
-			if st.StartTs == nil {
-				st.StartTs = m.ts()
-			}
-			st.Error = nil
-			m.eff.Ready = append(m.eff.Ready, a.id)
-		case proto.ActorStateStopped:
-			return m.stopped(a, s)
+	switch e.Kind {
+	case EventRunning:
+		if st.Phase != keys.PhaseStarting {
+			return nil // already running, or told to stop meanwhile
 		}
-	case proto.EventActorIntent:
+		st.Phase = keys.PhaseRunning
+		st.Deadline = nil
+		st.ConnectableTs = m.ts()
+		if st.StartTs == nil {
+			st.StartTs = m.ts()
+		}
+		st.Error = nil
+		m.eff.Ready = append(m.eff.Ready, a.id)
+	case EventStopped:
+		return m.stopped(a, e)
+	case EventSleepIntent, EventStopIntent:
 		if st.Phase != keys.PhaseRunning && st.Phase != keys.PhaseStarting {
 			return nil // a stop is already under way
 		}
-		switch e.Intent.(type) {
-		case proto.ActorIntentSleep:
+		if e.Kind == EventSleepIntent {
 			m.sendStop(a, keys.StopSleep)
-		case proto.ActorIntentStop:
+		} else {
 			m.sendStop(a, keys.StopIntent)
 		}
-	case proto.EventActorSetAlarm:
+	case EventSetAlarm:
 		st.AlarmTs = e.AlarmTs
 	}
 	return nil
 }
 
-// stopped applies the runner's report that the actor stopped.
-func (m *machine) stopped(a *actor, s proto.ActorStateStopped) error {
+// stopped applies the host's report e that the actor stopped.
+func (m *machine) stopped(a *actor, e Event) error {
 	st := &a.st
 	switch st.StopReason {
 	case keys.StopSleep:
@@ -137,12 +130,12 @@ func (m *machine) stopped(a *actor, s proto.ActorStateStopped) error {
 	case keys.StopDrain:
 		return m.drained(a)
 	}
-	if s.Code == proto.StopCodeOK {
+	if !e.Crashed {
 		return m.destroy(a) // a graceful exit
 	}
 	fields := map[string]any{}
-	if s.Message != nil {
-		fields["message"] = truncate(*s.Message, 4096)
+	if e.Message != nil {
+		fields["message"] = truncate(*e.Message, 4096)
 	}
 	return m.crashed(a, errorWith("crashed", fields))
 }
@@ -195,21 +188,17 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// AckCommandsInput is one ToServerAckCommands from a runner socket (or ToRivetAckCommands
-// from an envoy's).
+// AckCommandsInput is one acknowledgement of commands from a host (a runner's
+// ToServerAckCommands, an envoy's ToRivetAckCommands).
 type AckCommandsInput struct {
 	Host        Host
-	Checkpoints []proto.ActorCheckpoint
+	Checkpoints []Checkpoint
 }
 
 // AckCommands clears the host's stored commands up to each checkpoint.
 func AckCommands(ctx context.Context, tx udb.Transaction, in AckCommandsInput) error {
 	for _, cp := range in.Checkpoints {
-		aid, err := id.Parse(cp.ActorID)
-		if err != nil {
-			continue
-		}
-		tx.ClearRange(in.Host.commandsUpTo(aid, cp.Generation, cp.Index))
+		tx.ClearRange(in.Host.commandsUpTo(cp.ActorID, cp.Generation, cp.Index))
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -61,12 +60,12 @@ func (w *world) state(aid id.ID) keys.ActorState {
 	})
 }
 
-func (w *world) events(rid id.ID, evs ...proto.EventWrapper) EventsOutput {
+func (w *world) events(rid id.ID, evs ...Event) EventsOutput {
 	w.t.Helper()
 	return w.eventsOn(RunnerHost(rid), evs...)
 }
 
-func (w *world) eventsOn(h Host, evs ...proto.EventWrapper) EventsOutput {
+func (w *world) eventsOn(h Host, evs ...Event) EventsOutput {
 	w.t.Helper()
 	return opstest.Write(w.t, w.db, func(tx udb.Transaction) (EventsOutput, error) {
 		return ApplyEvents(ctx, tx, EventsInput{Host: h, Events: evs, NowMs: w.now, Config: w.cfg})
@@ -88,16 +87,17 @@ func (w *world) remaining(rid id.ID) uint32 {
 	})
 }
 
-func ev(aid id.ID, gen uint32, idx int64, e proto.Event) proto.EventWrapper {
-	return proto.EventWrapper{Checkpoint: proto.ActorCheckpoint{ActorID: aid.String(), Generation: gen, Index: idx}, Inner: e}
+func ev(aid id.ID, gen uint32, idx int64, e Event) Event {
+	e.Checkpoint = Checkpoint{ActorID: aid, Generation: gen, Index: idx}
+	return e
 }
 
 var (
-	running    = proto.EventActorStateUpdate{State: proto.ActorStateRunning{}}
-	stoppedOK  = proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeOK}}
-	stoppedErr = proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeError}}
-	wantSleep  = proto.EventActorIntent{Intent: proto.ActorIntentSleep{}}
-	wantStop   = proto.EventActorIntent{Intent: proto.ActorIntentStop{}}
+	running    = Event{Kind: EventRunning}
+	stoppedOK  = Event{Kind: EventStopped}
+	stoppedErr = Event{Kind: EventStopped, Crashed: true}
+	wantSleep  = Event{Kind: EventSleepIntent}
+	wantStop   = Event{Kind: EventStopIntent}
 )
 
 // commandsFor returns the kinds of the commands in eff for runner rid: "start@gen/idx".
@@ -111,10 +111,10 @@ func commandsOn(eff Effects, h Host) []string {
 			continue
 		}
 		kind := "stop"
-		if _, ok := c.Command.Inner.(proto.CommandStartActor); ok {
+		if c.Start != nil {
 			kind = "start"
 		}
-		out = append(out, kind+"@"+itoa(int64(c.Command.Checkpoint.Generation))+"/"+itoa(c.Command.Checkpoint.Index))
+		out = append(out, kind+"@"+itoa(int64(c.Checkpoint.Generation))+"/"+itoa(c.Checkpoint.Index))
 	}
 	return out
 }

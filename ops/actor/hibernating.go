@@ -6,15 +6,14 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
 // HibernatingInput names a client WebSocket the gateway keeps open while its actor sleeps.
 type HibernatingInput struct {
 	ActorID   id.ID
-	GatewayID proto.GatewayID
-	RequestID proto.RequestID
+	GatewayID [4]byte
+	RequestID [4]byte
 	NowMs     int64
 }
 
@@ -35,13 +34,13 @@ func ClearHibernating(tx udb.Transaction, in HibernatingInput) {
 
 // hibernatingRequests returns the actor's hibernating WebSockets refreshed at or after
 // sinceMs, for its start command, and clears the stale ones.
-func (m *machine) hibernatingRequests(aid id.ID, sinceMs int64) ([]proto.HibernatingRequest, error) {
+func (m *machine) hibernatingRequests(aid id.ID, sinceMs int64) ([]HibernatingRequest, error) {
 	begin, end := keys.HibernatingRequestRange(aid)
 	kvs, err := m.tx.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(m.ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []proto.HibernatingRequest{}
+	out := []HibernatingRequest{}
 	for _, kv := range kvs {
 		k, err := keys.UnpackHibernatingRequestKey(kv.Key)
 		if err != nil {
@@ -55,27 +54,27 @@ func (m *machine) hibernatingRequests(aid id.ID, sinceMs int64) ([]proto.Hiberna
 			m.tx.Clear(kv.Key)
 			continue
 		}
-		out = append(out, proto.HibernatingRequest{GatewayID: k.GatewayID, RequestID: k.RequestID})
+		out = append(out, HibernatingRequest{GatewayID: k.GatewayID, RequestID: k.RequestID})
 	}
 	return out, nil
 }
 
 // HibernatingRequests lists the hibernating WebSockets of an actor refreshed at or after
 // sinceMs (snapshot).
-func HibernatingRequests(ctx context.Context, r udb.ReadTransaction, aid id.ID, sinceMs int64) ([]proto.HibernatingRequest, error) {
+func HibernatingRequests(ctx context.Context, r udb.ReadTransaction, aid id.ID, sinceMs int64) ([]HibernatingRequest, error) {
 	begin, end := keys.HibernatingRequestRange(aid)
 	kvs, err := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []proto.HibernatingRequest{}
+	out := []HibernatingRequest{}
 	for _, kv := range kvs {
 		k, err := keys.UnpackHibernatingRequestKey(kv.Key)
 		if err != nil {
 			return nil, corrupt.Mark("actor", err)
 		}
 		if ts, err := k.Decode(kv.Value); err == nil && ts >= sinceMs {
-			out = append(out, proto.HibernatingRequest{GatewayID: k.GatewayID, RequestID: k.RequestID})
+			out = append(out, HibernatingRequest{GatewayID: k.GatewayID, RequestID: k.RequestID})
 		}
 	}
 	return out, nil

@@ -9,7 +9,6 @@ import (
 	"github.com/berthhq/berth/ops/internal/opstest"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -23,9 +22,9 @@ func TestCreateRunSleepWake(t *testing.T) {
 	if got := commandsFor(eff, rid); !slices.Equal(got, []string{"start@0/0"}) {
 		t.Fatalf("create commands %v, want start@0/0", got)
 	}
-	start := eff.Commands[0].Command.Inner.(proto.CommandStartActor)
-	if start.Config.Name != "counter" || string(start.Config.Input) != "in" || start.Config.CreateTs != w.now {
-		t.Fatalf("start config %+v", start.Config)
+	start := eff.Commands[0].Start
+	if start == nil || start.Name != "counter" || string(start.Input) != "in" || start.CreateTs != w.now {
+		t.Fatalf("start %+v", start)
 	}
 	if st := w.state(aid); st.Phase != keys.PhaseStarting || *st.RunnerID != rid || w.remaining(rid) != 1 {
 		t.Fatalf("after create: %+v, remaining %d", st, w.remaining(rid))
@@ -92,7 +91,7 @@ func TestCrashPolicies(t *testing.T) {
 		rid := w.runner("r1", 4)
 		aid, _ := w.create(CrashSleep, nil)
 		msg := "boom"
-		w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeError, Message: &msg}}))
+		w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, Event{Kind: EventStopped, Crashed: true, Message: &msg}))
 		if st := w.state(aid); st.Phase != keys.PhaseSleeping || string(st.Error) != `{"crashed":{"message":"boom"}}` {
 			t.Fatalf("crash: %+v %s", st, st.Error)
 		}
@@ -140,7 +139,7 @@ func TestPendingQueue(t *testing.T) {
 	out := opstest.Write(t, w.db, func(tx udb.Transaction) (PlacePendingOutput, error) {
 		return PlacePending(ctx, tx, PlacePendingInput{Pool: Pool{Namespace: w.ns, Selector: "pool"}, Limit: 16, NowMs: w.now, Config: w.cfg})
 	})
-	if len(out.Effects.Commands) != 1 || out.Effects.Commands[0].Command.Checkpoint.ActorID != first.String() || out.More {
+	if len(out.Effects.Commands) != 1 || out.Effects.Commands[0].Checkpoint.ActorID != first || out.More {
 		t.Fatalf("queue moved %+v; want the first actor placed, the second waiting", out)
 	}
 	if st := w.state(second); st.Phase != keys.PhasePending {
@@ -261,18 +260,18 @@ func TestCommandsReplayAndAck(t *testing.T) {
 	starting, _ := w.create(CrashSleep, nil)
 	running1, _ := w.create(CrashSleep, nil)
 	w.events(rid, ev(running1, 0, 0, running))
-	replay := func() []HostCommand {
-		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]HostCommand, error) { return Replay(ctx, r, RunnerHost(rid)) })
+	replay := func() []Command {
+		return opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]Command, error) { return Replay(ctx, r, RunnerHost(rid)) })
 	}
 	got := replay()
-	if len(got) != 1 || got[0].Command.Checkpoint.ActorID != starting.String() {
+	if len(got) != 1 || got[0].Checkpoint.ActorID != starting {
 		t.Fatalf("replay %+v; want only the starting actor's start", got)
 	}
-	if s, ok := got[0].Command.Inner.(proto.CommandStartActor); !ok || string(s.Config.Input) != "in" {
-		t.Fatalf("replayed %+v", got[0].Command.Inner)
+	if s := got[0].Start; s == nil || string(s.Input) != "in" {
+		t.Fatalf("replayed %+v", got[0])
 	}
 	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
-		return nil, AckCommands(ctx, tx, AckCommandsInput{Host: RunnerHost(rid), Checkpoints: []proto.ActorCheckpoint{got[0].Command.Checkpoint}})
+		return nil, AckCommands(ctx, tx, AckCommandsInput{Host: RunnerHost(rid), Checkpoints: []Checkpoint{got[0].Checkpoint}})
 	})
 	if got := replay(); len(got) != 0 {
 		t.Fatalf("replay after ack %+v", got)
@@ -305,7 +304,7 @@ func TestTimers(t *testing.T) {
 	w.runner("r1", 4)
 	w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
 	alarm := w.now + 500
-	w.events(rid, ev(aid, 1, 0, running), ev(aid, 1, 1, proto.EventActorSetAlarm{AlarmTs: &alarm}), ev(aid, 1, 2, wantSleep))
+	w.events(rid, ev(aid, 1, 0, running), ev(aid, 1, 1, Event{Kind: EventSetAlarm, AlarmTs: &alarm}), ev(aid, 1, 2, wantSleep))
 	w.events(rid, ev(aid, 1, 3, stoppedErr))
 	if st := w.state(aid); st.Phase != keys.PhaseSleeping || st.AlarmTs == nil {
 		t.Fatalf("asleep with an alarm: %+v", st)
@@ -410,8 +409,8 @@ func TestStartRestoresHibernatingRequests(t *testing.T) {
 	rid := w.runner("r1", 4)
 	aid, _ := w.create(CrashSleep, nil)
 	w.events(rid, ev(aid, 0, 0, running), ev(aid, 0, 1, wantSleep))
-	fresh := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{1, 2, 3, 4}, RequestID: proto.RequestID{5, 6, 7, 8}, NowMs: w.now}
-	stale := HibernatingInput{ActorID: aid, GatewayID: proto.GatewayID{9}, RequestID: proto.RequestID{9}, NowMs: w.now - w.cfg.HibernatingRequestEligibleThreshold.Milliseconds() - 1}
+	fresh := HibernatingInput{ActorID: aid, GatewayID: [4]byte{1, 2, 3, 4}, RequestID: [4]byte{5, 6, 7, 8}, NowMs: w.now}
+	stale := HibernatingInput{ActorID: aid, GatewayID: [4]byte{9}, RequestID: [4]byte{9}, NowMs: w.now - w.cfg.HibernatingRequestEligibleThreshold.Milliseconds() - 1}
 	opstest.Write(t, w.db, func(tx udb.Transaction) (any, error) {
 		SetHibernating(tx, fresh)
 		SetHibernating(tx, stale)
@@ -419,12 +418,12 @@ func TestStartRestoresHibernatingRequests(t *testing.T) {
 	})
 	w.events(rid, ev(aid, 0, 2, stoppedErr))
 	eff := w.do(func(tx udb.Transaction, in Input) (Effects, error) { return Wake(ctx, tx, in) }, aid)
-	start := eff.Commands[0].Command.Inner.(proto.CommandStartActor)
-	want := []proto.HibernatingRequest{{GatewayID: fresh.GatewayID, RequestID: fresh.RequestID}}
-	if !slices.Equal(start.HibernatingRequests, want) {
-		t.Fatalf("hibernating requests %+v, want %+v", start.HibernatingRequests, want)
+	start := eff.Commands[0].Start
+	want := []HibernatingRequest{{GatewayID: fresh.GatewayID, RequestID: fresh.RequestID}}
+	if !slices.Equal(start.Hibernating, want) {
+		t.Fatalf("hibernating requests %+v, want %+v", start.Hibernating, want)
 	}
-	left := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]proto.HibernatingRequest, error) {
+	left := opstest.Read(t, w.db, func(r udb.ReadTransaction) ([]HibernatingRequest, error) {
 		return HibernatingRequests(ctx, r, aid, 0)
 	})
 	if !slices.Equal(left, want) {

@@ -14,8 +14,6 @@ import (
 	oprunner "github.com/berthhq/berth/ops/runner"
 	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -172,10 +170,7 @@ func (m *machine) start(a *actor, h Host) error {
 	if err != nil {
 		return err
 	}
-	m.send(a, proto.CommandStartActor{
-		Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input},
-		HibernatingRequests: hibernating,
-	}, 0)
+	m.send(a, &Start{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input, Hibernating: hibernating}, 0)
 	return nil
 }
 
@@ -211,24 +206,25 @@ func (m *machine) queueLen(ns id.ID, selector string, limit int) (int, error) {
 
 // MARK: commands
 
-// send stores a command for a's host and queues it for sending.
-func (m *machine) send(a *actor, c proto.Command, reason envoyproto.StopActorReason) {
+// send stores a command for a's host, start (nil: a stop for reason), and queues it for
+// sending.
+func (m *machine) send(a *actor, start *Start, reason StopReason) {
 	st := &a.st
 	h, _ := HostOf(*st)
-	cp := proto.ActorCheckpoint{ActorID: a.id.String(), Generation: st.Generation, Index: st.NextCommandIdx}
+	c := Command{Host: h, Checkpoint: Checkpoint{ActorID: a.id, Generation: st.Generation, Index: st.NextCommandIdx}, Start: start, StopReason: reason}
 	st.NextCommandIdx++
-	m.tx.Set(h.commandKey(a.id, cp.Generation, cp.Index), encodeStored(c, reason))
-	m.eff.Commands = append(m.eff.Commands, HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: cp, Inner: c}, StopReason: reason})
+	m.tx.Set(h.commandKey(a.id, c.Checkpoint.Generation, c.Checkpoint.Index), encodeStored(c))
+	m.eff.Commands = append(m.eff.Commands, c)
 }
 
 // Stored commands: one byte, 0 start (then the big-endian create_ts the start carried: the
-// rest of its config is the actor's, rebuilt at replay) or 1 stop, then the envoy stop
-// reason's byte (records from before envoys hosted actors have none: read as 0).
-func encodeStored(c proto.Command, reason envoyproto.StopActorReason) []byte {
-	if s, ok := c.(proto.CommandStartActor); ok {
-		return binary.BigEndian.AppendUint64([]byte{0}, uint64(s.Config.CreateTs))
+// rest of its config is the actor's, rebuilt at replay) or 1 stop, then the stop reason's
+// byte (records from before envoys hosted actors have none: read as 0).
+func encodeStored(c Command) []byte {
+	if c.Start != nil {
+		return binary.BigEndian.AppendUint64([]byte{0}, uint64(c.Start.CreateTs))
 	}
-	return []byte{1, byte(reason)}
+	return []byte{1, byte(c.StopReason)}
 }
 
 // sendStop tells a's runner to stop it, for reason.
@@ -241,24 +237,24 @@ func (m *machine) sendStop(a *actor, reason keys.StopReason) {
 	st.StopReason = reason
 	st.ConnectableTs = nil
 	st.Deadline = ptr(m.now + m.cfg.ActorStopThreshold.Milliseconds())
-	m.send(a, proto.CommandStopActor{}, stopReasons[reason])
+	m.send(a, nil, stopReasons[reason])
 }
 
-// stopReasons is the envoy stop reason of each stop reason.
-var stopReasons = map[keys.StopReason]envoyproto.StopActorReason{
-	keys.StopSleep:     envoyproto.StopActorReasonSleepIntent,
-	keys.StopIntent:    envoyproto.StopActorReasonStopIntent,
-	keys.StopDestroy:   envoyproto.StopActorReasonDestroy,
-	keys.StopGoingAway: envoyproto.StopActorReasonGoingAway,
-	keys.StopDrain:     envoyproto.StopActorReasonGoingAway,
+// stopReasons is the command's stop reason of each reason an actor stops for.
+var stopReasons = map[keys.StopReason]StopReason{
+	keys.StopSleep:     StopReasonSleep,
+	keys.StopIntent:    StopReasonIntent,
+	keys.StopDestroy:   StopReasonDestroy,
+	keys.StopGoingAway: StopReasonGoingAway,
+	keys.StopDrain:     StopReasonGoingAway,
 }
 
 // sendLost tells a's former host h that a is lost, in case it still runs it: a stop that
 // is not stored (the actor is no longer placed there) and needs no answer.
 func (m *machine) sendLost(a *actor, h Host) {
-	cp := proto.ActorCheckpoint{ActorID: a.id.String(), Generation: a.st.Generation, Index: a.st.NextCommandIdx}
+	cp := Checkpoint{ActorID: a.id, Generation: a.st.Generation, Index: a.st.NextCommandIdx}
 	a.st.NextCommandIdx++
-	m.eff.Commands = append(m.eff.Commands, HostCommand{Host: h, Command: proto.CommandWrapper{Checkpoint: cp, Inner: proto.CommandStopActor{}}, StopReason: envoyproto.StopActorReasonLost})
+	m.eff.Commands = append(m.eff.Commands, Command{Host: h, Checkpoint: cp, StopReason: StopReasonLost})
 }
 
 // MARK: endings

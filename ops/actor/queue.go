@@ -7,8 +7,6 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
 	"github.com/berthhq/berth/pkg/id"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -87,14 +85,14 @@ func DueTimers(ctx context.Context, r udb.ReadTransaction, beforeMs int64, limit
 // Replay returns the commands to send again to a host that reconnected: the stored
 // (unacknowledged) commands of its actors whose start is not confirmed yet (starting) and
 // of those being stopped; a running actor's start is not sent again. In stored order.
-func Replay(ctx context.Context, tx udb.ReadTransaction, h Host) ([]HostCommand, error) {
+func Replay(ctx context.Context, tx udb.ReadTransaction, h Host) ([]Command, error) {
 	begin, end := h.commandRange()
 	kvs, err := tx.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
 	if err != nil {
 		return nil, err
 	}
 	states := map[id.ID]*keys.ActorState{}
-	var out []HostCommand
+	var out []Command
 	for _, kv := range kvs {
 		aid, gen, idx, err := h.unpackCommandKey(kv.Key)
 		if err != nil {
@@ -114,37 +112,35 @@ func Replay(ctx context.Context, tx udb.ReadTransaction, h Host) ([]HostCommand,
 		if st == nil {
 			continue // the actor moved on; the command is moot
 		}
-		c, reason, err := decodeStored(ctx, tx, aid, *st, kv.Value)
+		c, err := decodeStored(ctx, tx, aid, *st, kv.Value)
 		if err != nil {
 			return nil, err
 		}
-		if _, start := c.(proto.CommandStartActor); start && st.Phase != keys.PhaseStarting {
+		if c.Start != nil && st.Phase != keys.PhaseStarting {
 			continue
 		}
-		out = append(out, HostCommand{Host: h, StopReason: reason, Command: proto.CommandWrapper{
-			Checkpoint: proto.ActorCheckpoint{ActorID: aid.String(), Generation: gen, Index: idx},
-			Inner:      c,
-		}})
+		c.Host, c.Checkpoint = h, Checkpoint{ActorID: aid, Generation: gen, Index: idx}
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-// decodeStored rebuilds a stored command (see encodeStored).
-func decodeStored(ctx context.Context, r udb.ReadTransaction, aid id.ID, st keys.ActorState, b []byte) (proto.Command, envoyproto.StopActorReason, error) {
+// decodeStored rebuilds a stored command (see encodeStored), without its host and checkpoint.
+func decodeStored(ctx context.Context, r udb.ReadTransaction, aid id.ID, st keys.ActorState, b []byte) (Command, error) {
 	switch {
 	case len(b) == 1 && b[0] == 1:
-		return proto.CommandStopActor{}, 0, nil
+		return Command{}, nil
 	case len(b) == 2 && b[0] == 1:
-		return proto.CommandStopActor{}, envoyproto.StopActorReason(b[1]), nil
+		return Command{StopReason: StopReason(b[1])}, nil
 	case len(b) == 9 && b[0] == 0:
 		input, _, err := keys.GetChunked(ctx, r, keys.ActorInputKey{ActorID: aid})
 		if err != nil {
-			return nil, 0, corrupt.Mark("actor", err)
+			return Command{}, corrupt.Mark("actor", err)
 		}
-		return proto.CommandStartActor{
-			Config:              proto.ActorConfig{Name: st.Name, Key: st.Key, CreateTs: int64(binary.BigEndian.Uint64(b[1:])), Input: input},
-			HibernatingRequests: []proto.HibernatingRequest{},
-		}, 0, nil
+		return Command{Start: &Start{
+			Name: st.Name, Key: st.Key, CreateTs: int64(binary.BigEndian.Uint64(b[1:])), Input: input,
+			Hibernating: []HibernatingRequest{},
+		}}, nil
 	}
-	return nil, 0, corrupt.Mark("runner", errBadCommand)
+	return Command{}, corrupt.Mark("runner", errBadCommand)
 }

@@ -21,7 +21,7 @@ type Cluster interface {
 	// does nothing while the node shuts down preserving ownership.
 	ReleaseSocket(ctx context.Context, h actor.Host, epoch int64, before func(context.Context, udb.Transaction) error)
 	// SendCommands, CloseSocket and Evict reach a socket on another node, over the bus.
-	SendCommands(h actor.Host, cmds []actor.HostCommand)
+	SendCommands(h actor.Host, cmds []actor.Command)
 	CloseSocket(h actor.Host, err error)
 	Evict(connID id.ID)
 }
