@@ -31,7 +31,7 @@ func newActorsPeer(t *testing.T) *peer {
 	p := newPeer(t, twoDCs(1), nil)
 	p.ensurePool(t, p.defNsID, "pool")
 	p.srv.deps.Actors = pegboard.NewActors(pegboard.ActorsOptions{
-		DB: p.db, Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "a",
+		DB: p.db, Watchers: pegboard.NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "a",
 	})
 	p.h = openapitest.Handler(t, p.srv.Handler())
 	return p

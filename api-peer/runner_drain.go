@@ -35,7 +35,7 @@ func PathRunnerID(c echo.Context) (id.ID, error) {
 }
 
 // drainRunner serves POST /runners/{runner_id}/drain for a runner of this datacenter: the
-// operator's drain, the same one a runner's ToServerStopping starts (Deps.DrainRunner).
+// operator's drain, the same one a runner's ToServerStopping starts (Deps.Runners).
 // Idempotent: draining a draining or stopped runner changes nothing and answers it as it is.
 // A runner of another namespace is runner.not_found, as is an unknown one.
 func (s *Server) drainRunner(c echo.Context) error {
@@ -64,10 +64,10 @@ func (s *Server) drainRunner(c echo.Context) error {
 	if _, err := get(); err != nil {
 		return err
 	}
-	if s.deps.DrainRunner == nil {
+	if s.deps.Runners == nil {
 		return rerr.Internal(errors.New("api-peer: no runner lifecycle to drain with"))
 	}
-	if err := s.deps.DrainRunner(ctx, rid); err != nil {
+	if err := s.deps.Runners.Drain(ctx, rid, id.ID{}); err != nil {
 		return err
 	}
 	r, err := get()

@@ -26,11 +26,18 @@ type Deps struct {
 	AdminToken string
 	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
 	Log *slog.Logger
-	// DrainRunner drains a runner of this datacenter (engine/pegboard.Runners.Drain).
-	DrainRunner func(ctx context.Context, runnerID id.ID) error
+	// Runners is this datacenter's runner lifecycle (engine/pegboard.Runners), which drains
+	// go through; nil answers them with core.internal_error.
+	Runners RunnersService
 	// Actors is this datacenter's actor lifecycle (engine/pegboard.Actors), which the actor
 	// writes go through; nil answers them with core.internal_error.
 	Actors ActorsService
+}
+
+// RunnersService is the runner lifecycle the handlers drain runners through.
+type RunnersService interface {
+	// Drain drains runner rid (connID zero: an operator's drain, not the runner's own).
+	Drain(ctx context.Context, rid, connID id.ID) error
 }
 
 // Server is the api-peer. Its handlers are methods, one resource per file, registered in

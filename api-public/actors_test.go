@@ -36,7 +36,7 @@ func newActorsCluster(t *testing.T) *cluster {
 		}
 		topo := c.topo
 		topo.Local = dc.Label
-		acts := pegboard.NewActors(pegboard.ActorsOptions{DB: db, Log: quiet, Config: actor.DefaultConfig(), Label: dc.Label, Datacenter: dc.Name})
+		acts := pegboard.NewActors(pegboard.ActorsOptions{DB: db, Watchers: pegboard.NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: dc.Label, Datacenter: dc.Name})
 		c.swap(dc.Name, apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, Log: quiet, Actors: acts}).Handler())
 	}
 	// b's own api-peer in process, as the engine wires it (whatever c.peers["b"] is now).
@@ -46,7 +46,7 @@ func newActorsCluster(t *testing.T) *cluster {
 		c.mu.Unlock()
 		h.ServeHTTP(w, r)
 	})
-	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 5 * time.Second, LocalLabel: 2, Local: local})
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 5 * time.Second}).WithLocal(2, local)
 	t.Cleanup(peers.Close)
 	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: 5 * time.Second, Log: quiet}).Handler())
 	return c

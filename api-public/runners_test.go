@@ -98,7 +98,7 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 		t.Fatal(err)
 	}
 	c.nsID = v.(namespace.EnsureDefaultOutput).Namespace.NamespaceID
-	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: dcTimeout, LocalLabel: 2, Local: c.peers["b"]})
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: dcTimeout}).WithLocal(2, c.peers["b"])
 	t.Cleanup(peers.Close)
 	// As the engine does, b's public API has b's store, and serves b's part of a runner list
 	// from it; pubPeer has none and asks b's api-peer in process for everything.
@@ -502,11 +502,11 @@ func TestRunnersLocalMatchesPeer(t *testing.T) {
 	}
 
 	// c.pub does not ask b's api-peer for b's part.
-	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 5 * time.Second, LocalLabel: 2,
-		Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 5 * time.Second}).WithLocal(2,
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t.Errorf("b's api-peer asked %s", r.URL)
 			http.Error(w, "no", http.StatusTeapot)
-		})})
+		}))
 	defer peers.Close()
 	pub := New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: 5 * time.Second, Log: quiet}).Handler()
 	target := "/runners?namespace=default&include_stopped=true&limit=50"

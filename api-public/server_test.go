@@ -82,7 +82,7 @@ func TestFanOutExtension(t *testing.T) {
 	topo.Datacenters[1].PeerURL = two.URL
 	topo.Datacenters[2].PeerURL = three.URL
 
-	peers := apihttp.NewPeerClient(apihttp.PeerOptions{LocalLabel: 1, Local: peerHandler("v-one")})
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{}).WithLocal(1, peerHandler("v-one"))
 	defer peers.Close()
 	s := New(Deps{Topology: topo, Peers: peers, DatacenterTimeout: 300 * time.Millisecond, Build: build,
 		AdminToken: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -15,15 +15,14 @@ import (
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
-	"github.com/berthhq/berth/engine/envoyws"
-	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
@@ -51,16 +50,16 @@ type Options struct {
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
 type Engine struct {
-	log     *slog.Logger
-	db      udb.Database
-	peers   *apihttp.PeerClient
-	public  *listener // guard port: api-public
-	peer    *listener // api-peer
-	metrics *listener // Prometheus /metrics
-	runners *runnerws.Server
-	envoys  *envoyws.Server
-	timeout time.Duration
-	obs     *observability
+	log       *slog.Logger
+	db        udb.Database
+	peers     *apihttp.PeerClient
+	public    *listener // guard port: api-public
+	peer      *listener // api-peer
+	metrics   *listener // Prometheus /metrics
+	hosts     *hostsock.Server
+	lifecycle *pegboard.Lifecycle
+	timeout   time.Duration
+	obs       *observability
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -80,8 +79,9 @@ type Engine struct {
 }
 
 // Start opens the store and starts serving api-public on guard.host:guard.port, api-peer
-// on api_peer.host:api_peer.port and /metrics on metrics.host:metrics.port, and the pegboard
-// loop. It returns once all listen, or an error after undoing whatever it had started.
+// on api_peer.host:api_peer.port and /metrics on metrics.host:metrics.port, and the
+// lifecycle loops. It returns once all listen, or an error after undoing whatever it had
+// started.
 func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	cfg := opts.Config
 	if cfg == nil {
@@ -94,8 +94,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	log := obs.log
-	e := &Engine{log: log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs,
+	e := &Engine{log: obs.log, timeout: opts.ShutdownTimeout, failed: make(chan error, 3), obs: obs,
 		shutdown:    shutdownSettings{Releases: int(cfg.Node.Releases), DrainTimeout: config.Ms(cfg.Node.ShutdownDrainMs)},
 		shutdownReq: make(chan ShutdownMode, 1)}
 	if e.timeout <= 0 {
@@ -109,101 +108,110 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 			}
 		}
 	}()
-
-	e.db, err = udb.Open(ctx, cfg.Database.URL)
-	if err != nil {
-		return nil, fmt.Errorf("engine: open store: %w", err)
-	}
-	undo = append(undo, func() { _ = e.db.Close() }, func() { _ = obs.tracing.Shutdown(context.Background()) })
-	e.db = obs.metrics.InstrumentDB(e.db)
-
+	undo = append(undo, func() { _ = obs.tracing.Shutdown(context.Background()) })
 	topo := Topology(cfg.Topology)
-	if err := ensureDefaultNamespace(ctx, e.db, topo); err != nil {
+	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
 	}
-	// The peer client serves the local datacenter through peerAPI in process; api-peer uses
-	// it only to reach the leader, so peerAPI is set before any request can need it.
-	var peerAPI http.Handler
-	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{
-		Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
-		LocalLabel: topo.Local, Local: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { peerAPI.ServeHTTP(w, r) }),
-	})
-	undo = append(undo, e.peers.Close)
-	// Several nodes share the store and talk over NATS; a single node uses the memory bus.
-	if cfg.PubSub.URL != "" {
-		nb, err := pubsub.DialNATS(cfg.PubSub.URL)
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		e.bus = nb
-	} else {
-		e.bus = pubsub.NewMemory()
+	svc, err := e.build(cfg, topo, opts.Build)
+	if err != nil {
+		return nil, err
 	}
-	undo = append(undo, func() { _ = e.bus.Close() })
+	undo = append(undo, e.peers.Close, e.hosts.Close)
+	if undo, err = e.listen(ctx, cfg, svc, undo); err != nil {
+		return nil, err
+	}
+	e.startLoops(ctx, opts.Observability.CensusInterval)
+	local, _ := cfg.Topology.Local()
+	e.log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
+		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", cfg.Pegboard.RunnerLostThreshold,
+		"datacenter", local.Name, "label", local.DatacenterLabel, "db", redactURL(cfg.Database.URL),
+		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version, "node", e.cluster.ID(),
+		"pubsub", cfg.PubSub.URL != "")
+	return e, nil
+}
+
+// openStore opens the store (with the default namespace at the leader's first start) and
+// the datacenter's bus: NATS with several nodes, the memory bus for one.
+func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp.Topology, undo []func()) ([]func(), error) {
+	db, err := udb.Open(ctx, cfg.Database.URL)
+	if err != nil {
+		return undo, fmt.Errorf("engine: open store: %w", err)
+	}
+	undo = append(undo, func() { _ = db.Close() })
+	e.db = e.obs.metrics.InstrumentDB(db)
+	if err := ensureDefaultNamespace(ctx, e.db, topo); err != nil {
+		return undo, err
+	}
+	if cfg.PubSub.URL == "" {
+		e.bus = pubsub.NewMemory()
+	} else if e.bus, err = pubsub.DialNATS(cfg.PubSub.URL); err != nil {
+		return undo, fmt.Errorf("engine: %w", err)
+	}
+	return append(undo, func() { _ = e.bus.Close() }), nil
+}
+
+// services is the handlers build made for the listeners.
+type services struct {
+	public http.Handler // the guard port: the gateway, the host sockets, api-public
+	peer   http.Handler // api-peer, with the cluster's relays
+}
+
+// build makes every service once, each from those it depends on: the host sockets'
+// registry and the actors' watchers, the cluster (which reaches the hosts through the
+// registry and wakes the watchers), the lifecycle (which reaches the hosts through the
+// cluster), api-peer, the host-socket server, the gateway and api-public.
+func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
+	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
+	registry := hostsock.NewRegistry(m)
+	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
 		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log,
+		Local: registry, Changes: watchers,
 	})
-	m := obs.metrics
-	pb := cfg.Pegboard
-	var peer *apipeer.Server
 	// With several nodes, the others wake what waits on an actor there (gateway requests,
 	// cached routes) when it changes here.
 	var announce func([]id.ID)
 	if cfg.PubSub.URL != "" {
 		announce = e.cluster.AnnounceActors
 	}
-	// The runner socket (/runners/connect) shares the public listener, as on Rivet.
-	actorCfg := ActorConfig(pb)
-	e.runners = runnerws.New(runnerws.Options{
-		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m,
-		ActorConfig: &actorCfg, Datacenter: topo.LocalDatacenter().Name, Version: opts.Build.Version,
-		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
-			return peer.ResolveNamespace(ctx, name)
-		},
-		PingInterval:        config.Ms(pb.RunnerUpdatePingIntervalMs),
-		PingTimeout:         config.Ms(pb.RunnerPingTimeoutMs),
-		RunnerLostThreshold: int64(pb.RunnerLostThreshold),
-		ActorStopThreshold:  int64(pb.ActorStopThreshold),
-		Cluster:             e.cluster,
-		AnnounceActors:      announce,
+	lc := pegboard.NewLifecycle(pegboard.LifecycleOptions{
+		DB: e.db, Hosts: e.cluster, Watchers: watchers, Log: log, Metrics: m, Config: ActorConfig(pb),
+		RunnerLostThreshold: config.Ms(pb.RunnerLostThreshold), EnvoyLostThreshold: config.Ms(pb.EnvoyLostThreshold),
+		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce,
 	})
-	undo = append(undo, e.runners.Close)
-	// So does the envoy socket (/envoys/connect).
-	e.envoys = envoyws.New(envoyws.Options{
-		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log,
-		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
-			return peer.ResolveNamespace(ctx, name)
-		},
-		PingInterval:       config.Ms(pb.EnvoyUpdatePingInterval),
-		PingTimeout:        config.Ms(pb.EnvoyPingTimeout),
-		EnvoyLostThreshold: int64(pb.EnvoyLostThreshold),
-		ActorStopThreshold: int64(pb.ActorStopThreshold),
-		Metrics:            m,
-		// Envoys host actors of the same lifecycle as runners.
-		Actors:  e.runners.Runners().Actors(),
-		Version: []byte(opts.Build.Version),
-		Cluster: e.cluster,
+	e.lifecycle = lc
+	svc := &services{}
+	// api-peer reaches only the leader through its peer client; api-public's serves this
+	// datacenter in process through api-peer's handler.
+	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout()})
+	peer := apipeer.New(apipeer.Deps{
+		DB: e.db, Topology: topo, Peers: e.peers, Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
+		Runners: lc.Runners, Actors: lc.Actors,
 	})
-	undo = append(undo, e.envoys.Close)
-	lifecycle := e.runners.Runners()
-	peer = apipeer.New(apipeer.Deps{
-		DB: e.db, Topology: topo, Peers: e.peers, Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
-		DrainRunner: func(ctx context.Context, rid id.ID) error { return lifecycle.Drain(ctx, rid, id.ID{}) },
-		Actors:      lifecycle.Actors(),
+	peerAPI := peer.Handler()
+	var err error
+	// The host sockets (/runners/connect, /envoys/connect) share the public listener, as on Rivet.
+	e.hosts, err = hostsock.New(hostsock.Options{
+		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m, Version: build.Version,
+		Registry: registry, Cluster: e.cluster, Actors: lc.Actors, Runners: lc.Runners, Envoys: lc.Envoys,
+		ResolveNamespace:   peer.ResolveNamespace,
+		Runner:             hostsock.Timing{PingInterval: config.Ms(pb.RunnerUpdatePingIntervalMs), PingTimeout: config.Ms(pb.RunnerPingTimeoutMs), LostThreshold: config.Ms(pb.RunnerLostThreshold)},
+		Envoy:              hostsock.Timing{PingInterval: config.Ms(pb.EnvoyUpdatePingInterval), PingTimeout: config.Ms(pb.EnvoyPingTimeout), LostThreshold: config.Ms(pb.EnvoyLostThreshold)},
+		ActorStopThreshold: config.Ms(pb.ActorStopThreshold),
 	})
-	peerAPI = peer.Handler()
-	publicAPI := apipublic.New(apipublic.Deps{
-		DB: e.db, Topology: topo, Peers: e.peers, DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: opts.Build, AdminToken: cfg.Auth.AdminToken, Log: log,
+	if err != nil {
+		e.peers.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	api := apipublic.New(apipublic.Deps{
+		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
+		Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
 	}).Handler()
-	apiOnly := publicAPI
-	publicAPI = e.envoys.Wrap(e.runners.Wrap(publicAPI))
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
-		DB: e.db, Tunnels: tunnels{e.runners, e.cluster}, Actors: lifecycle.Actors(), Topology: topo, Log: log,
-		Envoys: envoyTunnels{e.envoys, e.cluster},
-		Hosts:  hostLinks{localSockets{e.runners, e.envoys}, e.cluster},
+		DB: e.db, Hosts: e.cluster, Actors: lc.Actors, Topology: topo, Log: log,
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
@@ -213,32 +221,41 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		ResolveQueryTimeout:  config.Ms(cfg.Guard.RoutePegboardResolveQuery),
 		ResponseStartTimeout: config.Ms(cfg.Guard.GatewayResponseStartTimeout),
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
-		Telemetry:            obs.gateway(),
+		Telemetry:            e.obs.gateway(),
 	})
-	publicAPI = obs.public(gateway.Wrap(publicAPI), apiOnly, cfg, e.db, topo.Local)
+	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)), api, cfg, e.db, topo.Local)
+	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
+	return svc, nil
+}
 
-	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), e.admit.wrap(publicAPI), log); err != nil {
-		return nil, err
+// listen opens the three listeners and registers the node in the cluster, at the address
+// other nodes relay to, before any socket can be claimed.
+func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
+	var err error
+	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), e.admit.wrap(svc.public), e.log); err != nil {
+		return undo, err
 	}
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI)), log); err != nil {
-		return nil, err
+	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), svc.peer, e.log); err != nil {
+		return undo, err
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
-	// The node registers before any socket can be claimed, at the address others relay to.
-	if err := e.cluster.Start(ctx, localSockets{e.runners, e.envoys}, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+	if err := e.cluster.Start(ctx, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
+		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), m.Handler(cfg.Metrics.Pprof), log); err != nil {
-		return nil, err
+	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
+		return undo, err
 	}
+	return undo, nil
+}
+
+// startLoops starts the lifecycle loops, the census and the listeners' serve loops.
+func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopLoops = stopLoops
-	e.loops.Go(func() { lifecycle.Run(loopCtx) })
-	e.loops.Go(func() { lifecycle.Actors().Run(loopCtx) })
-	e.loops.Go(func() { e.envoys.Envoys().Run(loopCtx) })
-	e.loops.Go(func() { obs.runCensus(loopCtx, e.db, opts.Observability.CensusInterval) })
+	e.loops.Go(func() { e.lifecycle.Run(loopCtx) })
+	e.loops.Go(func() { e.obs.runCensus(loopCtx, e.db, censusInterval) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {
@@ -246,13 +263,6 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 			}
 		}()
 	}
-	local, _ := cfg.Topology.Local()
-	log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
-		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", pb.RunnerLostThreshold,
-		"datacenter", local.Name, "label", local.DatacenterLabel, "db", redactURL(cfg.Database.URL),
-		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version, "node", e.cluster.ID(),
-		"pubsub", cfg.PubSub.URL != "")
-	return e, nil
 }
 
 // PublicAddr is the address api-public listens on (the guard port).
@@ -278,8 +288,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.log.Info("berth stopping")
 		// Runner and envoy sockets are hijacked connections the HTTP servers do not track:
 		// close them (ws.going_away) while the store is still open for their disconnects.
-		e.runners.Close()
-		e.envoys.Close()
+		e.hosts.Close()
 		e.cluster.Stop()
 		e.stopLoops()
 		e.loops.Wait()
@@ -364,130 +373,6 @@ func limitOrOff(n uint32) int {
 		return -1
 	}
 	return int(n)
-}
-
-// tunnels adapts the runner sockets to the gateway's Tunnels: a socket on this node, else
-// one another node holds, relayed there (engine/cluster).
-type tunnels struct {
-	s *runnerws.Server
-	c *cluster.Node
-}
-
-func (t tunnels) OpenTunnel(rid id.ID) (guard.Tunnel, error) {
-	tun, err := t.s.OpenTunnel(rid)
-	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
-		return t.c.OpenRemoteTunnel(actor.RunnerHost(rid), t.s.GatewayID())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return tun, nil
-}
-
-// ResumeTunnel resumes a hibernated request of this node's gateway on the runner now
-// hosting its actor: here, or through the node holding the runner's socket.
-func (t tunnels) ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (guard.Tunnel, error) {
-	tun, err := t.s.ResumeTunnel(rid, req, next)
-	if errors.Is(err, runnerws.ErrNoRunnerSocket) {
-		return t.c.ResumeRemoteTunnel(rid, t.s.GatewayID(), req, next)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return tun, nil
-}
-
-func (t tunnels) GatewayID() proto.GatewayID { return t.s.GatewayID() }
-
-// envoyTunnels adapts the envoy sockets to the gateway's EnvoyTunnels: a socket on this
-// node, else one another node holds, relayed there (engine/cluster).
-type envoyTunnels struct {
-	s *envoyws.Server
-	c *cluster.Node
-}
-
-func (t envoyTunnels) OpenEnvoyTunnel(ns id.ID, envoyKey string) (guard.Tunnel, error) {
-	tun, err := t.s.OpenEnvoyTunnel(ns, envoyKey)
-	if errors.Is(err, envoyws.ErrNoEnvoySocket) {
-		return t.c.OpenRemoteTunnel(actor.EnvoyHost(ns, envoyKey), proto.GatewayID{})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return tun, nil
-}
-
-// hostLinks tells the gateway whether a host's socket is held in the datacenter: here, or by
-// another live node.
-type hostLinks struct {
-	local localSockets
-	c     *cluster.Node
-}
-
-func (l hostLinks) Connected(ctx context.Context, h actor.Host) (bool, error) {
-	if l.local.Holds(h) {
-		return true, nil
-	}
-	return l.c.HeldElsewhere(ctx, h)
-}
-
-// localSockets is this node's runner and envoy sockets as the cluster sees them (its
-// Local): each call goes to the server of the host's kind.
-type localSockets struct {
-	runners *runnerws.Server
-	envoys  *envoyws.Server
-}
-
-func (l localSockets) SendCommandsHere(h actor.Host, cmds []actor.Command) bool {
-	if h.IsEnvoy() {
-		return l.envoys.SendEnvoyCommandsHere(h, cmds)
-	}
-	return l.runners.SendCommandsHere(h.RunnerID, cmds)
-}
-
-func (l localSockets) CloseHere(h actor.Host, err error) bool {
-	if h.IsEnvoy() {
-		return l.envoys.CloseEnvoyHere(h.Namespace, h.EnvoyKey, err)
-	}
-	return l.runners.CloseRunnerHere(h.RunnerID, err)
-}
-
-func (l localSockets) ActorsChanged(actors []id.ID) { l.runners.Runners().Actors().Changed(actors) }
-
-func (l localSockets) OpenTunnelFor(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (cluster.Tunnel, error) {
-	if h.IsEnvoy() {
-		return nil, envoyws.ErrNoEnvoySocket // envoy relays are numbered by the envoy's tunnel
-	}
-	tun, err := l.runners.OpenTunnelFor(h.RunnerID, gw, req, next)
-	if err != nil {
-		return nil, err
-	}
-	return tun, nil
-}
-
-// EvictHere: connection ids are unique across runners and envoys.
-func (l localSockets) EvictHere(connID id.ID) bool {
-	return l.runners.EvictHere(connID) || l.envoys.EvictHere(connID)
-}
-
-func (l localSockets) Holds(h actor.Host) bool {
-	if h.IsEnvoy() {
-		return l.envoys.Holds(h.Namespace, h.EnvoyKey)
-	}
-	return l.runners.Holds(h.RunnerID)
-}
-
-func (l localSockets) OpenTunnel(h actor.Host) (cluster.Tunnel, error) {
-	if h.IsEnvoy() {
-		if tun, err := l.envoys.OpenEnvoyTunnel(h.Namespace, h.EnvoyKey); err == nil {
-			return tun, nil
-		}
-		return nil, envoyws.ErrNoEnvoySocket
-	}
-	if tun, err := l.runners.OpenTunnel(h.RunnerID); err == nil {
-		return tun, nil
-	}
-	return nil, runnerws.ErrNoRunnerSocket
 }
 
 // ActorConfig is the actor lifecycle's part of the pegboard config.

@@ -179,7 +179,7 @@ func TestGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := newEchoRunner(t, ctx, e)
-	actors := e.runners.Runners().Actors()
+	actors := e.lifecycle.Actors
 	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
 		Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
@@ -310,7 +310,7 @@ func TestGatewayHibernation(t *testing.T) {
 	r.mu.Lock()
 	r.hibernate = true
 	r.mu.Unlock()
-	actors := e.runners.Runners().Actors()
+	actors := e.lifecycle.Actors
 	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
 		Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {

@@ -151,7 +151,7 @@ func TestObservabilityThroughTheGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := newEchoRunner(t, ctx, e)
-	a, err := e.runners.Runners().Actors().Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
 		Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestTracingOffForwardsTraceparent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := newEchoRunner(t, ctx, e)
-	a, err := e.runners.Runners().Actors().Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
 		Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)

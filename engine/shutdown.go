@@ -200,9 +200,8 @@ func (e *Engine) Drain(mode ShutdownMode) DrainStatus {
 	// Client WebSockets are closed now (their clients reconnect through another node); HTTP
 	// requests still running may finish until the deadline.
 	e.admit.closeSockets()
-	e.runners.CloseSockets()
-	e.envoys.CloseSockets()
-	sockets := func() int64 { return e.runners.Active() + e.envoys.Active() }
+	e.hosts.CloseSockets()
+	sockets := e.hosts.Active
 	released := make(chan struct{})
 	if mode == Handoff {
 		go func() {

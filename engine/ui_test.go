@@ -116,7 +116,7 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := newEchoRunner(t, ctx, e)
-	a, err := e.runners.Runners().Actors().Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
 		Name: "dash-actor", Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)

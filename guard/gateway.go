@@ -30,20 +30,19 @@ type Tunnel interface {
 	Close()
 }
 
-// Tunnels opens tunnels to runners whose socket this node holds.
-type Tunnels interface {
-	OpenTunnel(runnerID id.ID) (Tunnel, error)
-}
-
-// EnvoyTunnels opens tunnels to envoys whose socket this node holds (engine/envoyws).
-type EnvoyTunnels interface {
-	OpenEnvoyTunnel(ns id.ID, envoyKey string) (Tunnel, error)
-}
-
-// Hosts tells whether a host's socket is held by a node of this datacenter (this one or
-// another): a running actor whose host is not is unreachable until its host reconnects or
-// the actor moves (its host lost).
+// Hosts reaches the hosts' sockets held in this datacenter (engine/cluster.Node): on this
+// node, or relayed through the node that holds one.
 type Hosts interface {
+	// OpenTunnel starts a request to an actor on h.
+	OpenTunnel(h actor.Host) (Tunnel, error)
+	// ResumeTunnel continues hibernated request req of this node's gateway on runner rid,
+	// its next message numbered next.
+	ResumeTunnel(rid id.ID, req proto.RequestID, next uint16) (Tunnel, error)
+	// GatewayID is this node's gateway id, which hibernating requests are recorded under.
+	GatewayID() proto.GatewayID
+	// Connected reports whether h's socket is held by a node of the datacenter: a running
+	// actor whose host's is not is unreachable until its host reconnects or the actor
+	// moves (its host lost).
 	Connected(ctx context.Context, h actor.Host) (bool, error)
 }
 
@@ -60,10 +59,7 @@ type Actors interface {
 
 // Options configures a Gateway. Zero durations and limits mean Rivet's defaults.
 type Options struct {
-	DB      udb.Database
-	Tunnels Tunnels
-	// Envoys reaches the actors hosted on envoys; nil when there is no envoy endpoint.
-	Envoys   EnvoyTunnels
+	DB       udb.Database
 	Hosts    Hosts
 	Actors   Actors
 	Topology apihttp.Topology
@@ -341,15 +337,7 @@ type route struct {
 }
 
 // openTunnel opens a tunnel to the route's host.
-func (g *Gateway) openTunnel(rt route) (Tunnel, error) {
-	if rt.host.IsEnvoy() {
-		if g.o.Envoys == nil {
-			return nil, errors.New("guard: no envoy endpoint")
-		}
-		return g.o.Envoys.OpenEnvoyTunnel(rt.host.Namespace, rt.host.EnvoyKey)
-	}
-	return g.o.Tunnels.OpenTunnel(rt.host.RunnerID)
-}
+func (g *Gateway) openTunnel(rt route) (Tunnel, error) { return g.o.Hosts.OpenTunnel(rt.host) }
 
 // routeError marks an error of route resolution: never retried (as in Rivet, where the
 // resolution's error ends the request), whatever its code.
@@ -451,12 +439,9 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 	}
 }
 
-// connected reports whether h's socket is held in this datacenter (always, without Hosts),
-// bounded as a read of the actor's state.
+// connected reports whether h's socket is held in this datacenter, bounded as a read of
+// the actor's state.
 func (g *Gateway) connected(ctx context.Context, h actor.Host) (bool, error) {
-	if g.o.Hosts == nil {
-		return true, nil
-	}
 	var up bool
 	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
 		var err error

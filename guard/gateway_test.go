@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -115,9 +116,21 @@ type fakeRunners struct {
 	answer func(rid id.ID) proto.ToServerResponseStart
 }
 
-func (f *fakeRunners) OpenTunnel(rid id.ID) (Tunnel, error) {
-	return &fakeTunnel{f: f, rid: rid, out: make(chan proto.ToServerTunnelMessageKind, 1)}, nil
+func (f *fakeRunners) OpenTunnel(h actor.Host) (Tunnel, error) {
+	return &fakeTunnel{f: f, rid: h.RunnerID, out: make(chan proto.ToServerTunnelMessageKind, 1)}, nil
 }
+
+// hostsOf makes a Hosts of a test's tunnels: every host is connected, none resumes.
+type hostsOf struct {
+	open func(actor.Host) (Tunnel, error)
+}
+
+func (h hostsOf) OpenTunnel(host actor.Host) (Tunnel, error) { return h.open(host) }
+func (hostsOf) ResumeTunnel(id.ID, proto.RequestID, uint16) (Tunnel, error) {
+	return nil, errors.New("no resume in this test")
+}
+func (hostsOf) GatewayID() proto.GatewayID                          { return proto.GatewayID{} }
+func (hostsOf) Connected(context.Context, actor.Host) (bool, error) { return true, nil }
 
 func (f *fakeRunners) count(rid id.ID) int {
 	f.mu.Lock()
@@ -174,7 +187,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		runners: &fakeRunners{calls: map[id.ID]int{}, answer: func(id.ID) proto.ToServerResponseStart {
 			return proto.ToServerResponseStart{Status: 200, Body: []byte("ok")}
 		}}}
-	o.DB, o.Actors, o.Tunnels = db, f.actors, f.runners
+	o.DB, o.Actors, o.Hosts = db, f.actors, hostsOf{f.runners.OpenTunnel}
 	o.Topology = apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "default", Label: 1, IsLeader: true}}}
 	o.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
 	f.gw = New(o)

@@ -32,8 +32,7 @@ const (
 // actor's sleep.
 func (g *Gateway) resumable(tun Tunnel) bool {
 	rt, ok := tun.(ResumableTunnel)
-	_, r := g.o.Tunnels.(Resumer)
-	return ok && r && rt.Resumable()
+	return ok && rt.Resumable()
 }
 
 // ResumableTunnel is a Tunnel that can carry a hibernated request across its actor's sleep
@@ -46,12 +45,6 @@ type ResumableTunnel interface {
 	RequestID() proto.RequestID
 	NextIndex() uint16
 	Resumable() bool
-}
-
-// Resumer resumes a hibernated request on the runner that now hosts its actor.
-type Resumer interface {
-	ResumeTunnel(runnerID id.ID, req proto.RequestID, next uint16) (Tunnel, error)
-	GatewayID() proto.GatewayID
 }
 
 // session is one client WebSocket tunnelled to an actor.
@@ -269,8 +262,7 @@ func (s *session) closeClient(err error) {
 // over (the client left, or the actor could not be resumed).
 func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool {
 	rt := s.tun.(ResumableTunnel)
-	res := s.g.o.Tunnels.(Resumer)
-	hr := actor.HibernatingInput{ActorID: s.actorID, GatewayID: res.GatewayID(), RequestID: rt.RequestID()}
+	hr := actor.HibernatingInput{ActorID: s.actorID, GatewayID: s.g.o.Hosts.GatewayID(), RequestID: rt.RequestID()}
 	next := rt.NextIndex()
 	keepalive := func() error {
 		hr.NowMs = time.Now().UnixMilli()
@@ -311,7 +303,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 			s.pendingBytes += len(m.Data)
 			next++
 		}
-		if err := s.resume(ctx, res, rt.RequestID(), next); err != nil {
+		if err := s.resume(ctx, rt.RequestID(), next); err != nil {
 			forget()
 			s.closeClient(err)
 			return false
@@ -323,7 +315,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 
 // resume wakes the actor, reopens the request on its runner and sends the unacknowledged
 // messages again under their indices.
-func (s *session) resume(ctx context.Context, res Resumer, req proto.RequestID, next uint16) error {
+func (s *session) resume(ctx context.Context, req proto.RequestID, next uint16) error {
 	rt, _, _, err := s.g.resolve(ctx, s.actorID, false)
 	if err != nil {
 		return err
@@ -332,7 +324,7 @@ func (s *session) resume(ctx context.Context, res Resumer, req proto.RequestID, 
 		// Envoy tunnels do not resume hibernated requests (the actor moved to an envoy).
 		return rerr.New("guard", "websocket_service_unavailable")
 	}
-	tun, err := res.ResumeTunnel(rt.host.RunnerID, req, next)
+	tun, err := s.g.o.Hosts.ResumeTunnel(rt.host.RunnerID, req, next)
 	if err != nil {
 		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
 	}

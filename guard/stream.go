@@ -24,7 +24,7 @@ import (
 // finish, sent by a pump while the response is awaited. The gateway holds one chunk at a
 // time, plus the first StreamBody bytes, kept so that an attempt that failed before anything
 // past them was read can be retried; after that the request is not replayable
-// (core.Unreplayable). The envoy's window paces the chunks (engine/envoyws). When the actor
+// (core.Unreplayable). The envoy's window paces the chunks (engine/hostsock). When the actor
 // cancels the body (core.ErrRequestBodyCancelled) the pump stops reading and the response
 // goes on. A runner (protocol v7) gets the body whole, up to MaxBody, as before: runner 2.2.1
 // forgets a streamed request when its body finishes and drops the response, which is why

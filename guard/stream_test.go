@@ -34,9 +34,7 @@ type streamHost struct {
 	answer     []proto.ToServerTunnelMessageKind
 }
 
-func (h *streamHost) OpenEnvoyTunnel(id.ID, string) (Tunnel, error) { return h.OpenTunnel(id.ID{}) }
-
-func (h *streamHost) OpenTunnel(id.ID) (Tunnel, error) {
+func (h *streamHost) OpenTunnel(actor.Host) (Tunnel, error) {
 	h.mu.Lock()
 	h.opens++
 	h.mu.Unlock()
@@ -107,7 +105,7 @@ type onlyReader struct{ io.Reader }
 // streamFixture serves an actor hosted on an envoy whose tunnels are h's.
 func streamFixture(t *testing.T, h *streamHost) (*fixture, string) {
 	f := newFixture(t, Options{StreamBody: 100 << 10})
-	f.gw.o.Tunnels, f.gw.o.Envoys = h, h
+	f.gw.o.Hosts = hostsOf{h.OpenTunnel}
 	aid := id.New(1)
 	key := "envoy-1"
 	_, err := f.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
@@ -125,7 +123,7 @@ func streamFixture(t *testing.T, h *streamHost) (*fixture, string) {
 func TestRunnerGetsWholeBody(t *testing.T) {
 	h := &streamHost{answer: []proto.ToServerTunnelMessageKind{proto.ToServerResponseStart{Status: 200}}}
 	f := newFixture(t, Options{StreamBody: 100 << 10, MaxBody: 300 << 10})
-	f.gw.o.Tunnels = h
+	f.gw.o.Hosts = hostsOf{h.OpenTunnel}
 	aid, rid := id.New(1), id.New(1)
 	f.place(t, aid, keys.PhaseRunning, &rid)
 	body := bytes.Repeat([]byte("r"), 300<<10)
@@ -297,7 +295,7 @@ func TestStreamedBodyAfterWhole(t *testing.T) {
 		t.Fatalf("whole: %d bytes, %v, replayable %v", len(whole), err, b.replayable())
 	}
 	h := &streamHost{}
-	tun, _ := h.OpenTunnel(id.ID{})
+	tun, _ := h.OpenTunnel(actor.Host{})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	p := b.pump(ctx, cancel, tun)

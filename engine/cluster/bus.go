@@ -68,8 +68,12 @@ func (n *Node) publish(m busMessage) {
 	}
 }
 
-// SendCommands forwards commands for h to the node holding its socket.
+// SendCommands sends commands to h's socket: here, or through the bus to the node that
+// holds it.
 func (n *Node) SendCommands(h actor.Host, cmds []actor.Command) {
+	if n.local.SendCommandsHere(h, cmds) {
+		return
+	}
 	m := busMessageFor("commands", h)
 	m.Commands = make([]busCommand, len(cmds))
 	for i, c := range cmds {
@@ -79,8 +83,12 @@ func (n *Node) SendCommands(h actor.Host, cmds []actor.Command) {
 	n.publish(m)
 }
 
-// CloseSocket asks the node holding h's socket to close it with err.
+// CloseSocket closes h's socket with err: here, or through the bus on the node that holds
+// it.
 func (n *Node) CloseSocket(h actor.Host, err error) {
+	if n.local.CloseHere(h, err) {
+		return
+	}
 	m := busMessageFor("close", h)
 	m.Group, m.Code = "ws", "eviction"
 	if e, ok := rerr.As(err); ok {
@@ -89,14 +97,17 @@ func (n *Node) CloseSocket(h actor.Host, err error) {
 	n.publish(m)
 }
 
-// Evict asks the node holding the socket with connection id connID to close it with
-// ws.eviction (a newer socket of the same runner or envoy registered elsewhere).
+// Evict closes the socket with connection id connID with ws.eviction (a newer socket of the
+// same runner or envoy registered): here, or through the bus on the node that holds it.
 func (n *Node) Evict(connID id.ID) {
+	if n.local.EvictHere(connID) {
+		return
+	}
 	n.publish(busMessage{Op: "evict", Conn: connID.String()})
 }
 
 // AnnounceActors tells the other nodes that the actors changed (pegboard's
-// ActorsOptions.Announce): each node's lifecycle wakes what waits on them there.
+// ActorsOptions.Announce): each node wakes what waits on them there (Options.Changes).
 func (n *Node) AnnounceActors(actors []id.ID) {
 	m := busMessage{Op: "actors", From: n.o.ID, Actors: make([]string, len(actors))}
 	for i, aid := range actors {
@@ -141,7 +152,7 @@ func (n *Node) deliver(data []byte) {
 				actors = append(actors, aid)
 			}
 		}
-		n.local.ActorsChanged(actors)
+		n.o.Changes.Changed(actors)
 		return
 	}
 	h, err := m.host()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
@@ -44,25 +45,27 @@ type Options struct {
 	Log        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Local is this node's host sockets (engine/hostsock.Registry); required.
+	Local Local
+	// Changes is woken with the actors other nodes announce changed
+	// (engine/pegboard.Watchers); required.
+	Changes interface{ Changed(actors []id.ID) }
 }
 
-// Local is what this node's socket servers (runners and envoys) do for the cluster, each
-// call for a socket this node holds: false, or an error, when it is not here.
+// Local is what this node's host sockets do for the cluster, each call for a socket this
+// node holds: false, or wsconn.ErrNoSocket, when it is not here.
 type Local interface {
 	SendCommandsHere(h actor.Host, cmds []actor.Command) bool
 	CloseHere(h actor.Host, err error) bool
 	EvictHere(connID id.ID) bool
 	Holds(h actor.Host) bool
-	OpenTunnel(h actor.Host) (Tunnel, error)
-	// OpenTunnelFor opens request req of another node's gateway gw on runner h, its next
-	// message numbered next (runnerws.Server.OpenTunnelFor); envoys have none.
-	OpenTunnelFor(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (Tunnel, error)
-	// ActorsChanged: another node changed these actors (AnnounceActors).
-	ActorsChanged(actors []id.ID)
+	// OpenTunnel opens a request to an actor on h: a fresh request of gateway gw when req
+	// is nil, else request req of gw, its next message numbered next.
+	OpenTunnel(h actor.Host, gw proto.GatewayID, req *proto.RequestID, next uint16) (guard.ResumableTunnel, error)
+	// GatewayID is this node's gateway id.
+	GatewayID() proto.GatewayID
 }
-
-// Node implements what the socket servers need of the cluster.
-var _ wsconn.Cluster = (*Node)(nil)
 
 // Node is this engine among the nodes of its datacenter.
 type Node struct {
@@ -84,6 +87,9 @@ type Node struct {
 
 // New returns a Node; Start registers it.
 func New(o Options) *Node {
+	if o.DB == nil || o.Bus == nil || o.Local == nil || o.Changes == nil {
+		panic("cluster: Options.DB, Bus, Local and Changes are required")
+	}
 	if o.ID == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -101,7 +107,7 @@ func New(o Options) *Node {
 	if o.Lease <= 0 {
 		o.Lease = 10 * time.Second
 	}
-	n := &Node{o: o, subject: fmt.Sprintf("berth.dc%d.runners", o.Label)}
+	n := &Node{o: o, local: o.Local, subject: fmt.Sprintf("berth.dc%d.runners", o.Label)}
 	batch := min(16, o.Releases)
 	n.releases = wsconn.Batcher[releaseJob]{Run: n.runReleases, WG: &n.wg, Workers: o.Releases / batch, Batch: batch, Queue: 4096}
 	return n
@@ -113,10 +119,9 @@ func (n *Node) ID() string { return n.o.ID }
 // Start writes the node's lease (naming address, the node's internal URL), releases the
 // ownership records a previous run of this node id left (a SIGKILLed node restarted: it
 // holds no socket yet, and other nodes must not route to it for them), subscribes to the
-// bus and starts renewing the lease and delivering the bus's messages to local until Stop.
-// It returns once the node is registered and subscribed.
-func (n *Node) Start(ctx context.Context, local Local, address string) error {
-	n.local = local
+// bus and starts renewing the lease and delivering the bus's messages to the local sockets
+// until Stop. It returns once the node is registered and subscribed.
+func (n *Node) Start(ctx context.Context, address string) error {
 	n.o.Address = address
 	// Registration is a quick local step, done even when ctx is already cancelled (as
 	// engine.Run allows); the loops below outlive ctx until Stop.
@@ -314,7 +319,7 @@ func (n *Node) ReleaseAll(ctx context.Context) error {
 			if n.preserve.Load() {
 				return nil
 			}
-			if n.local != nil && n.local.Holds(actor.Host{Socket: h.Socket}) {
+			if n.local.Holds(actor.Host{Socket: h.Socket}) {
 				continue
 			}
 			j := releaseJob{ctx: ctx, sock: h.Socket, epoch: h.Epoch, done: make(chan struct{})}

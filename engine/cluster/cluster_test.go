@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
@@ -29,8 +31,8 @@ type fakeLocal struct {
 	held   map[actor.Host]bool
 	cmds   map[actor.Host][]actor.Command
 	closed map[actor.Host]string
-	evict  map[id.ID]bool
-	actors [][]id.ID // what ActorsChanged got, call by call
+	evict  map[id.ID]bool // held connections: whether they were evicted
+	actors [][]id.ID      // what ActorsChanged got, call by call
 	got    chan struct{}
 }
 
@@ -42,7 +44,8 @@ func newFakeLocal(held ...actor.Host) *fakeLocal {
 	return l
 }
 
-func (l *fakeLocal) ActorsChanged(actors []id.ID) {
+// Changed records what the bus said changed (Options.Changes).
+func (l *fakeLocal) Changed(actors []id.ID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.actors = append(l.actors, actors)
@@ -72,9 +75,13 @@ func (l *fakeLocal) CloseHere(h actor.Host, err error) bool {
 	return true
 }
 
+// EvictHere evicts connID if it is one of the held connections (evict's keys).
 func (l *fakeLocal) EvictHere(connID id.ID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, held := l.evict[connID]; !held {
+		return false
+	}
 	l.evict[connID] = true
 	l.got <- struct{}{}
 	return true
@@ -86,13 +93,11 @@ func (l *fakeLocal) Holds(h actor.Host) bool {
 	return l.held[h]
 }
 
-func (l *fakeLocal) OpenTunnel(actor.Host) (Tunnel, error) {
-	return nil, ErrNoSocket
+func (l *fakeLocal) OpenTunnel(actor.Host, proto.GatewayID, *proto.RequestID, uint16) (guard.ResumableTunnel, error) {
+	return nil, wsconn.ErrNoSocket
 }
 
-func (l *fakeLocal) OpenTunnelFor(actor.Host, proto.GatewayID, proto.RequestID, uint16) (Tunnel, error) {
-	return nil, ErrNoSocket
-}
+func (l *fakeLocal) GatewayID() proto.GatewayID { return proto.GatewayID{} }
 
 func (l *fakeLocal) await(t *testing.T) {
 	t.Helper()
@@ -113,10 +118,10 @@ func openStore(t *testing.T) udb.Database {
 	return db
 }
 
-func startNode(t *testing.T, db udb.Database, bus pubsub.PubSub, nodeID string, releases int, local Local) *Node {
+func startNode(t *testing.T, db udb.Database, bus pubsub.PubSub, nodeID string, releases int, local *fakeLocal) *Node {
 	t.Helper()
-	n := New(Options{DB: db, Bus: bus, ID: nodeID, Label: 1, Lease: 3 * time.Second, Releases: releases})
-	if err := n.Start(context.Background(), local, "http://"+nodeID+".internal:6421"); err != nil {
+	n := New(Options{DB: db, Bus: bus, ID: nodeID, Label: 1, Lease: 3 * time.Second, Releases: releases, Local: local, Changes: local})
+	if err := n.Start(context.Background(), "http://"+nodeID+".internal:6421"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
@@ -135,6 +140,9 @@ func TestBusReachesTheHoldingNode(t *testing.T) {
 
 	for _, h := range []actor.Host{runner, envoy} {
 		conn := id.New(1)
+		lb.mu.Lock()
+		lb.evict[conn] = false
+		lb.mu.Unlock()
 		key := "k"
 		start := actor.Command{Host: h, Checkpoint: actor.Checkpoint{ActorID: id.New(1), Generation: 2}, Start: &actor.Start{
 			Name: "counter", Key: &key, CreateTs: 7, Input: []byte{0, 1}, Hibernating: []actor.HibernatingRequest{{GatewayID: [4]byte{1}, RequestID: [4]byte{2}}},
@@ -170,7 +178,7 @@ func TestAnnounceActors(t *testing.T) {
 	t.Cleanup(func() { _ = bus.Close() })
 	a, b := newFakeLocal(), newFakeLocal()
 	na := startNode(t, db, bus, "a", 8, a)
-	startNode(t, db, bus, "b", 8, b)
+	nb := startNode(t, db, bus, "b", 8, b)
 	changed := []id.ID{id.New(1), id.New(1)}
 	na.AnnounceActors(changed)
 	b.await(t)
@@ -180,9 +188,14 @@ func TestAnnounceActors(t *testing.T) {
 	if len(got) != 1 || !slices.Equal(got[0], changed) {
 		t.Fatalf("node b got %v, want %v", got, changed)
 	}
-	// An eviction reaches every node, a too: a node takes the bus's messages in order, so
-	// once a has it, it has had (and dropped) the announcement.
-	na.Evict(id.New(1))
+	// b's eviction of a connection a holds, published after the announcement, reaches a: a
+	// node takes the bus's messages in order, so once a has it, it has had (and dropped)
+	// the announcement.
+	conn := id.New(1)
+	a.mu.Lock()
+	a.evict[conn] = false
+	a.mu.Unlock()
+	nb.Evict(conn)
 	a.await(t)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -240,8 +253,9 @@ func TestStartReleasesStaleRecords(t *testing.T) {
 	ctx := context.Background()
 	db, bus := openStore(t), pubsub.NewMemory()
 	t.Cleanup(func() { _ = bus.Close() })
-	killed := New(Options{DB: db, Bus: bus, ID: "a", Label: 1, Lease: time.Minute, Releases: 8})
-	if err := killed.Start(ctx, newFakeLocal(), "http://127.0.0.1:1"); err != nil {
+	local := newFakeLocal()
+	killed := New(Options{DB: db, Bus: bus, ID: "a", Label: 1, Lease: time.Minute, Releases: 8, Local: local, Changes: local})
+	if err := killed.Start(ctx, "http://127.0.0.1:1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range hosts(20) {

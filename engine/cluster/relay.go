@@ -16,7 +16,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
-	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
@@ -31,7 +30,7 @@ import (
 // through: ?runner_id= names a runner, ?namespace=&envoy_key= an envoy. A runner's tunnel
 // carries the gateway's own ids (gateway_id, request_id, next: hex, hex, decimal) and every
 // message its index, so that a hibernated WebSocket can resume on whichever node holds its
-// actor's runner next (runnerws.Server.OpenTunnelFor).
+// actor's runner next (Local.OpenTunnel).
 const RelayPath = "/internal/runners/tunnel"
 
 // relayDialTimeout bounds the owner lookup plus the relay's dial and upgrade.
@@ -46,7 +45,7 @@ const (
 	relayBodyCancelled = "request-body-cancelled"
 )
 
-// relayBuffer bounds the messages waiting for a relayed tunnel's reader, as runnerws does.
+// relayBuffer bounds the messages waiting for a relayed tunnel's reader, as a local tunnel's.
 const relayBuffer = 1024
 
 // ErrNoSocket: no other live node holds the socket (the gateway retries on a fresh lookup).
@@ -74,13 +73,6 @@ func queryHost(q url.Values) (actor.Host, *rerr.Error) {
 		return actor.Host{}, rerr.BadRequest("runner_id", err.Error())
 	}
 	return actor.RunnerHost(rid), nil
-}
-
-// Tunnel is a gateway request's channel to an actor (guard.Tunnel).
-type Tunnel interface {
-	Send(proto.ToClientTunnelMessageKind) error
-	Recv(ctx context.Context) (proto.ToServerTunnelMessageKind, error)
-	Close()
 }
 
 // OpenRemoteTunnel opens a tunnel to h (a runner or an envoy) through the live node that
@@ -136,7 +128,7 @@ func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID,
 		}
 		return nil, errors.Join(ErrNoSocket, err)
 	}
-	ws.SetReadLimit(runnerws.MaxFrame)
+	ws.SetReadLimit(wsconn.MaxFrame)
 	t.ws = ws
 	go t.readLoop()
 	return t, nil
@@ -283,14 +275,14 @@ func (t *remoteTunnel) write(typ websocket.MessageType, b []byte) error {
 func (t *remoteTunnel) writeLocked(typ websocket.MessageType, b []byte) error {
 	select {
 	case <-t.closed:
-		return runnerws.ErrTunnelClosed
+		return wsconn.ErrTunnelClosed
 	default:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := t.ws.Write(ctx, typ, b); err != nil {
 		t.Close()
-		return runnerws.ErrTunnelClosed
+		return wsconn.ErrTunnelClosed
 	}
 	return nil
 }
@@ -311,7 +303,7 @@ func (t *remoteTunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKin
 			return m, nil
 		default:
 		}
-		return nil, runnerws.ErrTunnelClosed
+		return nil, wsconn.ErrTunnelClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -346,12 +338,13 @@ func (n *Node) RelayHandler() http.Handler {
 			wsconn.WriteHTTPError(w, bad)
 			return
 		}
-		var tun Tunnel
+		var tun guard.ResumableTunnel
 		var err error
 		if ids != nil {
-			tun, err = n.local.OpenTunnelFor(h, ids.gw, ids.req, ids.next)
+			tun, err = n.local.OpenTunnel(h, ids.gw, &ids.req, ids.next)
 		} else {
-			tun, err = n.local.OpenTunnel(h)
+			// An envoy's relay: a request of this node's gateway, numbered here.
+			tun, err = n.local.OpenTunnel(h, n.local.GatewayID(), nil, 0)
 		}
 		if err != nil {
 			if h.IsEnvoy() {
@@ -366,7 +359,7 @@ func (n *Node) RelayHandler() http.Handler {
 			tun.Close()
 			return
 		}
-		ws.SetReadLimit(runnerws.MaxFrame)
+		ws.SetReadLimit(wsconn.MaxFrame)
 		n.relays.Add(1)
 		defer n.relays.Add(-1)
 		n.relay(ws, tun, ids != nil)
@@ -407,7 +400,7 @@ func queryRequest(q url.Values) (*relayRequest, *rerr.Error) {
 
 // relay copies the gateway's messages to the tunnel and the host's back until either side
 // ends. An indexed relay's messages carry their index, which the tunnel sends them under.
-func (n *Node) relay(ws *websocket.Conn, tun Tunnel, indexed bool) {
+func (n *Node) relay(ws *websocket.Conn, tun guard.ResumableTunnel, indexed bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -431,7 +424,7 @@ func (n *Node) relay(ws *websocket.Conn, tun Tunnel, indexed bool) {
 			}
 		}
 	})
-	consumer, _ := tun.(interface{ ConsumedResponseBody(n int) error })
+	consumer, _ := tun.(guard.ResponseBodyConsumer)
 	cancelled := false
 	for {
 		typ, b, err := ws.Read(ctx)
@@ -452,10 +445,8 @@ func (n *Node) relay(ws *websocket.Conn, tun Tunnel, indexed bool) {
 		}
 		if tm, ok := m.(proto.ToClientTunnelMessage); ok {
 			var err error
-			if r, ok := tun.(interface {
-				Resend(uint16, proto.ToClientTunnelMessageKind) error
-			}); ok && indexed {
-				err = r.Resend(tm.MessageID.MessageIndex, tm.MessageKind)
+			if indexed {
+				err = tun.Resend(tm.MessageID.MessageIndex, tm.MessageKind)
 			} else {
 				err = tun.Send(tm.MessageKind)
 			}

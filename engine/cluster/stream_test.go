@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
@@ -53,6 +55,15 @@ func (f *flowTunnel) Recv(ctx context.Context) (proto.ToServerTunnelMessageKind,
 
 func (f *flowTunnel) Close() { f.closeOnce.Do(func() { close(f.closed) }) }
 
+// An envoy's tunnel is not indexed here: these send as Send does.
+func (f *flowTunnel) SendIndexed(m proto.ToClientTunnelMessageKind) (uint16, error) {
+	return 0, f.Send(m)
+}
+func (f *flowTunnel) Resend(_ uint16, m proto.ToClientTunnelMessageKind) error { return f.Send(m) }
+func (f *flowTunnel) RequestID() proto.RequestID                               { return proto.RequestID{} }
+func (f *flowTunnel) NextIndex() uint16                                        { return 0 }
+func (f *flowTunnel) Resumable() bool                                          { return false }
+
 func (f *flowTunnel) ConsumedResponseBody(n int) error {
 	f.mu.Lock()
 	f.consumed += n
@@ -65,7 +76,9 @@ type tunnelLocal struct {
 	tun *flowTunnel
 }
 
-func (l tunnelLocal) OpenTunnel(actor.Host) (Tunnel, error) { return l.tun, nil }
+func (l tunnelLocal) OpenTunnel(actor.Host, proto.GatewayID, *proto.RequestID, uint16) (guard.ResumableTunnel, error) {
+	return l.tun, nil
+}
 
 // A relayed tunnel carries the envoy flow control the runner protocol cannot: the client's
 // consumption of a streamed response reaches the host's tunnel, and the host's request-body
@@ -79,9 +92,10 @@ func TestRelayFlowControl(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8})
+	local := tunnelLocal{newFakeLocal(h), ft}
+	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8, Local: local, Changes: local})
 	handler = nb.RelayHandler()
-	if err := nb.Start(context.Background(), tunnelLocal{newFakeLocal(h), ft}, srv.URL); err != nil {
+	if err := nb.Start(context.Background(), srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nb.Stop)
@@ -148,6 +162,8 @@ func (f *indexTunnel) Resend(idx uint16, m proto.ToClientTunnelMessageKind) erro
 	return nil
 }
 
+func (f *indexTunnel) Resumable() bool { return true }
+
 // openedFor records the request a relay opened a runner's tunnel for.
 type openedFor struct {
 	gw   proto.GatewayID
@@ -162,8 +178,11 @@ type indexLocal struct {
 	opened chan openedFor
 }
 
-func (l indexLocal) OpenTunnelFor(_ actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (Tunnel, error) {
-	l.opened <- openedFor{gw, req, next}
+func (l indexLocal) OpenTunnel(_ actor.Host, gw proto.GatewayID, req *proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
+	if req == nil {
+		return nil, errors.New("a runner's relay names its request")
+	}
+	l.opened <- openedFor{gw, *req, next}
 	return &indexTunnel{flowTunnel: flowTunnel{out: make(chan proto.ToServerTunnelMessageKind, 4), closed: make(chan struct{})}, sent: l.sent}, nil
 }
 
@@ -180,9 +199,9 @@ func TestRelayedRunnerTunnelIsTheGatewaysRequest(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8})
+	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8, Local: local, Changes: local})
 	handler = nb.RelayHandler()
-	if err := nb.Start(context.Background(), local, srv.URL); err != nil {
+	if err := nb.Start(context.Background(), srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nb.Stop)

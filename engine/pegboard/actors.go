@@ -14,68 +14,54 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// ActorsOptions configures Actors.
+// Hosts reaches the hosts' sockets wherever they are held in the datacenter
+// (engine/cluster.Node). Neither call blocks on the host; a host that gets its commands late
+// (it reconnects elsewhere) gets them from the stored commands.
+type Hosts interface {
+	SendCommands(h actor.Host, cmds []actor.Command)
+	CloseSocket(h actor.Host, err error)
+}
+
+// ActorsOptions configures Actors. DB and Watchers are required.
 type ActorsOptions struct {
-	DB      udb.Database
-	Sockets Sockets
-	// Envoys reaches the envoy sockets, for the commands of actors hosted on envoys; it may
-	// also be given after construction (AttachEnvoys), the envoy endpoint being built later.
-	Envoys  EnvoyCommandSockets
-	Log     *slog.Logger
-	Metrics *metrics.Metrics
-	Config  actor.Config
+	DB udb.Database
+	// Hosts takes the commands of committed transitions and closes the sockets of hosts
+	// that stopped; nil for a lifecycle no host connects to (the API's tests).
+	Hosts Hosts
+	// Watchers are woken by the changes the lifecycle commits.
+	Watchers *Watchers
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
+	Config   actor.Config
 	// Label is the datacenter label new actor ids carry; Datacenter its name.
 	Label      uint16
 	Datacenter string
 	// ScanInterval is how often due timers are looked for; zero means 100 ms.
 	ScanInterval time.Duration
 	// Announce, when set, tells the datacenter's other nodes of the actors a committed
-	// transition changed (they call Changed), so that what they wait on or cache for those
-	// actors (Watch, OnChange, the gateway's routes) follows changes made here.
+	// transition changed (engine/cluster.Node.AnnounceActors), so that what waits there
+	// follows changes made here.
 	Announce func(actors []id.ID)
 }
 
 // Actors drives the actor lifecycle: it runs ops/actor transitions and carries out their
-// effects (commands to runner sockets, queue moves, closing stopped runners, waking
-// waiters), and runs the timers.
+// effects (commands to the hosts, queue moves, closing stopped hosts, waking watchers), and
+// runs the timers.
 type Actors struct {
 	o ActorsOptions
 
 	kick    chan struct{}
 	creates batcher // creates share transactions (batch.go)
 
-	mu       sync.Mutex
-	pools    []actor.Pool                   // queues to move
-	watchers map[id.ID]chan struct{}        // closed at the actor's next change
-	onChange map[id.ID]map[*func()]struct{} // called at the actor's next change (OnChange)
-	envoys   EnvoyCommandSockets            // o.Envoys, or the one attached later
-}
-
-// EnvoyCommandSockets reaches the envoy sockets held by this node. Neither call blocks on
-// the peer.
-type EnvoyCommandSockets interface {
-	// SendEnvoyCommands sends commands to envoy h, if this node holds its socket; an envoy
-	// that gets them late gets them from the stored commands when it reconnects.
-	SendEnvoyCommands(h actor.Host, cmds []actor.Command)
-	// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this node holds it.
-	CloseEnvoy(ns id.ID, envoyKey string, err error)
-}
-
-// AttachEnvoys sets the envoy sockets, before any actor is placed on an envoy.
-func (p *Actors) AttachEnvoys(s EnvoyCommandSockets) {
-	p.mu.Lock()
-	p.envoys = s
-	p.mu.Unlock()
-}
-
-func (p *Actors) envoySockets() EnvoyCommandSockets {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.envoys
+	mu    sync.Mutex
+	pools []actor.Pool // queues to move
 }
 
 // NewActors returns the actor lifecycle; Run starts its loop.
 func NewActors(o ActorsOptions) *Actors {
+	if o.DB == nil || o.Watchers == nil {
+		panic("pegboard: ActorsOptions.DB and Watchers are required")
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -85,8 +71,7 @@ func NewActors(o ActorsOptions) *Actors {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 100 * time.Millisecond
 	}
-	p := &Actors{o: o, kick: make(chan struct{}, 1), watchers: map[id.ID]chan struct{}{},
-		onChange: map[id.ID]map[*func()]struct{}{}, envoys: o.Envoys}
+	p := &Actors{o: o, kick: make(chan struct{}, 1)}
 	p.creates.p = p
 	return p
 }
@@ -131,7 +116,7 @@ func (p *Actors) Apply(eff actor.Effects) {
 	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
 		changed = append(changed, group...)
 	}
-	p.Changed(changed)
+	p.o.Watchers.Changed(changed)
 	if p.o.Announce != nil && len(changed) > 0 {
 		p.o.Announce(changed)
 	}
@@ -148,21 +133,24 @@ func (p *Actors) Apply(eff actor.Effects) {
 	for _, rid := range eff.StoppedRunners {
 		p.o.Metrics.RunnerTransitions.WithLabelValues("drained").Inc()
 		p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", "drained")
-		if p.o.Sockets != nil {
-			p.o.Sockets.CloseRunner(rid, rerr.WS("eviction"))
-		}
+		p.closeHost(actor.RunnerHost(rid))
 	}
 	for _, h := range eff.StoppedEnvoys {
 		p.o.Log.Info("envoy stopped", "namespace_id", h.Namespace.String(), "envoy_key", h.EnvoyKey, "reason", "evicted")
-		if s := p.envoySockets(); s != nil {
-			s.CloseEnvoy(h.Namespace, h.EnvoyKey, rerr.WS("eviction"))
-		}
+		p.closeHost(h)
+	}
+}
+
+// closeHost closes the socket of h, which stopped, with ws.eviction: it must not reconnect.
+func (p *Actors) closeHost(h actor.Host) {
+	if p.o.Hosts != nil {
+		p.o.Hosts.CloseSocket(h, rerr.WS("eviction"))
 	}
 }
 
 // sendCommands sends commands to their hosts' sockets, one batch per host, in order.
 func (p *Actors) sendCommands(cmds []actor.Command) {
-	if len(cmds) == 0 {
+	if len(cmds) == 0 || p.o.Hosts == nil {
 		return
 	}
 	byHost := map[actor.Host][]actor.Command{}
@@ -173,14 +161,8 @@ func (p *Actors) sendCommands(cmds []actor.Command) {
 		}
 		byHost[c.Host] = append(byHost[c.Host], c)
 	}
-	envoys := p.envoySockets()
 	for _, h := range order {
-		switch {
-		case h.IsEnvoy() && envoys != nil:
-			envoys.SendEnvoyCommands(h, byHost[h])
-		case !h.IsEnvoy() && p.o.Sockets != nil:
-			p.o.Sockets.SendCommands(h.RunnerID, byHost[h])
-		}
+		p.o.Hosts.SendCommands(h, byHost[h])
 	}
 }
 
@@ -193,66 +175,10 @@ func containsPool(ps []actor.Pool, p actor.Pool) bool {
 	return false
 }
 
-// Watch returns a channel closed at the actor's next lifecycle change seen by this node
-// (it became ready, stopped, or was destroyed). Callers re-read the actor after it closes.
-func (p *Actors) Watch(aid id.ID) <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ch, ok := p.watchers[aid]
-	if !ok {
-		ch = make(chan struct{})
-		p.watchers[aid] = ch
-	}
-	return ch
-}
+// Watch and OnChange wait for the actor's next change (Watchers).
+func (p *Actors) Watch(aid id.ID) <-chan struct{} { return p.o.Watchers.Watch(aid) }
 
-// OnChange calls f once, on a goroutine of its own, at the actor's next lifecycle change seen
-// by this node (as Watch); stop cancels the call if it has not been made. It is Watch without
-// a goroutine waiting on the channel for every caller: a gateway request watches its actor.
-func (p *Actors) OnChange(aid id.ID, f func()) (stop func()) {
-	key := &f
-	p.mu.Lock()
-	fs := p.onChange[aid]
-	if fs == nil {
-		fs = map[*func()]struct{}{}
-		p.onChange[aid] = fs
-	}
-	fs[key] = struct{}{}
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		if fs := p.onChange[aid]; fs != nil {
-			delete(fs, key)
-			if len(fs) == 0 {
-				delete(p.onChange, aid)
-			}
-		}
-		p.mu.Unlock()
-	}
-}
-
-// Changed wakes what waits on the actors (Watch, OnChange): they changed, here or on
-// another node (ActorsOptions.Announce).
-func (p *Actors) Changed(actors []id.ID) {
-	for _, aid := range actors {
-		p.notify(aid)
-	}
-}
-
-func (p *Actors) notify(aid id.ID) {
-	p.mu.Lock()
-	ch, ok := p.watchers[aid]
-	delete(p.watchers, aid)
-	fs := p.onChange[aid]
-	delete(p.onChange, aid)
-	p.mu.Unlock()
-	if ok {
-		close(ch)
-	}
-	for f := range fs {
-		go (*f)()
-	}
-}
+func (p *Actors) OnChange(aid id.ID, f func()) (stop func()) { return p.o.Watchers.OnChange(aid, f) }
 
 // Kick makes the loop run now.
 func (p *Actors) Kick() {

@@ -62,7 +62,7 @@ func newBatchWorld(t *testing.T, runners int, slots uint32) *batchWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.p = NewActors(ActorsOptions{DB: w.db, Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
+	w.p = NewActors(ActorsOptions{DB: w.db, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
 	return w
 }
 

@@ -1,6 +1,6 @@
-// Package pegboard runs the runner lifecycle of the control plane: drains
-// (a runner's ToServerStopping, an operator's drain, a version-upgrade
-// drain) converge on one idempotent Drain, and a loop stops runners that
-// went silent or drained for too long. Every fact lives in the store
-// (ops/runner), so any node, or a restarted one, carries on.
+// Package pegboard drives the control plane's lifecycles over the store: actors (Actors:
+// transitions and their effects, timers, pending queues), runners (Runners: drains, lost
+// runners) and envoys (Envoys: stopping, evictions, expiry). Every fact lives in the store
+// (ops), so any node, or a restarted one, carries on; docs/design.md ("Lifecycle") has
+// the whole picture.
 package pegboard

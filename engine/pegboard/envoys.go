@@ -18,18 +18,12 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// EnvoySockets reaches the envoy sockets held by this node. It does not block on the peer.
-type EnvoySockets interface {
-	// CloseEnvoy closes the socket of envoy (ns, envoyKey) with err, if this node holds it.
-	CloseEnvoy(ns id.ID, envoyKey string, err error)
-}
-
-// EnvoysOptions configures Envoys.
+// EnvoysOptions configures Envoys. DB and Actors are required.
 type EnvoysOptions struct {
-	DB      udb.Database
-	Sockets EnvoySockets
-	// Actors is the actor lifecycle: a stopping envoy's actors are evicted through it. Nil
-	// means one of its own, with the default config.
+	DB udb.Database
+	// Hosts closes the sockets of envoys that stopped or expired.
+	Hosts Hosts
+	// Actors is the actor lifecycle: a stopping envoy's actors are evicted through it.
 	Actors *Actors
 	Log    *slog.Logger
 	// LostThreshold: an envoy not pinged for this long is expired (it leaves the
@@ -55,11 +49,11 @@ type Envoys struct {
 
 // NewEnvoys returns the envoy lifecycle; Run starts its loop.
 func NewEnvoys(o EnvoysOptions) *Envoys {
+	if o.DB == nil || o.Actors == nil {
+		panic("pegboard: EnvoysOptions.DB and Actors are required")
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
-	}
-	if o.Actors == nil {
-		o.Actors = NewActors(ActorsOptions{DB: o.DB, Log: o.Log, Config: actor.DefaultConfig()})
 	}
 	return &Envoys{o: o, loop: newScanLoop(o.LostThreshold, o.ScanInterval)}
 }
@@ -119,8 +113,8 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 		p.evictions.start(h, func(ctx context.Context) { p.evict(ctx, h, d.cfg) })
 		return nil
 	}
-	if p.o.Sockets != nil {
-		p.o.Sockets.CloseEnvoy(ns, envoyKey, rerr.WS("eviction"))
+	if p.o.Hosts != nil {
+		p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, envoyKey), rerr.WS("eviction"))
 	}
 	return nil
 }
@@ -237,9 +231,9 @@ func (p *Envoys) expire(ctx context.Context, ns id.ID, key string, before int64)
 	}
 	if res.(openvoy.ExpireOutput).Expired {
 		p.o.Log.Info("envoy expired", "namespace_id", ns.String(), "envoy_key", key, "reason", "lost")
-		if p.o.Sockets != nil {
-			// A socket that still exists here is not answering: it must reconnect.
-			p.o.Sockets.CloseEnvoy(ns, key, rerr.EnvoyExpired(key))
+		if p.o.Hosts != nil {
+			// A socket that still exists is not answering: it must reconnect.
+			p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, key), rerr.EnvoyExpired(key))
 		}
 	}
 	return true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	openvoy "github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -21,12 +22,14 @@ type closedEnvoys struct {
 	seen map[string]string // envoy key → group.code
 }
 
-func (c *closedEnvoys) CloseEnvoy(_ id.ID, key string, err error) {
+func (c *closedEnvoys) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, _ := rerr.As(err)
-	c.seen[key] = e.Group + "." + e.Code
+	c.seen[h.EnvoyKey] = e.Group + "." + e.Code
 }
+
+func (c *closedEnvoys) SendCommands(actor.Host, []actor.Command) {}
 
 func (c *closedEnvoys) count() int {
 	c.mu.Lock()
@@ -74,7 +77,8 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 		register(nss[i%2], fmt.Sprintf("lost-%03d", i), old)
 	}
 	sockets := &closedEnvoys{seen: map[string]string{}}
-	p := NewEnvoys(EnvoysOptions{DB: db, Sockets: sockets, Log: quiet, LostThreshold: 300 * time.Millisecond})
+	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 300 * time.Millisecond,
+		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	// Registered now and kept pinging: never expired.
 	register(nss[0], "fresh", time.Now().UnixMilli())
 	loopCtx, cancel := context.WithCancel(ctx)
@@ -158,7 +162,8 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	sockets := &closedEnvoys{seen: map[string]string{}}
-	p := NewEnvoys(EnvoysOptions{DB: db, Sockets: sockets, Log: quiet, LostThreshold: time.Minute})
+	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: time.Minute,
+		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	if err := p.Stopping(ctx, ns, "env", stale); !rerr.Is(err, "envoy", "stale_connection") {
 		t.Fatalf("stale stop: %v", err)
 	}

@@ -1,17 +1,19 @@
 package pegboard
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // OnChange calls its function once, at the actor's next reported change, and not once stopped;
 // other actors' changes do not call it.
 func TestOnChange(t *testing.T) {
-	p := NewActors(ActorsOptions{Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
+	p := NewActors(ActorsOptions{DB: openMem(t), Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
 	aid, other := id.New(1), id.New(1)
 	called := make(chan string, 4)
 	p.OnChange(aid, func() { called <- "kept" })
@@ -34,7 +36,17 @@ func TestOnChange(t *testing.T) {
 	if got := <-called; got != "later" {
 		t.Fatalf("called %q, want only the later registration", got)
 	}
-	if len(p.onChange) != 0 {
-		t.Fatalf("registrations left: %v", p.onChange)
+	if n := len(p.o.Watchers.onChange); n != 0 {
+		t.Fatalf("%d registrations left", n)
 	}
+}
+
+func openMem(t *testing.T) udb.Database {
+	t.Helper()
+	db, err := udb.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }

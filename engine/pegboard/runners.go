@@ -15,23 +15,15 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Sockets reaches the runner sockets held by this node. Neither call blocks on the peer.
-type Sockets interface {
-	// CloseRunner closes the socket of runner rid with err, if this node holds it.
-	CloseRunner(rid id.ID, err error)
-	// SendCommands sends commands to runner rid, if this node holds its socket; a runner
-	// that gets them late (it reconnects elsewhere) gets them from the stored commands.
-	SendCommands(rid id.ID, cmds []actor.Command)
-}
-
-// Options configures Runners.
-type Options struct {
-	DB      udb.Database
-	Sockets Sockets
+// RunnersOptions configures Runners. DB and Actors are required.
+type RunnersOptions struct {
+	DB udb.Database
+	// Hosts closes the sockets of runners that stopped.
+	Hosts   Hosts
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 	// Actors is the actor lifecycle: a drain sends the runner's actors away, a stop loses
-	// those left. Nil means one of its own, with the default config.
+	// those left.
 	Actors *Actors
 	// LostThreshold: a runner not pinged for this long is lost; a draining
 	// runner stops after this long even if actors remain.
@@ -47,20 +39,20 @@ const scanBatch = 256
 
 // Runners drives the runner lifecycle.
 type Runners struct {
-	o    Options
+	o    RunnersOptions
 	loop scanLoop
 }
 
 // NewRunners returns the runner lifecycle; Run starts its loop.
-func NewRunners(o Options) *Runners {
+func NewRunners(o RunnersOptions) *Runners {
+	if o.DB == nil || o.Actors == nil {
+		panic("pegboard: RunnersOptions.DB and Actors are required")
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
-	}
-	if o.Actors == nil {
-		o.Actors = NewActors(ActorsOptions{DB: o.DB, Sockets: o.Sockets, Log: o.Log, Metrics: o.Metrics, Config: actor.DefaultConfig()})
 	}
 	return &Runners{o: o, loop: newScanLoop(o.LostThreshold, o.ScanInterval)}
 }
@@ -232,7 +224,7 @@ func (p *Runners) warn(ctx context.Context, what string, rid id.ID, err error) b
 func (p *Runners) stopped(rid id.ID, why string, lost []id.ID) {
 	p.o.Metrics.RunnerTransitions.WithLabelValues(why).Inc()
 	p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", why, "actors_lost", len(lost))
-	if p.o.Sockets != nil {
-		p.o.Sockets.CloseRunner(rid, rerr.WS("eviction"))
+	if p.o.Hosts != nil {
+		p.o.Hosts.CloseSocket(actor.RunnerHost(rid), rerr.WS("eviction"))
 	}
 }

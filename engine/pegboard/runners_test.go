@@ -28,14 +28,14 @@ type closed struct {
 	seen map[id.ID]string
 }
 
-func (c *closed) CloseRunner(rid id.ID, err error) {
+func (c *closed) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, _ := rerr.As(err)
-	c.seen[rid] = e.Group + "." + e.Code
+	c.seen[h.RunnerID] = e.Group + "." + e.Code
 }
 
-func (c *closed) SendCommands(id.ID, []actor.Command) {}
+func (c *closed) SendCommands(actor.Host, []actor.Command) {}
 
 func (c *closed) count() int {
 	c.mu.Lock()
@@ -83,7 +83,8 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 		}
 	}
 	sockets := &closed{seen: map[id.ID]string{}}
-	p := NewRunners(Options{DB: db, Sockets: sockets, Log: quiet, LostThreshold: 50 * time.Millisecond})
+	p := NewRunners(RunnersOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 50 * time.Millisecond,
+		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	loopCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -32,11 +32,6 @@ type PeerOptions struct {
 	// Timeout bounds each request, unless the context's deadline is sooner. Zero means
 	// DefaultPeerTimeout.
 	Timeout time.Duration
-	// LocalLabel and Local, when Local is set, serve requests to the datacenter labelled
-	// LocalLabel in process, by calling its api-peer handler directly: same code path, same
-	// JSON, no socket.
-	LocalLabel uint16
-	Local      http.Handler
 }
 
 // PeerClient calls a datacenter's api-peer with JSON. It is safe for concurrent use.
@@ -57,8 +52,7 @@ type PeerClient struct {
 
 // NewPeerClient returns a client; Close releases its idle connections.
 func NewPeerClient(opts PeerOptions) *PeerClient {
-	p := &PeerClient{http: opts.HTTP, token: opts.Token, timeout: opts.Timeout,
-		localLabel: opts.LocalLabel, local: opts.Local}
+	p := &PeerClient{http: opts.HTTP, token: opts.Token, timeout: opts.Timeout}
 	if p.http == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 32
@@ -69,6 +63,15 @@ func NewPeerClient(opts PeerOptions) *PeerClient {
 		p.timeout = DefaultPeerTimeout
 	}
 	return p
+}
+
+// WithLocal returns a client sharing p's transport and settings that serves requests to the
+// datacenter labelled label in process, by calling its api-peer handler h directly: same
+// code path, same JSON, no socket. Closing p closes both.
+func (p *PeerClient) WithLocal(label uint16, h http.Handler) *PeerClient {
+	c := *p
+	c.localLabel, c.local, c.ownsHTTP = label, h, false
+	return &c
 }
 
 // Close closes idle connections of the client's own transport.

@@ -202,7 +202,7 @@ func TestPeerClientInProcess(t *testing.T) {
 		return c.JSON(http.StatusOK, map[string]string{"path": c.Request().URL.RequestURI(), "token": tok})
 	})
 	// The peer URL is never dialled for the local datacenter.
-	p := NewPeerClient(PeerOptions{Token: "tok", LocalLabel: 1, Local: local})
+	p := NewPeerClient(PeerOptions{Token: "tok"}).WithLocal(1, local)
 	defer p.Close()
 	var out map[string]string
 	if err := p.Get(context.Background(), Datacenter{Name: "me", Label: 1, PeerURL: "http://127.0.0.1:1"}, "/who", url.Values{"a": {"1"}}, &out); err != nil {

@@ -49,9 +49,9 @@ func actorsEngine(t *testing.T) (*client.Client, udb.Database) {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	topo := apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "dc", Label: 1, IsLeader: true, PeerURL: "http://127.0.0.1:1"}}}
-	acts := pegboard.NewActors(pegboard.ActorsOptions{DB: db, Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
+	acts := pegboard.NewActors(pegboard.ActorsOptions{DB: db, Watchers: pegboard.NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
 	peer := apipeer.New(apipeer.Deps{DB: db, Topology: topo, Log: quiet, Actors: acts}).Handler()
-	peers := apihttp.NewPeerClient(apihttp.PeerOptions{LocalLabel: 1, Local: peer})
+	peers := apihttp.NewPeerClient(apihttp.PeerOptions{}).WithLocal(1, peer)
 	t.Cleanup(peers.Close)
 	srv := httptest.NewServer(apipublic.New(apipublic.Deps{DB: db, Topology: topo, Peers: peers, Log: quiet}).Handler())
 	t.Cleanup(srv.Close)

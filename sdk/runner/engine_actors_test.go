@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/engine/pegboard"
-	"github.com/berthhq/berth/engine/runnerws"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
@@ -19,8 +19,8 @@ import (
 	"github.com/berthhq/berth/sdk/runner"
 )
 
-// Hosted actors against the real engine in process: the runner socket (runnerws) on
-// httptest over a mem:// store, with its actor lifecycle loop (timers, queues) running.
+// Hosted actors against the real engine in process: its host sockets and control plane
+// (engine/hostsock/hostsocktest) on httptest over a mem:// store.
 
 type actorEnv struct {
 	*socketEnv
@@ -30,18 +30,9 @@ type actorEnv struct {
 
 func startActorEnv(t *testing.T) *actorEnv {
 	t.Helper()
-	e := &actorEnv{socketEnv: startSocket(t, runnerws.Options{})}
-	e.actors = e.cur.Load().Runners().Actors()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.actors.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	e := &actorEnv{socketEnv: startSocket(t, hostsocktest.Config{})}
+	e.actors = e.cur.Load().Lifecycle.Actors
+	ctx := context.Background()
 	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
 		return namespace.ResolveByName(ctx, tx, namespace.ResolveByNameInput{Name: "default"})
 	})

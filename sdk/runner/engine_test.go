@@ -14,7 +14,8 @@ import (
 
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
-	"github.com/berthhq/berth/engine/runnerws"
+	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/ops/namespace"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
@@ -26,7 +27,7 @@ import (
 )
 
 // These tests run the runner against the real engine in process: the whole engine (engine.Start
-// on loopback with a mem:// store), or its runner socket alone (runnerws on httptest) where
+// on loopback with a mem:// store), or its host sockets alone (engine/hostsock/hostsocktest on httptest) where
 // a test needs short ping intervals or a restart.
 
 func startEngine(t *testing.T, token string) *engine.Engine {
@@ -173,14 +174,14 @@ func TestEngineRefusesStart(t *testing.T) {
 type socketEnv struct {
 	t   *testing.T
 	db  udb.Database
-	o   runnerws.Options
+	c   hostsocktest.Config
 	hs  *httptest.Server
-	cur atomic.Pointer[runnerws.Server]
+	cur atomic.Pointer[hostsocktest.Node]
 	// down makes the endpoint answer 503, as a proxy in front of a stopped engine would.
 	down atomic.Bool
 }
 
-func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
+func startSocket(t *testing.T, c hostsocktest.Config) *socketEnv {
 	t.Helper()
 	ctx := context.Background()
 	db, err := udb.Open(ctx, "mem://")
@@ -192,18 +193,18 @@ func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	o.DB, o.Label, o.Log = db, 1, slog.New(testLogger().Handler())
-	e := &socketEnv{t: t, db: db, o: o}
-	e.cur.Store(runnerws.New(o))
+	c.Label, c.Log = 1, slog.New(testLogger().Handler())
+	e := &socketEnv{t: t, db: db, c: c}
+	e.cur.Store(hostsocktest.Start(t, db, c))
 	e.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e.down.Load() {
 			http.Error(w, "engine down", http.StatusServiceUnavailable)
 			return
 		}
-		e.cur.Load().ServeHTTP(w, r)
+		e.cur.Load().Server.Wrap(http.NotFoundHandler()).ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
-		e.cur.Load().Close()
+		e.cur.Load().Stop()
 		e.hs.Close()
 		_ = db.Close()
 	})
@@ -213,8 +214,8 @@ func startSocket(t *testing.T, o runnerws.Options) *socketEnv {
 // restart puts a new socket server in front, then closes the old one: its sockets end with
 // 1011 ws.going_away and reconnect to the new one.
 func (e *socketEnv) restart() {
-	old := e.cur.Swap(runnerws.New(e.o))
-	old.Close()
+	old := e.cur.Swap(hostsocktest.Start(e.t, e.db, e.c))
+	old.Stop()
 }
 
 // runner reads the runner as GET /runners would.
@@ -244,7 +245,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestProtocolVersions(t *testing.T) {
-	e := startSocket(t, runnerws.Options{})
+	e := startSocket(t, hostsocktest.Config{})
 	for _, v := range []int{5, 6, 7} {
 		rec := newRecorder()
 		cfg := testConfig(e.hs.URL, rec)
@@ -259,7 +260,7 @@ func TestProtocolVersions(t *testing.T) {
 }
 
 func TestPingsReachTheEngine(t *testing.T) {
-	e := startSocket(t, runnerws.Options{PingInterval: 20 * time.Millisecond})
+	e := startSocket(t, hostsocktest.Config{Runner: hostsock.Timing{PingInterval: 20 * time.Millisecond}})
 	rec := newRecorder()
 	r := newRunner(t, testConfig(e.hs.URL, rec))
 	start(t, r)
@@ -275,7 +276,7 @@ func TestPingsReachTheEngine(t *testing.T) {
 }
 
 func TestReconnectsAfterTheEngineGoesAway(t *testing.T) {
-	e := startSocket(t, runnerws.Options{})
+	e := startSocket(t, hostsocktest.Config{})
 	rec := newRecorder()
 	r := newRunner(t, testConfig(e.hs.URL, rec))
 	start(t, r)
@@ -298,7 +299,7 @@ func TestReconnectsAfterTheEngineGoesAway(t *testing.T) {
 
 func TestRunnerLostWhileTheEngineStaysAway(t *testing.T) {
 	// The engine's ToClientInit carries runnerLostThreshold; the runner times its absence by it.
-	e := startSocket(t, runnerws.Options{RunnerLostThreshold: 50})
+	e := startSocket(t, hostsocktest.Config{Runner: hostsock.Timing{LostThreshold: 50 * time.Millisecond}})
 	rec := newRecorder()
 	r := newRunner(t, testConfig(e.hs.URL, rec))
 	start(t, r)
@@ -325,7 +326,7 @@ func TestRunnerLostWhileTheEngineStaysAway(t *testing.T) {
 }
 
 func TestEvictedBySameKey(t *testing.T) {
-	e := startSocket(t, runnerws.Options{})
+	e := startSocket(t, hostsocktest.Config{})
 	rec1, rec2 := newRecorder(), newRecorder()
 	cfg := testConfig(e.hs.URL, rec1)
 	cfg.Key = "same"

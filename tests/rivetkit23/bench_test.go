@@ -42,7 +42,7 @@ import (
 // while an earlier one is unacknowledged waits for the engine's delayed ACK (40 ms on Linux).
 // The GetPages of a wake, sent right behind the actor's start events, pays that on both
 // engines (~40 ms; with TCP_NODELAY forced on node's sockets by an LD_PRELOAD shim it was
-// 3–6 ms on both); the raw cost of a GetPages in berth is engine/envoyws's
+// 3–6 ms on both); the raw cost of a GetPages in berth is engine/hostsock's
 // BenchmarkSqliteGetPages.
 //
 // The engines alternate: each repetition measures every engine, the first changing each time.

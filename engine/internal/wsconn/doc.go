@@ -1,4 +1,4 @@
-// Package wsconn holds what the runner and envoy sockets (engine/runnerws, engine/envoyws)
-// share: the upgrade's token check and small hijack buffers, and the heartbeat schedule and
-// pong batching that keep idle sockets from costing a goroutine or a transaction each.
+// Package wsconn holds the WebSocket pieces the host sockets (engine/hostsock) and the
+// cluster's relays (engine/cluster) share: the upgrade's token check, small hijack buffers
+// and the frame guard, the heartbeat schedule, batching, tunnel inboxes and their errors.
 package wsconn

@@ -1,0 +1,97 @@
+package hostsock
+
+import (
+	"time"
+
+	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// Heartbeats cost no goroutine per socket: a socket's pings run on the runtime's timer heap
+// (wsconn.Heartbeat), every PingInterval plus 0–127 ms of jitter. A pong is recorded by a
+// shared worker (wsconn.Batcher), several pongs to a transaction, so that the socket's
+// reader never runs a transaction for it.
+
+// ping sends one ping, or closes the socket with ws.timed_out when no pong came for
+// PingTimeout; it reports whether to ping again.
+func (c *conn) ping() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	c.pongMu.Lock()
+	last := c.lastPong
+	c.pongMu.Unlock()
+	if time.Since(last) > c.t.PingTimeout {
+		c.fail(rerr.WS("timed_out"))
+		return false
+	}
+	if err := c.send(pingMsg{ts: time.Now().UnixMilli()}); err != nil {
+		c.fail(nil)
+		return false
+	}
+	return true
+}
+
+// pong takes the host's answer to the ping sent at ts: the socket's last pong time at
+// once, and the host's ping in a transaction of the pong workers.
+func (c *conn) pong(ts int64) {
+	now := time.Now()
+	c.pongMu.Lock()
+	c.lastPong = now
+	c.pongMu.Unlock()
+	rtt := min(max(now.UnixMilli()-ts, 0), int64(^uint32(0)))
+	c.s.pongs.Push(pongJob{c: c, at: now, rttMs: uint32(rtt)})
+}
+
+// pongJob is one pong waiting to be recorded.
+type pongJob struct {
+	c     *conn
+	at    time.Time // when it arrived
+	rttMs uint32
+
+	// What recording it found (protocol.recordPong).
+	indexed    bool  // the host is in its pool's allocation index
+	prevPingTs int64 // the host's previous ping, in ms
+	err        error // the pong's own outcome within its batch
+}
+
+// recordPongs records the pongs of batch in one transaction, then each socket acts on its
+// pong's outcome. Each pong is fenced by its own socket's connection id: one refused with a
+// host error (a stale socket, an expired or unknown host) has written nothing and gets that
+// error without failing the others; a store error fails the whole batch, and each pong
+// gets it.
+func (s *Server) recordPongs(batch []pongJob) {
+	_, err := s.o.DB.Transact(s.ctx, func(tx udb.Transaction) (any, error) {
+		for i := range batch {
+			j := &batch[i]
+			j.err = j.c.p.recordPong(s.ctx, tx, j)
+			if _, ok := rerr.As(j.err); j.err != nil && !ok {
+				return nil, j.err
+			}
+		}
+		return nil, nil
+	})
+	for i := range batch {
+		if err != nil {
+			batch[i].err = err
+		}
+		batch[i].c.p.afterPong(batch[i].c, batch[i])
+	}
+}
+
+// pongRefused acts on the refusal of a recorded pong common to all hosts: a stale socket
+// (a newer one registered the host, maybe on another node) is evicted with 1000
+// ws.eviction; nothing is logged while the server closes. It reports whether err was
+// handled.
+func (c *conn) pongRefused(err error) bool {
+	switch {
+	case stale(err):
+		c.closeWith(evicted, true)
+	case c.s.ctx.Err() != nil:
+	default:
+		return false
+	}
+	return true
+}

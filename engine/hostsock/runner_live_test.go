@@ -1,0 +1,143 @@
+package hostsock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
+	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/pkg/id"
+	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// connID reads the runner's current connection id (zero when it has no socket).
+func connID(t *testing.T, e *env, rid string) id.ID {
+	t.Helper()
+	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+		v, _, err := keys.Get(context.Background(), tx, keys.RunnerConnIDKey{RunnerID: id.MustParse(rid)})
+		return v, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(id.ID)
+}
+
+// eventually polls cond every 10 ms for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestEviction(t *testing.T) {
+	e := start(t, hostsocktest.Config{})
+	a, ciA := connect(t, e, "pool", "same")
+	connA := connID(t, e, ciA.RunnerID)
+	b, ciB := connect(t, e, "pool", "same")
+	if ciB.RunnerID != ciA.RunnerID {
+		t.Fatalf("runner id changed: %s then %s", ciA.RunnerID, ciB.RunnerID)
+	}
+	waitClose(t, a, websocket.StatusNormalClosure, "ws.eviction")
+	// The evicted socket does not disconnect the runner: B's connection stays current.
+	connB := connID(t, e, ciB.RunnerID)
+	if connB.IsZero() || connB == connA {
+		t.Fatalf("connection id after eviction %v (was %v)", connB, connA)
+	}
+	time.Sleep(50 * time.Millisecond) // give a wrong disconnect of A the time to happen
+	if got := connID(t, e, ciB.RunnerID); got != connB {
+		t.Fatalf("connection id %v after eviction settled, want %v", got, connB)
+	}
+	// B is still open.
+	send(t, b, proto.ToServerPong{Ts: time.Now().UnixMilli()})
+}
+
+func TestPingPong(t *testing.T) {
+	e := start(t, hostsocktest.Config{Runner: hostsock.Timing{PingInterval: 20 * time.Millisecond, PingTimeout: 400 * time.Millisecond}})
+	c, ci := connect(t, e, "pool", "k")
+	before := getRunner(t, e, ci.RunnerID).LastPingTs
+	for range 3 {
+		m, err := recv(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := m.(proto.ToClientPing)
+		if !ok {
+			t.Fatalf("got %T, want ToClientPing", m)
+		}
+		send(t, c, proto.ToServerPong{Ts: p.Ts})
+	}
+	eventually(t, "the pong recorded", func() bool { return getRunner(t, e, ci.RunnerID).LastPingTs > before })
+	// No more pongs: the server closes with ws.timed_out.
+	waitClose(t, c, websocket.StatusInternalError, "ws.timed_out")
+}
+
+func TestDisconnectOnClose(t *testing.T) {
+	e := start(t, hostsocktest.Config{})
+	c, ci := connect(t, e, "pool", "k")
+	if connID(t, e, ci.RunnerID).IsZero() {
+		t.Fatal("no connection id after init")
+	}
+	_ = c.Close(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
+	eventually(t, "the runner disconnected", func() bool { return connID(t, e, ci.RunnerID).IsZero() })
+	// Reconnecting keeps the runner id and gives it a connection again.
+	_, ci2 := connect(t, e, "pool", "k")
+	if ci2.RunnerID != ci.RunnerID {
+		t.Fatalf("runner id %s after reconnect, want %s", ci2.RunnerID, ci.RunnerID)
+	}
+	if connID(t, e, ci.RunnerID).IsZero() {
+		t.Fatal("no connection id after reconnect")
+	}
+}
+
+func TestCloseGoingAway(t *testing.T) {
+	e := start(t, hostsocktest.Config{})
+	c, _ := connect(t, e, "pool", "k")
+	go e.node.Server.Close()
+	waitClose(t, c, websocket.StatusInternalError, "ws.going_away")
+}
+
+// TestBadFrameAfterInit: garbage after init closes that socket with ws.invalid_packet, a text
+// frame after init is ignored, and another runner's socket is not affected.
+func TestBadFrameAfterInit(t *testing.T) {
+	e := start(t, hostsocktest.Config{Runner: hostsock.Timing{PingInterval: 20 * time.Millisecond}})
+	bad, _ := connect(t, e, "pool", "bad")
+	good, _ := connect(t, e, "pool", "good")
+	if err := bad.Write(context.Background(), websocket.MessageText, []byte("ignored")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Write(context.Background(), websocket.MessageBinary, []byte{0x63}); err != nil {
+		t.Fatal(err)
+	}
+	waitClose(t, bad, websocket.StatusInternalError, "ws.invalid_packet")
+	// The other socket still gets pings and its pongs are taken.
+	for range 2 {
+		m, err := recv(t, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := m.(proto.ToClientPing)
+		if !ok {
+			t.Fatalf("got %T", m)
+		}
+		send(t, good, proto.ToServerPong{Ts: p.Ts})
+	}
+}
+
+func TestFrameTooLarge(t *testing.T) {
+	e := start(t, hostsocktest.Config{})
+	c, _ := connect(t, e, "pool", "big")
+	go func() {
+		_ = c.Write(context.Background(), websocket.MessageBinary, make([]byte, hostsock.MaxMessage+1))
+	}()
+	waitClose(t, c, websocket.StatusInternalError, "ws.invalid_packet")
+}
