@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -84,7 +84,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 	res, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (result, error) {
 		var out result
 		var err error
-		out.nsID, out.exists, err = keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
+		out.nsID, out.exists, err = actor.NamespaceOf(ctx, r, aid)
 		if err != nil || !out.exists {
 			return out, err
 		}

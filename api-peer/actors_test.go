@@ -435,7 +435,7 @@ func TestActorsDestroyAnswersBeforeTheDeadline(t *testing.T) {
 		t.Fatalf("DELETE: %d %s (context: %v)", w.Code, w.Body, ctx.Err())
 	}
 	st, _ := read(bg, p.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
-		st, _, err := actor.State(bg, r, a.ActorID)
+		st, _, err := keys.Get(bg, r.Snapshot(), keys.ActorStateKey{ActorID: a.ActorID})
 		return st, err
 	})
 	if st.Phase != keys.PhaseStopping || st.StopReason != keys.StopDestroy {

@@ -294,7 +294,7 @@ func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 	var found bool
 	_, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
 		var err error
-		st, found, err = actor.State(context.Background(), r, aid)
+		st, found, err = keys.Get(context.Background(), r.Snapshot(), keys.ActorStateKey{ActorID: aid})
 		return nil, err
 	})
 	return st, found, err

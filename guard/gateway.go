@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/guard/core"
-	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -401,25 +400,25 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 		if err != nil {
 			return route{}, nil, false, err
 		}
-		if !found || st.Phase == keys.PhaseDestroyed {
+		if !found || st.Phase == actor.PhaseDestroyed {
 			return route{}, nil, false, rerr.ActorNotFound(aid.String())
 		}
 		switch st.Phase {
-		case keys.PhaseRunning:
-			if h, ok := actor.HostOf(st); ok {
-				up, err := g.connected(ctx, h)
+		case actor.PhaseRunning:
+			if st.Placed {
+				up, err := g.connected(ctx, st.Host)
 				if err != nil {
 					return route{}, nil, false, err
 				}
 				if up {
-					return route{actor: aid, host: h}, changed, true, nil
+					return route{actor: aid, host: st.Host}, changed, true, nil
 				}
 			}
-		case keys.PhaseStarting:
-			if h, ok := actor.HostOf(st); ok && skipReadyWait {
-				return route{actor: aid, host: h}, changed, false, nil
+		case actor.PhaseStarting:
+			if st.Placed && skipReadyWait {
+				return route{actor: aid, host: st.Host}, changed, false, nil
 			}
-		case keys.PhaseSleeping, keys.PhaseRescheduling:
+		case actor.PhaseSleeping, actor.PhaseRescheduling:
 			if wakes == maxWakes {
 				return route{}, nil, false, rerr.New("guard", "actor_wake_retries_exceeded")
 			}
@@ -451,15 +450,15 @@ func (g *Gateway) connected(ctx context.Context, h actor.Host) (bool, error) {
 	return up, ctxCause(ctx, err)
 }
 
-// state reads the actor's lifecycle state, bounded by FetchActorTimeout
+// state reads the actor's lifecycle status, bounded by FetchActorTimeout
 // (pegboard.route_fetch_actor_timeout).
-func (g *Gateway) state(ctx context.Context, aid id.ID) (keys.ActorState, bool, error) {
-	var st keys.ActorState
+func (g *Gateway) state(ctx context.Context, aid id.ID) (actor.Status, bool, error) {
+	var st actor.Status
 	var found bool
 	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
 		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
 			var err error
-			st, found, err = actor.State(ctx, r, aid)
+			st, found, err = actor.Lookup(ctx, r, aid)
 			return nil, err
 		})
 		return err

@@ -6,7 +6,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -206,7 +205,7 @@ func (s *session) watchStop(ctx context.Context, stopped chan<- struct{}) {
 			if gen == nil {
 				gen = &st.Generation
 			}
-			placed := st.Phase == keys.PhaseRunning || st.Phase == keys.PhaseStarting
+			placed := st.Phase == actor.PhaseRunning || st.Phase == actor.PhaseStarting
 			if !found || !placed || st.Generation != *gen {
 				close(stopped)
 				return

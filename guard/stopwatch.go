@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -68,11 +67,10 @@ func (g *Gateway) stillOn(ctx context.Context, rt route) bool {
 	switch {
 	case !found:
 		return false
-	case st.Phase != keys.PhaseStarting && st.Phase != keys.PhaseRunning && st.Phase != keys.PhaseStopping:
+	case st.Phase != actor.PhaseStarting && st.Phase != actor.PhaseRunning && st.Phase != actor.PhaseStopping:
 		return false
 	}
-	h, ok := actor.HostOf(st)
-	return ok && h == rt.host
+	return st.Placed && st.Host == rt.host
 }
 
 // closed reports whether ch is closed.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/metrics"
-	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runner"
@@ -50,7 +50,6 @@ type Census struct {
 
 // State names used as gauge labels.
 var (
-	actorStates  = []keys.ActorPhase{keys.PhasePending, keys.PhaseStarting, keys.PhaseRunning, keys.PhaseStopping, keys.PhaseSleeping, keys.PhaseRescheduling}
 	runnerStates = []string{"active", "draining", "disconnected"}
 	envoyStates  = []string{"active", "draining", "disconnected"}
 )
@@ -87,7 +86,7 @@ func (c *Census) Run(ctx context.Context) {
 
 // Counts is the result of one pass.
 type Counts struct {
-	Actors    map[keys.ActorPhase]int
+	Actors    map[actor.Phase]int
 	Runners   map[string]int
 	Envoys    map[string]int
 	Pending   int
@@ -102,7 +101,7 @@ func (c *Census) Pass(ctx context.Context) error {
 		return err
 	}
 	m := c.o.Metrics
-	for _, s := range actorStates {
+	for _, s := range actor.LivePhases {
 		m.Actors.WithLabelValues(string(s)).Set(float64(n.Actors[s]))
 	}
 	for _, s := range runnerStates {
@@ -123,7 +122,7 @@ func (c *Census) Pass(ctx context.Context) error {
 
 // Count reads the store, at most MaxRows index rows.
 func (c *Census) Count(ctx context.Context) (Counts, error) {
-	n := Counts{Actors: map[keys.ActorPhase]int{}, Runners: map[string]int{}, Envoys: map[string]int{}}
+	n := Counts{Actors: map[actor.Phase]int{}, Runners: map[string]int{}, Envoys: map[string]int{}}
 	budget := c.o.MaxRows
 	take := func(rows int) bool { // false once the budget is spent
 		budget -= rows
@@ -198,35 +197,41 @@ func (c *Census) countNamespace(ctx context.Context, ns namespace.Namespace, n *
 		}
 		cur = *page.Cursor
 	}
-	begin, end := keys.ActiveActorKeyNamespaceRange(ns.NamespaceID)
-	ok, err := c.scan(ctx, begin, end, take, func(r udb.ReadTransaction, kvs []udb.KeyValue) (func(), error) {
-		phases := make([]keys.ActorPhase, 0, len(kvs))
-		for _, kv := range kvs {
-			k, err := keys.UnpackActiveActorKey(kv.Key)
-			if err != nil {
-				return nil, err
-			}
-			st, found, err := keys.Get(ctx, r, keys.ActorStateKey{ActorID: k.ActorID})
-			if err != nil {
-				return nil, err
-			}
-			if found && st.Phase != keys.PhaseDestroyed {
-				phases = append(phases, st.Phase)
-			}
+	for after := []byte(nil); ; {
+		var page actor.CountPhasesOutput
+		if err := c.read(ctx, func(r udb.ReadTransaction) (err error) {
+			page, err = actor.CountPhases(ctx, r, actor.CountPhasesInput{Namespace: ns.NamespaceID, After: after, Limit: pageRows})
+			return err
+		}); err != nil {
+			return false, err
 		}
-		return func() {
-			for _, p := range phases {
-				n.Actors[p]++
-			}
-		}, nil
-	})
-	if err != nil || !ok {
-		return false, err
+		for p, k := range page.Phases {
+			n.Actors[p] += k
+		}
+		if !take(page.Rows) {
+			return false, nil
+		}
+		if after = page.Next; after == nil {
+			break
+		}
 	}
-	begin, end = keys.PendingActorKeyNamespaceRange(ns.NamespaceID)
-	return c.scan(ctx, begin, end, take, func(_ udb.ReadTransaction, kvs []udb.KeyValue) (func(), error) {
-		return func() { n.Pending += len(kvs) }, nil
-	})
+	for after := []byte(nil); ; {
+		var rows int
+		var next []byte
+		if err := c.read(ctx, func(r udb.ReadTransaction) (err error) {
+			rows, next, err = actor.CountPending(ctx, r, actor.CountPendingInput{Namespace: ns.NamespaceID, After: after, Limit: pageRows})
+			return err
+		}); err != nil {
+			return false, err
+		}
+		n.Pending += rows
+		if !take(rows) {
+			return false, nil
+		}
+		if after = next; after == nil {
+			return true, nil
+		}
+	}
 }
 
 func hostState(draining, connected bool) string {
@@ -237,40 +242,6 @@ func hostState(draining, connected bool) string {
 		return "disconnected"
 	}
 	return "active"
-}
-
-// scan reads [begin, end) in pages of pageRows rows, one snapshot transaction each: visit
-// reads what it needs of a page in that transaction and returns what to apply once the
-// transaction is over (so a retried attempt counts nothing twice). false when the budget
-// ran out.
-func (c *Census) scan(ctx context.Context, begin, end []byte, take func(int) bool,
-	visit func(udb.ReadTransaction, []udb.KeyValue) (func(), error)) (bool, error) {
-	for {
-		var kvs []udb.KeyValue
-		var apply func()
-		err := c.read(ctx, func(r udb.ReadTransaction) error {
-			snap := r.Snapshot()
-			var err error
-			kvs, err = snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
-				udb.RangeOptions{Limit: pageRows, Mode: udb.StreamingModeWantAll}).All(ctx)
-			if err != nil {
-				return err
-			}
-			apply, err = visit(snap, kvs)
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		apply()
-		if !take(len(kvs)) {
-			return false, nil
-		}
-		if len(kvs) < pageRows {
-			return true, nil
-		}
-		begin = udb.KeyAfter(kvs[len(kvs)-1].Key)
-	}
 }
 
 // read runs f in a read transaction; f must be safe to retry, as a retry runs it again.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
@@ -67,10 +68,10 @@ func TestCensusCountsAndBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n.Truncated != tc.truncated || n.Actors[keys.PhaseRunning] != tc.running {
-				t.Fatalf("truncated %v, running %d; want %v, %d", n.Truncated, n.Actors[keys.PhaseRunning], tc.truncated, tc.running)
+			if n.Truncated != tc.truncated || n.Actors[actor.PhaseRunning] != tc.running {
+				t.Fatalf("truncated %v, running %d; want %v, %d", n.Truncated, n.Actors[actor.PhaseRunning], tc.truncated, tc.running)
 			}
-			if !tc.truncated && (n.Actors[keys.PhasePending] != 2 || n.Actors[keys.PhaseSleeping] != 1 || n.Pending != 2) {
+			if !tc.truncated && (n.Actors[actor.PhasePending] != 2 || n.Actors[actor.PhaseSleeping] != 1 || n.Pending != 2) {
 				t.Fatalf("counts %+v", n)
 			}
 			if err := c.Pass(context.Background()); err != nil {

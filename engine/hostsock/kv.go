@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
@@ -95,7 +95,7 @@ func checkPlaced(ctx context.Context, r udb.ReadTransaction, aid id.ID, placed b
 	if placed {
 		return nil
 	}
-	_, exists, err := keys.Get(ctx, r, keys.ActorNamespaceIDKey{ActorID: aid})
+	_, exists, err := actor.NamespaceOf(ctx, r, aid)
 	switch {
 	case err != nil:
 		return err

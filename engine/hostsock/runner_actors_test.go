@@ -142,7 +142,7 @@ func createActor(t *testing.T, e *env, policy string) actor.Actor {
 func actorState(t *testing.T, e *env, aid id.ID) keys.ActorState {
 	t.Helper()
 	res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
-		st, _, err := actor.State(context.Background(), r, aid)
+		st, _, err := keys.Get(context.Background(), r.Snapshot(), keys.ActorStateKey{ActorID: aid})
 		return st, err
 	})
 	if err != nil {

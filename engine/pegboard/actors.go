@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/metrics"
-	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -330,14 +329,14 @@ func (p *Actors) Destroy(ctx context.Context, aid id.ID, wait bool) error {
 			// The stop may have been seen by another node; look again.
 		}
 		changed = p.Watch(aid)
-		res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			st, _, err := actor.State(ctx, r, aid)
-			return st.Phase, err
+		st, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) (actor.Status, error) {
+			st, _, err := actor.Lookup(ctx, r, aid)
+			return st, err
 		})
 		if err != nil {
 			return err
 		}
-		if res.(keys.ActorPhase) == keys.PhaseDestroyed {
+		if st.Phase == actor.PhaseDestroyed {
 			return nil
 		}
 	}

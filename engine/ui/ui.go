@@ -183,9 +183,9 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 	_, err := o.DB.ReadTransact(r.Context(), func(rt udb.ReadTransaction) (any, error) {
 		clear(out)
 		for _, aid := range ids {
-			// Snapshot reads (actor.State): a dashboard may be a moment stale, and it must
+			// Snapshot reads (actor.Lookup): a dashboard may be a moment stale, and it must
 			// not make lifecycle transitions retry.
-			st, found, err := actor.State(r.Context(), rt, aid)
+			st, found, err := actor.Lookup(r.Context(), rt, aid)
 			if err != nil {
 				return nil, err
 			}

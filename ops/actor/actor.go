@@ -92,8 +92,8 @@ func GetOne(ctx context.Context, r udb.ReadTransaction, aid id.ID, dc string) (A
 	return out[0], nil
 }
 
-// State reads actor aid's lifecycle record, snapshot; found is false when it does not exist.
-func State(ctx context.Context, r udb.ReadTransaction, aid id.ID) (keys.ActorState, bool, error) {
+// state reads actor aid's lifecycle record, snapshot; found is false when it does not exist.
+func state(ctx context.Context, r udb.ReadTransaction, aid id.ID) (keys.ActorState, bool, error) {
 	st, found, err := keys.Get(ctx, r.Snapshot(), keys.ActorStateKey{ActorID: aid})
 	return st, found, corrupt.Mark("actor", err)
 }

@@ -55,7 +55,7 @@ func (w *world) create(policy string, key *string) (id.ID, Effects) {
 func (w *world) state(aid id.ID) keys.ActorState {
 	w.t.Helper()
 	return opstest.Read(w.t, w.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
-		st, _, err := State(ctx, r, aid)
+		st, _, err := state(ctx, r, aid)
 		return st, err
 	})
 }

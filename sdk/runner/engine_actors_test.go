@@ -60,7 +60,7 @@ func (e *actorEnv) create(t *testing.T, name, policy string, input []byte) id.ID
 func (e *actorEnv) state(t *testing.T, aid id.ID) keys.ActorState {
 	t.Helper()
 	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
-		st, _, err := actor.State(context.Background(), tx, aid)
+		st, _, err := keys.Get(context.Background(), tx.Snapshot(), keys.ActorStateKey{ActorID: aid})
 		return st, err
 	})
 	if err != nil {
