@@ -3,10 +3,10 @@ package apipeer
 import (
 	"encoding/base64"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -15,63 +15,15 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// ActorsKVGetQuery is the query of GET /actors/{actor_id}/kv/keys/{key}.
-type ActorsKVGetQuery struct {
-	Namespace string `query:"namespace,required"`
-}
-
-// ActorsKVGetResponse is the body of GET /actors/{actor_id}/kv/keys/{key}: the value in
-// standard base64 and when it was written (unix ms).
-type ActorsKVGetResponse struct {
-	Value    string `json:"value"`
-	UpdateTs int64  `json:"update_ts"`
-}
-
-// ActorKVPath parses the path of GET /actors/{actor_id}/kv/keys/{key}: the actor id, and the
-// key, which is base64 percent-encoded in the path: the standard alphabet as in Rivet's
-// inspector, or the URL-safe one (which api-public forwards, so no "/" needs escaping), with
-// or without padding. A malformed one is api.bad_request naming actor_id or key.
-func ActorKVPath(c echo.Context) (id.ID, []byte, error) {
-	aid, err := id.Parse(c.Param("actor_id"))
-	if err != nil {
-		return id.ID{}, nil, rerr.BadRequest("actor_id", err.Error())
-	}
-	raw, err := url.PathUnescape(c.Param("key"))
-	if err != nil {
-		return id.ID{}, nil, rerr.BadRequest("key", "malformed percent-encoding")
-	}
-	key, err := decodeKVKey(raw)
-	if err != nil {
-		return id.ID{}, nil, rerr.BadRequest("key", "not base64")
-	}
-	return aid, key, nil
-}
-
-// kvKeyEncodings are the base64 forms a key may take in the path. The two alphabets cannot be
-// confused: a text valid in both has neither of the letters they differ in, and decodes the
-// same in both.
-var kvKeyEncodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
-
-func decodeKVKey(s string) ([]byte, error) {
-	var err error
-	for _, enc := range kvKeyEncodings {
-		var key []byte
-		if key, err = enc.DecodeString(s); err == nil {
-			return key, nil
-		}
-	}
-	return nil, err
-}
-
 // getActorKV serves GET /actors/{actor_id}/kv/keys/{key} for an actor of this datacenter:
 // the inspector's read of one KV key. An unknown actor, or one of another namespace, is
 // actor.not_found; a key without a value is actor.kv_key_not_found.
 func (s *Server) getActorKV(c echo.Context) error {
-	aid, key, err := ActorKVPath(c)
+	aid, key, err := apitypes.ActorKVPath(c)
 	if err != nil {
 		return err
 	}
-	var q ActorsKVGetQuery
+	var q apitypes.ActorsKVGetQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -108,5 +60,5 @@ func (s *Server) getActorKV(c echo.Context) error {
 		return rerr.KVKeyNotFound()
 	}
 	e := res.entries[0]
-	return c.JSON(http.StatusOK, ActorsKVGetResponse{Value: base64.StdEncoding.EncodeToString(e.Value), UpdateTs: e.Metadata.UpdateTs})
+	return c.JSON(http.StatusOK, apitypes.ActorsKVGetResponse{Value: base64.StdEncoding.EncodeToString(e.Value), UpdateTs: e.Metadata.UpdateTs})
 }

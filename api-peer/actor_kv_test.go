@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
@@ -47,7 +48,7 @@ func TestActorKVGet(t *testing.T) {
 		{"empty value", path(aid, std("empty")), ""},
 	}
 	for _, tt := range tests {
-		var out ActorsKVGetResponse
+		var out apitypes.ActorsKVGetResponse
 		decode(t, do(t, p.h, "GET", tt.target, "", false), &out)
 		if out.UpdateTs != 1234 || out.Value != base64.StdEncoding.EncodeToString([]byte(tt.value)) {
 			t.Errorf("%s: %+v, want value %q at 1234", tt.name, out, tt.value)

@@ -2,14 +2,13 @@ package apipeer
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -29,123 +28,11 @@ type ActorsService interface {
 	Reschedule(ctx context.Context, aid id.ID) error
 }
 
-// DestroyWait bounds how long DELETE /actors/{actor_id} waits for the destroy to finish
-// (a placed actor must be stopped by its runner first). It is under api-public's default
-// per-datacenter timeout (5 s), so that a slow stop still answers 200 through api-public;
-// a caller whose own deadline is sooner is answered before it.
-const DestroyWait = 4 * time.Second
-
-// ActorsListQuery is the query of GET /actors, in api-peer and api-public alike.
-type ActorsListQuery struct {
-	Namespace        string  `query:"namespace,required"`
-	Name             *string `query:"name"`
-	Key              *string `query:"key"`
-	ActorIDs         []id.ID `query:"actor_id,csv=actor_ids"`
-	IncludeDestroyed bool    `query:"include_destroyed"`
-	Limit            int     `query:"limit,default=100,min=0"`
-	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
-	// Rivet engine's cursor). Empty means the first page.
-	Cursor *string `query:"cursor"`
-}
-
-// ListInput is the listing q selects (its Namespace left for the caller), checked as
-// ops/actor.List checks it.
-func (q ActorsListQuery) ListInput() (actor.ListInput, error) {
-	in := actor.ListInput{Key: q.Key, ActorIDs: q.ActorIDs, IncludeDestroyed: q.IncludeDestroyed, Limit: q.Limit}
-	if q.Name != nil {
-		if *q.Name == "" {
-			return in, rerr.BadRequest("name", "must not be empty")
-		}
-		in.Name = *q.Name
-	}
-	if q.Cursor != nil {
-		in.Cursor = *q.Cursor
-	}
-	return in, actor.CheckList(in)
-}
-
-// ActorsListResponse is the body of GET /actors.
-type ActorsListResponse struct {
-	Actors     []actor.Actor      `json:"actors"`
-	Pagination apihttp.Pagination `json:"pagination"`
-}
-
-// ActorsNamesQuery is the query of GET /actors/names.
-type ActorsNamesQuery struct {
-	Namespace string `query:"namespace,required"`
-	Limit     int    `query:"limit,default=100,min=0"`
-	// Cursor is the previous page's last name.
-	Cursor *string `query:"cursor"`
-}
-
-// ActorName is one entry of GET /actors/names.
-type ActorName struct {
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-// ActorsNamesResponse is the body of GET /actors/names: names by name (encoding/json writes
-// them in byte order).
-type ActorsNamesResponse struct {
-	Names      map[string]ActorName `json:"names"`
-	Pagination apihttp.Pagination   `json:"pagination"`
-}
-
-// ActorsQuery is the query of the calls on one actor and of the creates.
-type ActorsQuery struct {
-	Namespace string `query:"namespace,required"`
-}
-
-// ActorsCreateRequest is the body of POST /actors and PUT /actors (where key is required).
-// Datacenter is api-public's choice of datacenter; api-peer creates in its own and does not
-// look at it.
-type ActorsCreateRequest struct {
-	Datacenter         *string `json:"datacenter,omitempty"`
-	Name               string  `json:"name"`
-	Key                *string `json:"key,omitempty"`
-	Input              *string `json:"input,omitempty"` // base64, standard alphabet, padded
-	RunnerNameSelector string  `json:"runner_name_selector"`
-	CrashPolicy        string  `json:"crash_policy"`
-}
-
-// DecodeInput returns the input's bytes (nil when absent); input that is not base64 is
-// api.bad_request naming the field, where the Rivet engine drops it silently.
-func (r ActorsCreateRequest) DecodeInput() ([]byte, error) {
-	if r.Input == nil {
-		return nil, nil
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(*r.Input)
-	if err != nil {
-		return nil, rerr.BadRequest("input", "not base64 (standard alphabet, padded): "+err.Error())
-	}
-	return b, nil
-}
-
-// ActorsCreateResponse is the body of POST /actors.
-type ActorsCreateResponse struct {
-	Actor actor.Actor `json:"actor"`
-}
-
-// ActorsGetOrCreateResponse is the body of PUT /actors.
-type ActorsGetOrCreateResponse struct {
-	Actor   actor.Actor `json:"actor"`
-	Created bool        `json:"created"`
-}
-
-// PathActorID parses the actor_id path parameter; a malformed one is api.bad_request naming
-// it (the Rivet engine answers 500).
-func PathActorID(c echo.Context) (id.ID, error) {
-	aid, err := id.Parse(c.Param("actor_id"))
-	if err != nil {
-		return id.ID{}, rerr.BadRequest("actor_id", err.Error())
-	}
-	return aid, nil
-}
-
 var errNoActors = errors.New("api-peer: no actor lifecycle to write with")
 
 // listActors serves GET /actors from this datacenter's store (ops/actor.List).
 func (s *Server) listActors(c echo.Context) error {
-	var q ActorsListQuery
+	var q apitypes.ActorsListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -165,12 +52,12 @@ func (s *Server) listActors(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ActorsListResponse{Actors: nonNil(out.Actors), Pagination: apihttp.Pagination{Cursor: out.Cursor}})
+	return c.JSON(http.StatusOK, apitypes.ActorsListResponse{Actors: nonNil(out.Actors), Pagination: apihttp.Pagination{Cursor: out.Cursor}})
 }
 
 // listActorNames serves GET /actors/names from this datacenter's store, in byte order.
 func (s *Server) listActorNames(c echo.Context) error {
-	var q ActorsNamesQuery
+	var q apitypes.ActorsNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -189,9 +76,9 @@ func (s *Server) listActorNames(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp := ActorsNamesResponse{Names: make(map[string]ActorName, len(out.Names)), Pagination: apihttp.Pagination{Cursor: out.Cursor}}
+	resp := apitypes.ActorsNamesResponse{Names: make(map[string]apitypes.ActorName, len(out.Names)), Pagination: apihttp.Pagination{Cursor: out.Cursor}}
 	for _, n := range out.Names {
-		resp.Names[n.Name] = ActorName{Metadata: n.Metadata}
+		resp.Names[n.Name] = apitypes.ActorName{Metadata: n.Metadata}
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -199,11 +86,11 @@ func (s *Server) listActorNames(c echo.Context) error {
 // createInput binds a create's query and body into the ops input (the lifecycle draws the
 // actor id).
 func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
-	var q ActorsQuery
+	var q apitypes.ActorsQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return actor.CreateInput{}, err
 	}
-	var body ActorsCreateRequest
+	var body apitypes.ActorsCreateRequest
 	if err := apihttp.BindJSON(c, &body); err != nil {
 		return actor.CreateInput{}, err
 	}
@@ -244,7 +131,7 @@ func (s *Server) createActor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ActorsCreateResponse{Actor: a})
+	return c.JSON(http.StatusOK, apitypes.ActorsCreateResponse{Actor: a})
 }
 
 // getOrCreateActor serves PUT /actors: the live actor holding the key in this datacenter, or
@@ -259,17 +146,17 @@ func (s *Server) getOrCreateActor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ActorsGetOrCreateResponse{Actor: a, Created: created})
+	return c.JSON(http.StatusOK, apitypes.ActorsGetOrCreateResponse{Actor: a, Created: created})
 }
 
 // actorOf binds the calls on one actor: its id, the namespace, and the actor's state, which
 // must be in that namespace (else actor.not_found, as for an unknown id).
 func (s *Server) actorOf(c echo.Context) (actor.Actor, error) {
-	aid, err := PathActorID(c)
+	aid, err := apitypes.PathActorID(c)
 	if err != nil {
 		return actor.Actor{}, err
 	}
-	var q ActorsQuery
+	var q apitypes.ActorsQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return actor.Actor{}, err
 	}
@@ -306,7 +193,7 @@ func (s *Server) destroyActor(c echo.Context) error {
 		if err := s.deps.Actors.Destroy(ctx, a.ActorID, false); err != nil {
 			return err
 		}
-		wait := DestroyWait
+		wait := apitypes.DestroyWait
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl)-destroyMargin)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
@@ -57,14 +58,14 @@ func createBody(name, key, policy string) string {
 
 func (p *peer) create(t *testing.T, name, key, policy string) actor.Actor {
 	t.Helper()
-	var out ActorsCreateResponse
+	var out apitypes.ActorsCreateResponse
 	decode(t, do(t, p.h, "POST", "/actors?namespace=default", createBody(name, key, policy), false), &out)
 	return out.Actor
 }
 
 func (p *peer) getActor(t *testing.T, aid id.ID) actor.Actor {
 	t.Helper()
-	var out ActorsListResponse
+	var out apitypes.ActorsListResponse
 	decode(t, do(t, p.h, "GET", "/actors?namespace=default&actor_id="+aid.String(), "", false), &out)
 	if len(out.Actors) != 1 {
 		t.Fatalf("GET %s: %d actors", aid, len(out.Actors))
@@ -77,7 +78,7 @@ func TestActorsCreate(t *testing.T) {
 	input := []byte("hello\x00world")
 	body := `{"datacenter":"a","name":"counter","key":"k1","input":"` + base64.StdEncoding.EncodeToString(input) +
 		`","runner_name_selector":"pool","crash_policy":"sleep"}`
-	var out ActorsCreateResponse
+	var out apitypes.ActorsCreateResponse
 	decode(t, do(t, p.h, "POST", "/actors?namespace=default", body, false), &out)
 	a := out.Actor
 	if a.Name != "counter" || a.Key == nil || *a.Key != "k1" || a.NamespaceID != p.defNsID || a.Datacenter != "a" ||
@@ -115,12 +116,12 @@ func TestActorsCreate(t *testing.T) {
 	p.create(t, "other", "k1", "sleep")
 
 	// Names: every name created, with {} metadata.
-	var names ActorsNamesResponse
+	var names apitypes.ActorsNamesResponse
 	decode(t, do(t, p.h, "GET", "/actors/names?namespace=default", "", false), &names)
 	if len(names.Names) != 2 || string(names.Names["counter"].Metadata) != "{}" || names.Pagination.Cursor == nil {
 		t.Fatalf("names %s", do(t, p.h, "GET", "/actors/names?namespace=default", "", false).body)
 	}
-	var page1, page2 ActorsNamesResponse
+	var page1, page2 apitypes.ActorsNamesResponse
 	decode(t, do(t, p.h, "GET", "/actors/names?namespace=default&limit=1", "", false), &page1)
 	if _, ok := page1.Names["counter"]; len(page1.Names) != 1 || !ok || page1.Pagination.Cursor == nil || *page1.Pagination.Cursor != "counter" {
 		t.Fatalf("names page 1: %+v", page1)
@@ -193,7 +194,7 @@ func TestActorsErrors(t *testing.T) {
 		}
 	}
 	// Nothing of the refused creates was written.
-	var names ActorsNamesResponse
+	var names apitypes.ActorsNamesResponse
 	decode(t, do(t, p.h, "GET", "/actors/names?namespace=default", "", false), &names)
 	if len(names.Names) != 1 {
 		t.Fatalf("names after refused creates: %+v", names.Names)
@@ -206,7 +207,7 @@ func TestActorsGetOrCreateConcurrent(t *testing.T) {
 	p := newActorsPeer(t)
 	const n = 16
 	var wg sync.WaitGroup
-	outs := make([]ActorsGetOrCreateResponse, n)
+	outs := make([]apitypes.ActorsGetOrCreateResponse, n)
 	answers := make([]answer, n)
 	for i := range n {
 		wg.Go(func() {
@@ -227,14 +228,14 @@ func TestActorsGetOrCreateConcurrent(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d calls created, want 1", created)
 	}
-	var all ActorsListResponse
+	var all apitypes.ActorsListResponse
 	decode(t, do(t, p.h, "GET", "/actors?namespace=default&name=room&include_destroyed=true", "", false), &all)
 	if len(all.Actors) != 1 {
 		t.Fatalf("%d actors named room", len(all.Actors))
 	}
 	// Once it is destroyed, the next PUT creates a new holder.
 	decode(t, do(t, p.h, "DELETE", "/actors/"+outs[0].Actor.ActorID.String()+"?namespace=default", "", false), &struct{}{})
-	var next ActorsGetOrCreateResponse
+	var next apitypes.ActorsGetOrCreateResponse
 	decode(t, do(t, p.h, "PUT", "/actors?namespace=default", createBody("room", "lobby", "sleep"), false), &next)
 	if !next.Created || next.Actor.ActorID == outs[0].Actor.ActorID {
 		t.Fatalf("after destroy: %+v", next)
@@ -263,7 +264,7 @@ func TestActorsDestroy(t *testing.T) {
 		}
 	}
 	// The destroyed actors leave the default list, and stay in the one with destroyed.
-	var live, all ActorsListResponse
+	var live, all apitypes.ActorsListResponse
 	decode(t, do(t, p.h, "GET", "/actors?namespace=default&name=counter", "", false), &live)
 	decode(t, do(t, p.h, "GET", "/actors?namespace=default&name=counter&include_destroyed=true", "", false), &all)
 	if len(live.Actors) != 0 || len(all.Actors) != 2 {
@@ -273,10 +274,10 @@ func TestActorsDestroy(t *testing.T) {
 	p.create(t, "counter", "k", "sleep")
 
 	// An actor of another namespace is not found there, and is left alone.
-	var ns NamespacesCreateResponse
+	var ns apitypes.NamespacesCreateResponse
 	decode(t, do(t, p.h, "POST", "/namespaces", `{"name":"other","display_name":"O"}`, false), &ns)
 	p.ensurePool(t, ns.Namespace.NamespaceID, "pool")
-	var theirs ActorsCreateResponse
+	var theirs apitypes.ActorsCreateResponse
 	decode(t, do(t, p.h, "POST", "/actors?namespace=other", createBody("counter", "", "sleep"), false), &theirs)
 	ans := do(t, p.h, "DELETE", "/actors/"+theirs.Actor.ActorID.String()+"?namespace=default", "", false)
 	if key, _ := errKey(t, ans); ans.status != 404 || key != "actor.not_found" {
@@ -288,7 +289,7 @@ func TestActorsDestroy(t *testing.T) {
 			t.Fatalf("%s from another namespace: %d %s", target, ans.status, ans.body)
 		}
 	}
-	var list ActorsListResponse
+	var list apitypes.ActorsListResponse
 	decode(t, do(t, p.h, "GET", "/actors?namespace=default&actor_id="+theirs.Actor.ActorID.String(), "", false), &list)
 	if len(list.Actors) != 0 {
 		t.Fatalf("listed from another namespace: %+v", list)
@@ -350,7 +351,7 @@ func TestActorsList(t *testing.T) {
 		q.Set("limit", fmt.Sprint(limit))
 		var all []actor.Actor
 		for range 1000 {
-			var page ActorsListResponse
+			var page apitypes.ActorsListResponse
 			decode(t, do(t, p.h, "GET", "/actors?"+q.Encode(), "", false), &page)
 			if len(page.Actors) > limit {
 				t.Fatalf("page of %d, limit %d", len(page.Actors), limit)

@@ -5,43 +5,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/apihttp"
-	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
-
-// EnvoysListQuery is the query of GET /envoys, in api-peer and api-public alike.
-type EnvoysListQuery struct {
-	Namespace string `query:"namespace,required"`
-	// Name is the pool.
-	Name      *string  `query:"name"`
-	EnvoyKeys []string `query:"envoy_key"`
-	Limit     int      `query:"limit,default=100,min=0"`
-	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
-	// Rivet engine's cursor). Empty means the first page.
-	Cursor *string `query:"cursor"`
-}
-
-// Check reports values BindQuery cannot judge, naming the field.
-func (q EnvoysListQuery) Check() error {
-	if q.Name != nil && *q.Name == "" {
-		return rerr.BadRequest("name", "must not be empty")
-	}
-	return nil
-}
-
-// EnvoysListResponse is the body of GET /envoys.
-type EnvoysListResponse struct {
-	Envoys     []envoy.Envoy      `json:"envoys"`
-	Pagination apihttp.Pagination `json:"pagination"`
-}
 
 // listEnvoys serves GET /envoys from this datacenter's store: the active envoys (draining
 // ones included), newest first, (create_ts, envoy key) descending, with an exactly-once
 // cursor (envoy.List). Envoy keys that cannot name an envoy match nothing.
 func (s *Server) listEnvoys(c echo.Context) error {
-	var q EnvoysListQuery
+	var q apitypes.EnvoysListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -67,7 +41,7 @@ func (s *Server) listEnvoys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, EnvoysListResponse{
+	return c.JSON(http.StatusOK, apitypes.EnvoysListResponse{
 		Envoys: nonNil(out.Envoys), Pagination: apihttp.Pagination{Cursor: out.Cursor},
 	})
 }

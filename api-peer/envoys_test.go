@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
@@ -46,7 +47,7 @@ func pageEnvoys(t *testing.T, p *peer, query url.Values, limit int) []envoy.Envo
 	q.Set("limit", fmt.Sprint(limit))
 	var all []envoy.Envoy
 	for range 10_000 {
-		var page EnvoysListResponse
+		var page apitypes.EnvoysListResponse
 		decode(t, do(t, p.h, "GET", "/envoys?"+q.Encode(), "", false), &page)
 		if len(page.Envoys) > limit || len(page.Envoys) == 0 && page.Pagination.Cursor != nil {
 			t.Fatalf("page of %d, limit %d, cursor %v", len(page.Envoys), limit, page.Pagination.Cursor)
@@ -99,7 +100,7 @@ func TestEnvoysList(t *testing.T) {
 			}
 		}
 	}
-	var drained EnvoysListResponse
+	var drained apitypes.EnvoysListResponse
 	decode(t, do(t, p.h, "GET", "/envoys?namespace=default&envoy_key=key-5", "", false), &drained)
 	if len(drained.Envoys) != 1 || drained.Envoys[0].StopTs == nil || *drained.Envoys[0].StopTs != 1_700_000_000_001 {
 		t.Errorf("a drained envoy: %+v", drained.Envoys)

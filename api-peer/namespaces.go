@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -32,47 +33,9 @@ import (
 // serve requests naming it while the leader is unreachable (datacenter.unreachable naming
 // the leader).
 
-// NamespacesListQuery is the query of GET /namespaces.
-type NamespacesListQuery struct {
-	// Limit is the page size; absent means namespace.DefaultListLimit (1000, as in Rivet).
-	Limit *int `query:"limit,min=0"`
-	// Cursor is the previous page's cursor, the last name listed.
-	Cursor       *string `query:"cursor"`
-	Name         *string `query:"name"`
-	NamespaceIDs []id.ID `query:"namespace_id,csv=namespace_ids"`
-}
-
-// NamespacesListResponse is the body of GET /namespaces.
-type NamespacesListResponse struct {
-	Namespaces []namespace.Namespace `json:"namespaces"`
-	Pagination apihttp.Pagination    `json:"pagination"`
-}
-
-// NamespacesCreateRequest is the body of POST /namespaces; both fields are required.
-type NamespacesCreateRequest struct {
-	Name        *string `json:"name"`
-	DisplayName *string `json:"display_name"`
-}
-
-// Check reports a missing field as api.bad_request naming it.
-func (r NamespacesCreateRequest) Check() error {
-	switch {
-	case r.Name == nil:
-		return rerr.BadRequest("name", "required")
-	case r.DisplayName == nil:
-		return rerr.BadRequest("display_name", "required")
-	}
-	return nil
-}
-
-// NamespacesCreateResponse is the body of POST /namespaces.
-type NamespacesCreateResponse struct {
-	Namespace namespace.Namespace `json:"namespace"`
-}
-
 // listNamespaces serves GET /namespaces, in name order, in the leader only.
 func (s *Server) listNamespaces(c echo.Context) error {
-	var q NamespacesListQuery
+	var q apitypes.NamespacesListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -103,7 +66,7 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, NamespacesListResponse{
+	return c.JSON(http.StatusOK, apitypes.NamespacesListResponse{
 		Namespaces: nonNil(out.Namespaces), Pagination: apihttp.Pagination{Cursor: out.Cursor},
 	})
 }
@@ -113,7 +76,7 @@ func (s *Server) createNamespace(c echo.Context) error {
 	if err := apihttp.BindQuery(c, &apihttp.NoQuery{}); err != nil {
 		return err
 	}
-	var body NamespacesCreateRequest
+	var body apitypes.NamespacesCreateRequest
 	if err := apihttp.BindJSON(c, &body); err != nil {
 		return err
 	}
@@ -135,7 +98,7 @@ func (s *Server) createNamespace(c echo.Context) error {
 	}
 	ns := v.(namespace.Namespace)
 	s.names.Store(ns.Name, ns)
-	return c.JSON(http.StatusOK, NamespacesCreateResponse{Namespace: ns})
+	return c.JSON(http.StatusOK, apitypes.NamespacesCreateResponse{Namespace: ns})
 }
 
 // checkLeader refuses a namespace request that reached a datacenter that is not the leader.
@@ -188,7 +151,7 @@ func (s *Server) resolveAtLeader(ctx context.Context, name string) (namespace.Na
 	if s.deps.Peers == nil {
 		return namespace.Namespace{}, rerr.DatacenterUnreachable(leader.Name, errNoPeers)
 	}
-	var out NamespacesListResponse
+	var out apitypes.NamespacesListResponse
 	if err := s.deps.Peers.Get(ctx, leader, "/namespaces", url.Values{"name": {name}}, &out); err != nil {
 		return namespace.Namespace{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -118,14 +119,14 @@ func errKey(t *testing.T, a answer) (string, string) {
 func TestNamespacesCreateAndList(t *testing.T) {
 	p := newPeer(t, twoDCs(1), nil)
 	for _, name := range []string{"zeta", "alpha", "mid"} {
-		var out NamespacesCreateResponse
+		var out apitypes.NamespacesCreateResponse
 		decode(t, do(t, p.h, "POST", "/namespaces", `{"name":"`+name+`","display_name":"NS `+name+`"}`, false), &out)
 		if out.Namespace.Name != name || out.Namespace.DisplayName != "NS "+name || out.Namespace.NamespaceID.Label() != 1 || out.Namespace.CreateTs == 0 {
 			t.Errorf("created %+v", out.Namespace)
 		}
 	}
 
-	var all NamespacesListResponse
+	var all apitypes.NamespacesListResponse
 	decode(t, do(t, p.h, "GET", "/namespaces", "", false), &all)
 	var names []string
 	for _, ns := range all.Namespaces {
@@ -143,7 +144,7 @@ func TestNamespacesCreateAndList(t *testing.T) {
 		if cursor != "" {
 			target += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var page NamespacesListResponse
+		var page apitypes.NamespacesListResponse
 		decode(t, do(t, p.h, "GET", target, "", false), &page)
 		for _, ns := range page.Namespaces {
 			paged = append(paged, ns.Name)
@@ -158,7 +159,7 @@ func TestNamespacesCreateAndList(t *testing.T) {
 	}
 
 	// Filters: by name, by ids (repeated and deprecated comma-separated).
-	var one NamespacesListResponse
+	var one apitypes.NamespacesListResponse
 	decode(t, do(t, p.h, "GET", "/namespaces?name=mid", "", false), &one)
 	if len(one.Namespaces) != 1 || one.Namespaces[0].Name != "mid" {
 		t.Errorf("by name: %+v", one)
@@ -166,13 +167,13 @@ func TestNamespacesCreateAndList(t *testing.T) {
 	mid := one.Namespaces[0].NamespaceID.String()
 	def := p.defNsID.String()
 	for _, q := range []string{"namespace_id=" + mid + "&namespace_id=" + def, "namespace_ids=" + mid + "," + def, "namespace_id=" + mid + "&namespace_ids=" + def} {
-		var got NamespacesListResponse
+		var got apitypes.NamespacesListResponse
 		decode(t, do(t, p.h, "GET", "/namespaces?"+q, "", false), &got)
 		if len(got.Namespaces) != 2 || got.Namespaces[0].Name != "default" || got.Namespaces[1].Name != "mid" {
 			t.Errorf("%s: %+v", q, got)
 		}
 	}
-	var none NamespacesListResponse
+	var none apitypes.NamespacesListResponse
 	decode(t, do(t, p.h, "GET", "/namespaces?name=nope", "", false), &none)
 	if none.Namespaces == nil || len(none.Namespaces) != 0 {
 		t.Errorf("unknown name: %+v, want an empty list", none)

@@ -3,14 +3,12 @@ package apipeer
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/berthhq/berth/keys"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
-	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -25,45 +23,10 @@ import (
 //
 // The list cursor is "{variant}:{name}" (runnerconfig.ListInput.Cursor).
 
-// RunnerConfigsListQuery is the query of GET /runner-configs, in api-peer and api-public
-// alike. runner_names is the deprecated comma-separated form of runner_name.
-type RunnerConfigsListQuery struct {
-	Namespace   string                    `query:"namespace,required"`
-	Limit       int                       `query:"limit,default=100,min=0"`
-	Cursor      *string                   `query:"cursor"`
-	Variant     *keys.RunnerConfigVariant `query:"variant"`
-	RunnerNames []string                  `query:"runner_name,csv=runner_names"`
-}
-
-// RunnerConfigsListResponse is the body of api-peer's GET /runner-configs: this datacenter's
-// configs by runner name.
-type RunnerConfigsListResponse struct {
-	RunnerConfigs map[string]runnerconfig.Response `json:"runner_configs"`
-	Pagination    apihttp.Pagination               `json:"pagination"`
-}
-
-// RunnerConfigsNamespaceQuery is the query of PUT and DELETE /runner-configs/{runner_name}.
-type RunnerConfigsNamespaceQuery struct {
-	Namespace string `query:"namespace,required"`
-}
-
-// RunnerConfigsUpsertResponse is the body of PUT /runner-configs/{runner_name}.
-type RunnerConfigsUpsertResponse struct {
-	EndpointConfigChanged bool `json:"endpoint_config_changed"`
-}
-
-// RunnerConfigsDeleteResponse is the body of DELETE /runner-configs/{runner_name}: {}.
-type RunnerConfigsDeleteResponse struct{}
-
-// RunnerConfigPath is the api-peer path of one runner name's config, escaped for a URL.
-func RunnerConfigPath(runnerName string) string {
-	return "/runner-configs/" + url.PathEscape(runnerName)
-}
-
 // listRunnerConfigs serves GET /runner-configs from this datacenter's store, in name order
 // (runnerconfig.List).
 func (s *Server) listRunnerConfigs(c echo.Context) error {
-	var q RunnerConfigsListQuery
+	var q apitypes.RunnerConfigsListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -82,7 +45,7 @@ func (s *Server) listRunnerConfigs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp := RunnerConfigsListResponse{
+	resp := apitypes.RunnerConfigsListResponse{
 		RunnerConfigs: make(map[string]runnerconfig.Response, len(out.Configs)),
 		Pagination:    apihttp.Pagination{Cursor: out.Cursor},
 	}
@@ -96,11 +59,11 @@ func (s *Server) listRunnerConfigs(c echo.Context) error {
 // (runnerconfig.ParseRequest: the API's defaults filled, checked), becomes this datacenter's
 // config of the runner name.
 func (s *Server) upsertRunnerConfig(c echo.Context) error {
-	var q RunnerConfigsNamespaceQuery
+	var q apitypes.RunnerConfigsNamespaceQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
-	name, err := RunnerNameParam(c)
+	name, err := apitypes.RunnerNameParam(c)
 	if err != nil {
 		return err
 	}
@@ -123,17 +86,17 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunnerConfigsUpsertResponse{EndpointConfigChanged: v.(runnerconfig.UpsertOutput).EndpointConfigChanged})
+	return c.JSON(http.StatusOK, apitypes.RunnerConfigsUpsertResponse{EndpointConfigChanged: v.(runnerconfig.UpsertOutput).EndpointConfigChanged})
 }
 
 // deleteRunnerConfig serves DELETE /runner-configs/{runner_name}: {} whether or not there
 // was a config, as in Rivet.
 func (s *Server) deleteRunnerConfig(c echo.Context) error {
-	var q RunnerConfigsNamespaceQuery
+	var q apitypes.RunnerConfigsNamespaceQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
-	name, err := RunnerNameParam(c)
+	name, err := apitypes.RunnerNameParam(c)
 	if err != nil {
 		return err
 	}
@@ -147,21 +110,5 @@ func (s *Server) deleteRunnerConfig(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunnerConfigsDeleteResponse{})
-}
-
-// RunnerNameParam returns the :runner_name path parameter, percent-decoded exactly once,
-// checked with runnerconfig.CheckName (api.bad_request naming runner_name). echo matches
-// routes on the escaped path when the request has one (URL.RawPath), and then hands the
-// segment over still escaped.
-func RunnerNameParam(c echo.Context) (string, error) {
-	name := c.Param("runner_name")
-	if c.Request().URL.RawPath != "" {
-		u, err := url.PathUnescape(name)
-		if err != nil {
-			return "", rerr.BadRequest("runner_name", "bad percent-encoding")
-		}
-		name = u
-	}
-	return name, runnerconfig.CheckName("runner_name", name)
+	return c.JSON(http.StatusOK, apitypes.RunnerConfigsDeleteResponse{})
 }

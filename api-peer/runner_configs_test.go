@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/udb"
@@ -88,12 +89,12 @@ func TestRunnerConfigsPeer(t *testing.T) {
 func TestRunnerConfigsPeerNames(t *testing.T) {
 	p := newPeer(t, twoDCs(1), nil)
 	for _, name := range []string{"a b", "a%b", "é", "a?b#c", "a+b", strings.Repeat("n", 128)} {
-		target := RunnerConfigPath(name) + "?namespace=default"
+		target := apitypes.RunnerConfigPath(name) + "?namespace=default"
 		if a := do(t, p.h, "PUT", target, normalBody, true); a.status != 200 {
 			t.Errorf("PUT %s: %d %s", target, a.status, a.body)
 			continue
 		}
-		var list RunnerConfigsListResponse
+		var list apitypes.RunnerConfigsListResponse
 		decode(t, do(t, p.h, "GET", "/runner-configs?namespace=default&runner_name="+url.QueryEscape(name), "", true), &list)
 		if _, ok := list.RunnerConfigs[name]; !ok || len(list.RunnerConfigs) != 1 {
 			t.Errorf("%q stored as %v", name, slices.Collect(mapsKeys(list.RunnerConfigs)))
@@ -158,7 +159,7 @@ func TestRunnerConfigsPeerErrors(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s\nwant %d %s field %q", tc.method, tc.target, tc.body, a.status, a.body, tc.status, tc.key, tc.field)
 		}
 	}
-	var list RunnerConfigsListResponse
+	var list apitypes.RunnerConfigsListResponse
 	decode(t, do(t, p.h, "GET", "/runner-configs?namespace=default", "", true), &list)
 	if len(list.RunnerConfigs) != 0 {
 		t.Errorf("a refused request wrote %v", list.RunnerConfigs)
@@ -187,7 +188,7 @@ func TestRunnerConfigsPeerFollower(t *testing.T) {
 	if err != nil || got != true {
 		t.Errorf("the follower's config is not under the leader's namespace id: %v, %v", got, err)
 	}
-	var list RunnerConfigsListResponse
+	var list apitypes.RunnerConfigsListResponse
 	decode(t, do(t, leader.h, "GET", "/runner-configs?namespace=default", "", true), &list)
 	if len(list.RunnerConfigs) != 0 {
 		t.Errorf("the leader has the follower's config: %v", list.RunnerConfigs)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -13,37 +14,16 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// RunnersDrainQuery is the query of POST /runners/{runner_id}/drain.
-type RunnersDrainQuery struct {
-	Namespace string `query:"namespace,required"`
-}
-
-// RunnersDrainResponse is the body of POST /runners/{runner_id}/drain: the runner as the
-// drain left it (drain_ts set; stop_ts too when no actor was on it).
-type RunnersDrainResponse struct {
-	Runner runner.Runner `json:"runner"`
-}
-
-// PathRunnerID parses the runner_id path parameter; a malformed one is api.bad_request
-// naming it.
-func PathRunnerID(c echo.Context) (id.ID, error) {
-	rid, err := id.Parse(c.Param("runner_id"))
-	if err != nil {
-		return id.ID{}, rerr.BadRequest("runner_id", err.Error())
-	}
-	return rid, nil
-}
-
 // drainRunner serves POST /runners/{runner_id}/drain for a runner of this datacenter: the
 // operator's drain, the same one a runner's ToServerStopping starts (Deps.Runners).
 // Idempotent: draining a draining or stopped runner changes nothing and answers it as it is.
 // A runner of another namespace is runner.not_found, as is an unknown one.
 func (s *Server) drainRunner(c echo.Context) error {
-	rid, err := PathRunnerID(c)
+	rid, err := apitypes.PathRunnerID(c)
 	if err != nil {
 		return err
 	}
-	var q RunnersDrainQuery
+	var q apitypes.RunnersDrainQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -74,5 +54,5 @@ func (s *Server) drainRunner(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunnersDrainResponse{Runner: r})
+	return c.JSON(http.StatusOK, apitypes.RunnersDrainResponse{Runner: r})
 }

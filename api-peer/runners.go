@@ -6,57 +6,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
-	"github.com/berthhq/berth/pkg/id"
-	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
-
-// RunnersListQuery is the query of GET /runners, in api-peer and api-public alike.
-type RunnersListQuery struct {
-	Namespace      string  `query:"namespace,required"`
-	Name           *string `query:"name"`
-	RunnerIDs      []id.ID `query:"runner_id,csv=runner_ids"`
-	IncludeStopped bool    `query:"include_stopped"`
-	Limit          int     `query:"limit,default=100,min=0"`
-	// Cursor is the previous page's pagination.cursor, or a bare decimal create_ts (the
-	// Rivet engine's cursor). Empty means the first page.
-	Cursor *string `query:"cursor"`
-}
-
-// Check reports values BindQuery cannot judge, naming the field.
-func (q RunnersListQuery) Check() error {
-	if q.Name != nil && *q.Name == "" {
-		return rerr.BadRequest("name", "must not be empty")
-	}
-	return nil
-}
-
-// RunnersListResponse is the body of GET /runners.
-type RunnersListResponse struct {
-	Runners    []runner.Runner    `json:"runners"`
-	Pagination apihttp.Pagination `json:"pagination"`
-}
-
-// RunnersNamesQuery is the query of GET /runners/names.
-type RunnersNamesQuery struct {
-	Namespace string `query:"namespace,required"`
-	Limit     int    `query:"limit,default=100,min=0"`
-	// Cursor is the previous page's last name.
-	Cursor *string `query:"cursor"`
-}
-
-// RunnersNamesResponse is the body of GET /runners/names.
-type RunnersNamesResponse struct {
-	Names      []string           `json:"names"`
-	Pagination apihttp.Pagination `json:"pagination"`
-}
 
 // listRunners serves GET /runners from this datacenter's store: newest first, (create_ts,
 // runner id) descending, with an exactly-once cursor (runner.ListForNs).
 func (s *Server) listRunners(c echo.Context) error {
-	var q RunnersListQuery
+	var q apitypes.RunnersListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -64,13 +23,13 @@ func (s *Server) listRunners(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeRunnersList(c, out.Runners, out.Cursor)
+	return apitypes.WriteRunnersList(c, out.Runners, out.Cursor)
 }
 
 // RunnersPage is this datacenter's answer to GET /runners with the bound query q: the page
 // listRunners encodes, for a caller in this process (api-public serves its own datacenter's
 // part of a fan-out with it, without the JSON round trip).
-func (s *Server) RunnersPage(ctx context.Context, q RunnersListQuery) (runner.ListForNsOutput, error) {
+func (s *Server) RunnersPage(ctx context.Context, q apitypes.RunnersListQuery) (runner.ListForNsOutput, error) {
 	if err := q.Check(); err != nil {
 		return runner.ListForNsOutput{}, err
 	}
@@ -95,7 +54,7 @@ func (s *Server) RunnersPage(ctx context.Context, q RunnersListQuery) (runner.Li
 
 // listRunnerNames serves GET /runners/names from this datacenter's store, in byte order.
 func (s *Server) listRunnerNames(c echo.Context) error {
-	var q RunnersNamesQuery
+	var q apitypes.RunnersNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -114,7 +73,7 @@ func (s *Server) listRunnerNames(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunnersNamesResponse{
+	return c.JSON(http.StatusOK, apitypes.RunnersNamesResponse{
 		Names: nonNil(out.Names), Pagination: apihttp.Pagination{Cursor: out.Cursor},
 	})
 }

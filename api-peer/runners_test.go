@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -58,7 +59,7 @@ func pageRunners(t *testing.T, p *peer, query url.Values, limit int) []runner.Ru
 	q := maps(query)
 	q.Set("limit", fmt.Sprint(limit))
 	for range 10_000 {
-		var page RunnersListResponse
+		var page apitypes.RunnersListResponse
 		decode(t, do(t, p.h, "GET", "/runners?"+q.Encode(), "", false), &page)
 		if len(page.Runners) > limit {
 			t.Fatalf("page of %d, limit %d", len(page.Runners), limit)
@@ -163,13 +164,13 @@ func TestRunnersList(t *testing.T) {
 	}
 
 	// The Rivet engine's bare create_ts cursor: runners created strictly before.
-	var legacy RunnersListResponse
+	var legacy apitypes.RunnersListResponse
 	decode(t, do(t, p.h, "GET", "/runners?namespace=default&include_stopped=true&limit=1000&cursor=1700000000500", "", false), &legacy)
 	if len(legacy.Runners) != 250 || legacy.Pagination.Cursor == nil {
 		t.Errorf("legacy cursor: %d runners, cursor %v", len(legacy.Runners), legacy.Pagination.Cursor)
 	}
 	// An empty cursor is the first page.
-	var first RunnersListResponse
+	var first apitypes.RunnersListResponse
 	decode(t, do(t, p.h, "GET", "/runners?namespace=default&limit=5&cursor=", "", false), &first)
 	if len(first.Runners) != 5 || first.Runners[0].CreateTs != 1_700_000_000_500 {
 		t.Errorf("empty cursor: %+v", first.Runners)
@@ -226,7 +227,7 @@ func TestRunnerNames(t *testing.T) {
 		var got []string
 		q := url.Values{"namespace": {"default"}, "limit": {fmt.Sprint(limit)}}
 		for range 100 {
-			var page RunnersNamesResponse
+			var page apitypes.RunnersNamesResponse
 			decode(t, do(t, p.h, "GET", "/runners/names?"+q.Encode(), "", false), &page)
 			got = append(got, page.Names...)
 			if page.Pagination.Cursor == nil {
@@ -273,7 +274,7 @@ func TestFollowerResolvesAtLeader(t *testing.T) {
 
 	// The leader goes away: the cached name still resolves; a new one names the leader.
 	leaderSrv.Close()
-	var names RunnersNamesResponse
+	var names apitypes.RunnersNamesResponse
 	decode(t, do(t, follower.h, "GET", "/runners/names?namespace=default", "", false), &names)
 	if len(names.Names) != 2 {
 		t.Errorf("names with the leader gone: %v", names.Names)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -17,11 +17,11 @@ import (
 // forwarded in URL-safe base64, which needs no escaping in a path. An id whose label is in no
 // datacenter is actor.not_found.
 func (s *Server) getActorKV(c echo.Context) error {
-	aid, key, err := apipeer.ActorKVPath(c)
+	aid, key, err := apitypes.ActorKVPath(c)
 	if err != nil {
 		return err
 	}
-	var q apipeer.ActorsKVGetQuery
+	var q apitypes.ActorsKVGetQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 	if !ok {
 		return rerr.ActorNotFound(aid.String())
 	}
-	var out apipeer.ActorsKVGetResponse
+	var out apitypes.ActorsKVGetResponse
 	path := "/actors/" + url.PathEscape(aid.String()) + "/kv/keys/" + base64.URLEncoding.EncodeToString(key)
 	if err := s.deps.Peers.Get(c.Request().Context(), dc, path, url.Values{"namespace": {q.Namespace}}, &out); err != nil {
 		return err

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
@@ -47,7 +47,7 @@ func TestActorKVRoutedByLabel(t *testing.T) {
 			{"public API with a store", func() answer { return c.do(t, "GET", target, "") }},
 			{"public API without a store", func() answer { return c.doWith(t, c.pubPeer, "GET", target, "") }},
 		} {
-			var out apipeer.ActorsKVGetResponse
+			var out apitypes.ActorsKVGetResponse
 			decode(t, h.pub(), &out)
 			if out.Value != base64.StdEncoding.EncodeToString([]byte("value in "+dc)) || out.UpdateTs != 77 {
 				t.Errorf("%s, actor in %s: %+v", h.name, dc, out)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -25,9 +25,9 @@ import (
 // createTarget binds a create's query and body and returns the datacenter to create in:
 // the one the body names (datacenter.not_found for a name not in the topology), else this
 // one. The body is forwarded as it was bound.
-func (s *Server) createTarget(c echo.Context) (apihttp.Datacenter, apipeer.ActorsQuery, apipeer.ActorsCreateRequest, error) {
-	var q apipeer.ActorsQuery
-	var body apipeer.ActorsCreateRequest
+func (s *Server) createTarget(c echo.Context) (apihttp.Datacenter, apitypes.ActorsQuery, apitypes.ActorsCreateRequest, error) {
+	var q apitypes.ActorsQuery
+	var body apitypes.ActorsCreateRequest
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return apihttp.Datacenter{}, q, body, err
 	}
@@ -53,7 +53,7 @@ func (s *Server) createActor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var out apipeer.ActorsCreateResponse
+	var out apitypes.ActorsCreateResponse
 	if err := s.deps.Peers.Post(c.Request().Context(), dc, "/actors", url.Values{"namespace": {q.Namespace}}, body, &out); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *Server) getOrCreateActor(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var out apipeer.ActorsGetOrCreateResponse
+	var out apitypes.ActorsGetOrCreateResponse
 	if err := s.deps.Peers.Put(c.Request().Context(), dc, "/actors", url.Values{"namespace": {q.Namespace}}, body, &out); err != nil {
 		return err
 	}
@@ -77,9 +77,9 @@ func (s *Server) getOrCreateActor(c echo.Context) error {
 // actorDatacenter binds a call on one actor: its id, its query, and the datacenter its
 // label names. An id whose label is in no datacenter is actor.not_found (the actor exists
 // nowhere; the Rivet engine answers 400 datacenter.not_found).
-func (s *Server) actorDatacenter(c echo.Context) (id.ID, apipeer.ActorsQuery, apihttp.Datacenter, error) {
-	var q apipeer.ActorsQuery
-	aid, err := apipeer.PathActorID(c)
+func (s *Server) actorDatacenter(c echo.Context) (id.ID, apitypes.ActorsQuery, apihttp.Datacenter, error) {
+	var q apitypes.ActorsQuery
+	aid, err := apitypes.PathActorID(c)
 	if err != nil {
 		return aid, q, apihttp.Datacenter{}, err
 	}
@@ -94,7 +94,7 @@ func (s *Server) actorDatacenter(c echo.Context) (id.ID, apipeer.ActorsQuery, ap
 }
 
 // destroyActor serves DELETE /actors/{actor_id} in the actor's datacenter, which answers once
-// the actor is destroyed or apipeer.DestroyWait has passed.
+// the actor is destroyed or apitypes.DestroyWait has passed.
 func (s *Server) destroyActor(c echo.Context) error {
 	aid, q, dc, err := s.actorDatacenter(c)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *Server) actorPost(c echo.Context, what string) error {
 // not in the topology match nothing. The query is checked here first, so that a bad one is
 // refused once, not by every datacenter.
 func (s *Server) listActors(c echo.Context) error {
-	var q apipeer.ActorsListQuery
+	var q apitypes.ActorsListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Server) listActors(c echo.Context) error {
 		}
 		dcs = slices.DeleteFunc(slices.Clone(dcs), func(dc apihttp.Datacenter) bool { return len(byLabel[dc.Label]) == 0 })
 	}
-	pages, err := fanOutList[apipeer.ActorsListResponse](c.Request().Context(), s, dcs, "/actors",
+	pages, err := fanOutList[apitypes.ActorsListResponse](c.Request().Context(), s, dcs, "/actors",
 		func(dc apihttp.Datacenter) (url.Values, error) {
 			dq := q
 			if byLabel != nil {
@@ -175,7 +175,7 @@ func (s *Server) listActors(c echo.Context) error {
 		return b.ActorID.Compare(a.ActorID)
 	})
 	onPage := all[:min(len(all), q.Limit)]
-	return c.JSON(http.StatusOK, apipeer.ActorsListResponse{Actors: onPage,
+	return c.JSON(http.StatusOK, apitypes.ActorsListResponse{Actors: onPage,
 		Pagination: apihttp.Pagination{Cursor: page.Cursor(onPage, func(a actor.Actor) string { return actor.Cursor(a.CreateTs, a.ActorID) })}})
 }
 
@@ -184,16 +184,16 @@ func (s *Server) listActors(c echo.Context) error {
 // several datacenters once, with the metadata of the first of them in label order. The
 // cursor is the last name, null on an empty page. Paging returns every name once.
 func (s *Server) listActorNames(c echo.Context) error {
-	var q apipeer.ActorsNamesQuery
+	var q apitypes.ActorsNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
-	pages, err := fanOutList[apipeer.ActorsNamesResponse](c.Request().Context(), s, s.deps.Topology.Datacenters, "/actors/names",
+	pages, err := fanOutList[apitypes.ActorsNamesResponse](c.Request().Context(), s, s.deps.Topology.Datacenters, "/actors/names",
 		func(apihttp.Datacenter) (url.Values, error) { return apihttp.EncodeQuery(q) })
 	if err != nil {
 		return err
 	}
-	all := map[string]apipeer.ActorName{}
+	all := map[string]apitypes.ActorName{}
 	for _, p := range pages {
 		for name, n := range p.Names {
 			if _, seen := all[name]; !seen {
@@ -212,6 +212,6 @@ func (s *Server) listActorNames(c echo.Context) error {
 		}
 		names = names[:q.Limit]
 	}
-	return c.JSON(http.StatusOK, apipeer.ActorsNamesResponse{Names: all,
+	return c.JSON(http.StatusOK, apitypes.ActorsNamesResponse{Names: all,
 		Pagination: apihttp.Pagination{Cursor: page.Cursor(names, func(n string) string { return n })}})
 }

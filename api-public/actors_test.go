@@ -11,6 +11,7 @@ import (
 
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/runnerconfig"
@@ -65,7 +66,7 @@ func actorBody(dc, name, key, policy string) string {
 
 func (c *cluster) createActor(t *testing.T, dc, name, key string) actor.Actor {
 	t.Helper()
-	var out apipeer.ActorsCreateResponse
+	var out apitypes.ActorsCreateResponse
 	decode(t, c.do(t, "POST", "/actors?namespace=default", actorBody(dc, name, key, "sleep")), &out)
 	return out.Actor
 }
@@ -82,7 +83,7 @@ func (c *cluster) pageActors(t *testing.T, query url.Values, limit int) []actor.
 	q.Set("limit", fmt.Sprint(limit))
 	var all []actor.Actor
 	for range 1000 {
-		var page apipeer.ActorsListResponse
+		var page apitypes.ActorsListResponse
 		decode(t, c.do(t, "GET", "/actors?"+q.Encode(), ""), &page)
 		if len(page.Actors) > limit {
 			t.Fatalf("page of %d, limit %d", len(page.Actors), limit)
@@ -190,7 +191,7 @@ func TestActorsAcrossDatacenters(t *testing.T) {
 		if cursor != "" {
 			target += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var page apipeer.ActorsNamesResponse
+		var page apitypes.ActorsNamesResponse
 		decode(t, c.do(t, "GET", target, ""), &page)
 		for n, v := range page.Names {
 			if string(v.Metadata) != "{}" {
@@ -252,7 +253,7 @@ func TestActorsPublicErrors(t *testing.T) {
 func TestActorsGetOrCreateOneKey(t *testing.T) {
 	c := newActorsCluster(t)
 	const n = 12
-	outs := make([]apipeer.ActorsGetOrCreateResponse, n)
+	outs := make([]apitypes.ActorsGetOrCreateResponse, n)
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
 	for i := range n {

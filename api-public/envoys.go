@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/page"
@@ -25,7 +25,7 @@ import (
 // after that position. Paging returns every envoy exactly once. A cursor that is not one of
 // ours (the Rivet engine's bare create_ts) is passed on as it is.
 func (s *Server) listEnvoys(c echo.Context) error {
-	var q apipeer.EnvoysListQuery
+	var q apitypes.EnvoysListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
@@ -56,7 +56,7 @@ func (c *cluster) pageEnvoys(t *testing.T, query url.Values, limit int) []string
 	var out []string
 	var prev *envoy.Envoy
 	for range 10_000 {
-		var page apipeer.EnvoysListResponse
+		var page apitypes.EnvoysListResponse
 		decode(t, c.do(t, "GET", "/envoys?"+q.Encode(), ""), &page)
 		if len(page.Envoys) > limit || len(page.Envoys) == 0 && page.Pagination.Cursor != nil {
 			t.Fatalf("%s: page of %d, cursor %v", q.Encode(), len(page.Envoys), page.Pagination.Cursor)
@@ -124,7 +124,7 @@ func TestEnvoysFanOut(t *testing.T) {
 	}
 
 	// The Rivet engine's bare create_ts cursor is passed on.
-	var legacy apipeer.EnvoysListResponse
+	var legacy apitypes.EnvoysListResponse
 	decode(t, c.do(t, "GET", "/envoys?namespace=default&limit=10000&cursor=1700000000001", ""), &legacy)
 	if n := len(want(func(string, int, bool) bool { return true })); len(legacy.Envoys) != n {
 		t.Errorf("legacy cursor: %d envoys, want %d", len(legacy.Envoys), n)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/pkg/apihttp"
 )
 
@@ -16,7 +16,7 @@ import (
 
 // listNamespaces serves GET /namespaces.
 func (s *Server) listNamespaces(c echo.Context) error {
-	var q apipeer.NamespacesListQuery
+	var q apitypes.NamespacesListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var out apipeer.NamespacesListResponse
+	var out apitypes.NamespacesListResponse
 	if err := s.toLeader(c.Request().Context(), http.MethodGet, "/namespaces", query, nil, &out); err != nil {
 		return err
 	}
@@ -36,14 +36,14 @@ func (s *Server) createNamespace(c echo.Context) error {
 	if err := apihttp.BindQuery(c, &apihttp.NoQuery{}); err != nil {
 		return err
 	}
-	var body apipeer.NamespacesCreateRequest
+	var body apitypes.NamespacesCreateRequest
 	if err := apihttp.BindJSON(c, &body); err != nil {
 		return err
 	}
 	if err := body.Check(); err != nil {
 		return err
 	}
-	var out apipeer.NamespacesCreateResponse
+	var out apitypes.NamespacesCreateResponse
 	if err := s.toLeader(c.Request().Context(), http.MethodPost, "/namespaces", nil, body, &out); err != nil {
 		return err
 	}

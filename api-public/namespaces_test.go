@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
-	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 )
 
 // TestNamespacesAtLeader: the public API of b, a follower, creates and lists namespaces at
 // the leader a; a namespace created there is usable in every datacenter.
 func TestNamespacesAtLeader(t *testing.T) {
 	c := newCluster(t, 2*time.Second)
-	var created apipeer.NamespacesCreateResponse
+	var created apitypes.NamespacesCreateResponse
 	decode(t, c.do(t, "POST", "/namespaces", `{"name":"team-x","display_name":"Team X"}`), &created)
 	ns := created.Namespace
 	if ns.Name != "team-x" || ns.DisplayName != "Team X" || ns.NamespaceID.Label() != 1 {
 		t.Fatalf("created %+v: want an id of the leader (label 1)", ns)
 	}
-	var list apipeer.NamespacesListResponse
+	var list apitypes.NamespacesListResponse
 	decode(t, c.do(t, "GET", "/namespaces", ""), &list)
 	if len(list.Namespaces) != 2 || list.Namespaces[0].Name != "default" || list.Namespaces[1] != ns {
 		t.Errorf("list: %+v", list)
@@ -41,7 +41,7 @@ func TestNamespacesAtLeader(t *testing.T) {
 	}
 
 	// Every datacenter resolves the new name at the leader; the namespace is empty.
-	var runners apipeer.RunnersListResponse
+	var runners apitypes.RunnersListResponse
 	decode(t, c.do(t, "GET", "/runners?namespace=team-x", ""), &runners)
 	if len(runners.Runners) != 0 {
 		t.Errorf("runners of a new namespace: %+v", runners)
@@ -115,12 +115,12 @@ func TestNamespacesLeaderDown(t *testing.T) {
 func TestTokenReachesTheLeader(t *testing.T) {
 	c := newClusterWithToken(t, 2*time.Second, "tok")
 	c.seedRunners(t, "a", 5, 1, 1_700_000_000_000)
-	var page apipeer.RunnersListResponse
+	var page apitypes.RunnersListResponse
 	decode(t, c.do(t, "GET", "/runners?namespace=default", ""), &page)
 	if len(page.Runners) != 4 { // every fifth is stopped
 		t.Errorf("runners: %d", len(page.Runners))
 	}
-	var created apipeer.NamespacesCreateResponse
+	var created apitypes.NamespacesCreateResponse
 	decode(t, c.do(t, "POST", "/namespaces", `{"name":"n2","display_name":"N2"}`), &created)
 
 	c.token = "wrong"

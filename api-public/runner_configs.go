@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -52,7 +52,7 @@ type peerRunnerConfigs struct {
 // fails is logged and left out, and the request fails only when every datacenter fails
 // (apihttp.Succeeded: a 4xx first, e.g. namespace.not_found).
 func (s *Server) listRunnerConfigs(c echo.Context) error {
-	var q apipeer.RunnerConfigsListQuery
+	var q apitypes.RunnerConfigsListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *Server) listRunnerConfigs(c echo.Context) error {
 
 // checkListQuery refuses here what every datacenter would refuse, naming the field, before
 // any datacenter is asked.
-func checkListQuery(q apipeer.RunnerConfigsListQuery) error {
+func checkListQuery(q apitypes.RunnerConfigsListQuery) error {
 	if q.Namespace == "" {
 		return rerr.BadRequest("namespace", "must not be empty")
 	}
@@ -114,14 +114,14 @@ func checkListQuery(q apipeer.RunnerConfigsListQuery) error {
 // not one transaction across datacenters), and sending the request again converges, since
 // every write is idempotent. endpoint_config_changed is true when any datacenter says so.
 func (s *Server) upsertRunnerConfig(c echo.Context) error {
-	var q apipeer.RunnerConfigsNamespaceQuery
+	var q apitypes.RunnerConfigsNamespaceQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
 	if q.Namespace == "" {
 		return rerr.BadRequest("namespace", "must not be empty")
 	}
-	name, err := apipeer.RunnerNameParam(c)
+	name, err := apitypes.RunnerNameParam(c)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 			if !ok {
 				return false, s.deps.Peers.Delete(ctx, dc, path, query, nil)
 			}
-			var out apipeer.RunnerConfigsUpsertResponse
+			var out apitypes.RunnerConfigsUpsertResponse
 			err := s.deps.Peers.Put(ctx, dc, path, query, raw, &out)
 			return out.EndpointConfigChanged, err
 		})
@@ -164,21 +164,21 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	for _, r := range results {
 		changed = changed || r.Value
 	}
-	return c.JSON(http.StatusOK, apipeer.RunnerConfigsUpsertResponse{EndpointConfigChanged: changed})
+	return c.JSON(http.StatusOK, apitypes.RunnerConfigsUpsertResponse{EndpointConfigChanged: changed})
 }
 
 // deleteRunnerConfig serves DELETE /runner-configs/{runner_name}: the config goes in every
 // datacenter (a datacenter without one answers {} too). It fails if any datacenter fails, as
 // upsertRunnerConfig does.
 func (s *Server) deleteRunnerConfig(c echo.Context) error {
-	var q apipeer.RunnerConfigsNamespaceQuery
+	var q apitypes.RunnerConfigsNamespaceQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
 	if q.Namespace == "" {
 		return rerr.BadRequest("namespace", "must not be empty")
 	}
-	name, err := apipeer.RunnerNameParam(c)
+	name, err := apitypes.RunnerNameParam(c)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (s *Server) deleteRunnerConfig(c echo.Context) error {
 	if err := writeError(ctx, results); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apipeer.RunnerConfigsDeleteResponse{})
+	return c.JSON(http.StatusOK, apitypes.RunnerConfigsDeleteResponse{})
 }
 
 // writeError returns the first failure of a fan-out write in topology order, or nil, after

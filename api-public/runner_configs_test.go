@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/udb"
@@ -151,7 +151,7 @@ func TestRunnerConfigsAcrossDatacenters(t *testing.T) {
 
 	// A name that needs escaping reaches every datacenter intact.
 	name := "pool é%?#"
-	a := c.do(t, "PUT", apipeer.RunnerConfigPath(name)+"?namespace=default", upsertBody(map[string]string{"a": rcNormal, "c": rcNormal}))
+	a := c.do(t, "PUT", apitypes.RunnerConfigPath(name)+"?namespace=default", upsertBody(map[string]string{"a": rcNormal, "c": rcNormal}))
 	if a.status != 200 {
 		t.Fatalf("PUT %q: %d %s", name, a.status, a.body)
 	}
@@ -160,7 +160,7 @@ func TestRunnerConfigsAcrossDatacenters(t *testing.T) {
 			t.Errorf("%s holds %q", dc, got)
 		}
 	}
-	if a := c.do(t, "DELETE", apipeer.RunnerConfigPath(name)+"?namespace=default", ""); a.status != 200 {
+	if a := c.do(t, "DELETE", apitypes.RunnerConfigPath(name)+"?namespace=default", ""); a.status != 200 {
 		t.Errorf("DELETE %q: %d %s", name, a.status, a.body)
 	}
 	if got := c.configsIn(t, "a"); len(got) != 0 {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -15,11 +15,11 @@ import (
 // names the datacenter that holds the runner, whose api-peer drains it. An id whose label is
 // in no datacenter is runner.not_found.
 func (s *Server) drainRunner(c echo.Context) error {
-	rid, err := apipeer.PathRunnerID(c)
+	rid, err := apitypes.PathRunnerID(c)
 	if err != nil {
 		return err
 	}
-	var q apipeer.RunnersDrainQuery
+	var q apitypes.RunnersDrainQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (s *Server) drainRunner(c echo.Context) error {
 	if !ok {
 		return rerr.RunnerNotFound(rid.String())
 	}
-	var out apipeer.RunnersDrainResponse
+	var out apitypes.RunnersDrainResponse
 	path := "/runners/" + url.PathEscape(rid.String()) + "/drain"
 	if err := s.deps.Peers.Post(c.Request().Context(), dc, path, url.Values{"namespace": {q.Namespace}}, nil, &out); err != nil {
 		return err

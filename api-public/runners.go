@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
@@ -32,7 +32,7 @@ import (
 // its datacenter's label) and not asked at all if it created none of them; ids of labels not
 // in the topology match nothing.
 func (s *Server) listRunners(c echo.Context) error {
-	var q apipeer.RunnersListQuery
+	var q apitypes.RunnersListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) listRunners(c echo.Context) error {
 		}
 		dcs = slices.DeleteFunc(slices.Clone(dcs), func(dc apihttp.Datacenter) bool { return len(byLabel[dc.Label]) == 0 })
 	}
-	dcQuery := func(dc apihttp.Datacenter) apipeer.RunnersListQuery {
+	dcQuery := func(dc apihttp.Datacenter) apitypes.RunnersListQuery {
 		dq := q
 		if byLabel != nil {
 			dq.RunnerIDs = byLabel[dc.Label]
@@ -99,7 +99,7 @@ func localRunnersPage(out runner.ListForNsOutput) (peerPage, error) {
 		r := &out.Runners[i]
 		start := len(buf)
 		var err error
-		if buf, err = apipeer.AppendRunner(buf, r); err != nil {
+		if buf, err = apitypes.AppendRunner(buf, r); err != nil {
 			return peerPage{}, rerr.Internal(err)
 		}
 		p.Runners[i] = rawRunner{createTs: r.CreateTs, id: r.RunnerID, raw: buf[start:len(buf):len(buf)]}
@@ -112,24 +112,24 @@ func localRunnersPage(out runner.ListForNsOutput) (peerPage, error) {
 // page is the first limit of those and its cursor the last name, null on an empty page.
 // Paging returns every name once.
 func (s *Server) listRunnerNames(c echo.Context) error {
-	var q apipeer.RunnersNamesQuery
+	var q apitypes.RunnersNamesQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	pages, err := fanOutList[apipeer.RunnersNamesResponse](ctx, s, s.deps.Topology.Datacenters, "/runners/names",
+	pages, err := fanOutList[apitypes.RunnersNamesResponse](ctx, s, s.deps.Topology.Datacenters, "/runners/names",
 		func(apihttp.Datacenter) (url.Values, error) { return apihttp.EncodeQuery(q) })
 	if err != nil {
 		return err
 	}
 	names := mergeNames(q.Limit, pages)
-	resp := apipeer.RunnersNamesResponse{Names: names, Pagination: apihttp.Pagination{Cursor: page.Cursor(names, func(n string) string { return n })}}
+	resp := apitypes.RunnersNamesResponse{Names: names, Pagination: apihttp.Pagination{Cursor: page.Cursor(names, func(n string) string { return n })}}
 	return c.JSON(http.StatusOK, resp)
 }
 
 // mergeNames returns the first limit names of the pages' union, sorted and without
 // repeats; never nil.
-func mergeNames(limit int, pages []apipeer.RunnersNamesResponse) []string {
+func mergeNames(limit int, pages []apitypes.RunnersNamesResponse) []string {
 	all := []string{}
 	for _, p := range pages {
 		all = append(all, p.Names...)

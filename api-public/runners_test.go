@@ -17,6 +17,7 @@ import (
 
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/api-public/openapitest"
+	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -211,7 +212,7 @@ func (c *cluster) pageRunners(t *testing.T, query url.Values, limit int) []runne
 	var all []runner.Runner
 	seen := map[id.ID]bool{}
 	for range 10_000 {
-		var page apipeer.RunnersListResponse
+		var page apitypes.RunnersListResponse
 		decode(t, c.do(t, "GET", "/runners?"+q.Encode(), ""), &page)
 		if len(page.Runners) > limit || len(page.Runners) == 0 && page.Pagination.Cursor != nil {
 			t.Fatalf("%s: page of %d (limit %d), cursor %v", q.Encode(), len(page.Runners), limit, page.Pagination.Cursor)
@@ -320,14 +321,14 @@ func TestRunnersFanOut(t *testing.T) {
 			}
 		}
 	}
-	var none apipeer.RunnersListResponse
+	var none apitypes.RunnersListResponse
 	decode(t, c.do(t, "GET", "/runners?namespace=default&runner_id="+id.New(9).String(), ""), &none)
 	if none.Runners == nil || len(none.Runners) != 0 || none.Pagination.Cursor != nil {
 		t.Errorf("an id of no datacenter: %+v", none)
 	}
 
 	// The Rivet engine's bare create_ts cursor: everything created strictly before.
-	var legacy apipeer.RunnersListResponse
+	var legacy apitypes.RunnersListResponse
 	decode(t, c.do(t, "GET", "/runners?namespace=default&include_stopped=true&limit=1000&cursor=1700000000007", ""), &legacy)
 	if len(legacy.Runners) != 360 || legacy.Pagination.Cursor == nil {
 		t.Errorf("legacy cursor: %d runners, cursor %v", len(legacy.Runners), legacy.Pagination.Cursor)
@@ -348,7 +349,7 @@ func TestRunnerNamesFanOut(t *testing.T) {
 		var got []string
 		q := url.Values{"namespace": {"default"}, "limit": {fmt.Sprint(limit)}}
 		for range 100 {
-			var page apipeer.RunnersNamesResponse
+			var page apitypes.RunnersNamesResponse
 			decode(t, c.do(t, "GET", "/runners/names?"+q.Encode(), ""), &page)
 			if len(page.Names) > limit {
 				t.Fatalf("limit %d: page of %d", limit, len(page.Names))
@@ -409,7 +410,7 @@ func TestListsWhenADatacenterFails(t *testing.T) {
 				picked = append(picked, "runner_id="+r.RunnerID.String())
 			}
 		}
-		var page apipeer.RunnersListResponse
+		var page apitypes.RunnersListResponse
 		decode(t, c.do(t, "GET", "/runners?namespace=default&"+strings.Join(picked, "&"), ""), &page)
 		if len(page.Runners) != len(picked) {
 			t.Errorf("c %s, by ids of a and b: %d runners, want %d", mode, len(page.Runners), len(picked))
@@ -491,7 +492,7 @@ func TestRunnersLocalMatchesPeer(t *testing.T) {
 			if got != want {
 				t.Fatalf("GET %s:\nfrom the store: %d %s\n  from api-peer: %d %s", target, got.status, got.body, want.status, want.body)
 			}
-			var p apipeer.RunnersListResponse
+			var p apitypes.RunnersListResponse
 			if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &p) != nil || p.Pagination.Cursor == nil {
 				break
 			}

@@ -1,4 +1,4 @@
-package apipeer
+package apitypes
 
 import (
 	"bytes"
@@ -17,47 +17,8 @@ import (
 // escaping and the final newline included (TestRunnerJSONMatchesEncodingJSON and
 // FuzzRunnerJSON check it), without reflection and with one buffer per response.
 
-// AppendRunner appends r as JSON to b, byte for byte as encoding/json encodes it. It fails
-// only when r.Metadata is not valid JSON, as encoding/json does.
-func AppendRunner(b []byte, r *runner.Runner) ([]byte, error) {
-	b = append(b, `{"runner_id":"`...)
-	b, _ = r.RunnerID.AppendText(b) // never fails
-	b = append(b, `","namespace_id":"`...)
-	b, _ = r.NamespaceID.AppendText(b)
-	b = append(b, `","datacenter":`...)
-	b = appendString(b, r.Datacenter)
-	b = append(b, `,"name":`...)
-	b = appendString(b, r.Name)
-	b = append(b, `,"key":`...)
-	b = appendString(b, r.Key)
-	b = append(b, `,"version":`...)
-	b = strconv.AppendUint(b, uint64(r.Version), 10)
-	b = append(b, `,"total_slots":`...)
-	b = strconv.AppendUint(b, uint64(r.TotalSlots), 10)
-	b = append(b, `,"remaining_slots":`...)
-	b = strconv.AppendUint(b, uint64(r.RemainingSlots), 10)
-	b = append(b, `,"create_ts":`...)
-	b = strconv.AppendInt(b, r.CreateTs, 10)
-	b = append(b, `,"drain_ts":`...)
-	b = appendIntPtr(b, r.DrainTs)
-	b = append(b, `,"stop_ts":`...)
-	b = appendIntPtr(b, r.StopTs)
-	b = append(b, `,"last_ping_ts":`...)
-	b = strconv.AppendInt(b, r.LastPingTs, 10)
-	b = append(b, `,"last_connected_ts":`...)
-	b = appendIntPtr(b, r.LastConnectedTs)
-	b = append(b, `,"last_rtt":`...)
-	b = strconv.AppendUint(b, uint64(r.LastRtt), 10)
-	b = append(b, `,"metadata":`...)
-	b, err := appendRawJSON(b, r.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '}'), nil
-}
-
-// writeRunnersList answers 200 with RunnersListResponse{runners, {cursor}}, as c.JSON would.
-func writeRunnersList(c echo.Context, runners []runner.Runner, cursor *string) error {
+// WriteRunnersList answers 200 with RunnersListResponse{runners, {cursor}}, as c.JSON would.
+func WriteRunnersList(c echo.Context, runners []runner.Runner, cursor *string) error {
 	b := make([]byte, 0, 64+400*len(runners))
 	b = append(b, `{"runners":[`...)
 	for i := range runners {
@@ -160,4 +121,43 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendRunner appends r as JSON to b, byte for byte as encoding/json encodes it. It fails
+// only when r.Metadata is not valid JSON, as encoding/json does.
+func AppendRunner(b []byte, r *runner.Runner) ([]byte, error) {
+	b = append(b, `{"runner_id":"`...)
+	b, _ = r.RunnerID.AppendText(b) // never fails
+	b = append(b, `","namespace_id":"`...)
+	b, _ = r.NamespaceID.AppendText(b)
+	b = append(b, `","datacenter":`...)
+	b = appendString(b, r.Datacenter)
+	b = append(b, `,"name":`...)
+	b = appendString(b, r.Name)
+	b = append(b, `,"key":`...)
+	b = appendString(b, r.Key)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendUint(b, uint64(r.Version), 10)
+	b = append(b, `,"total_slots":`...)
+	b = strconv.AppendUint(b, uint64(r.TotalSlots), 10)
+	b = append(b, `,"remaining_slots":`...)
+	b = strconv.AppendUint(b, uint64(r.RemainingSlots), 10)
+	b = append(b, `,"create_ts":`...)
+	b = strconv.AppendInt(b, r.CreateTs, 10)
+	b = append(b, `,"drain_ts":`...)
+	b = appendIntPtr(b, r.DrainTs)
+	b = append(b, `,"stop_ts":`...)
+	b = appendIntPtr(b, r.StopTs)
+	b = append(b, `,"last_ping_ts":`...)
+	b = strconv.AppendInt(b, r.LastPingTs, 10)
+	b = append(b, `,"last_connected_ts":`...)
+	b = appendIntPtr(b, r.LastConnectedTs)
+	b = append(b, `,"last_rtt":`...)
+	b = strconv.AppendUint(b, uint64(r.LastRtt), 10)
+	b = append(b, `,"metadata":`...)
+	b, err := appendRawJSON(b, r.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }

@@ -1,4 +1,4 @@
-package apipeer
+package apitypes
 
 import (
 	"encoding/json"
@@ -96,11 +96,11 @@ func TestWriteRunnersListMatchesCJSON(t *testing.T) {
 		{jsonRunners()[:1], &cur},
 	} {
 		want := respond(t, func(ec echo.Context) error {
-			return ec.JSON(http.StatusOK, RunnersListResponse{Runners: nonNil(c.runners), Pagination: apihttp.Pagination{Cursor: c.cursor}})
+			return ec.JSON(http.StatusOK, RunnersListResponse{Runners: append([]runner.Runner{}, c.runners...), Pagination: apihttp.Pagination{Cursor: c.cursor}})
 		})
-		got := respond(t, func(ec echo.Context) error { return writeRunnersList(ec, c.runners, c.cursor) })
+		got := respond(t, func(ec echo.Context) error { return WriteRunnersList(ec, c.runners, c.cursor) })
 		if got.Code != want.Code || got.Body.String() != want.Body.String() {
-			t.Errorf("writeRunnersList:\n got %d %s\nwant %d %s", got.Code, got.Body, want.Code, want.Body)
+			t.Errorf("WriteRunnersList:\n got %d %s\nwant %d %s", got.Code, got.Body, want.Code, want.Body)
 		}
 		for k, v := range want.Header() {
 			if g := got.Header()[k]; len(g) != len(v) || len(v) > 0 && g[0] != v[0] {
