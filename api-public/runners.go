@@ -56,7 +56,7 @@ func (s *Server) listRunners(c echo.Context) error {
 		return dq
 	}
 	var local func(context.Context, apihttp.Datacenter) (peerPage, error)
-	if p := s.localPeer(); p != nil {
+	if p := s.deps.Local; p != nil {
 		local = func(ctx context.Context, dc apihttp.Datacenter) (peerPage, error) {
 			out, err := p.RunnersPage(ctx, dcQuery(dc))
 			if err != nil {

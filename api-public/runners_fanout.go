@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -160,7 +159,3 @@ func appendJSONString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
 }
-
-// localPeer returns the Server's in-process api-peer (Server.local), or nil when it has no
-// store.
-func (s *Server) localPeer() *apipeer.Server { return s.local }

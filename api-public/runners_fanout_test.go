@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
-	"github.com/berthhq/berth/pkg/udb"
 )
 
 func TestRawRunner(t *testing.T) {
@@ -80,21 +78,5 @@ func TestPeerPage(t *testing.T) {
 		if string(it.raw) != r {
 			t.Errorf("item %q after the input was overwritten; want %q", it.raw, r)
 		}
-	}
-}
-
-// A Server with a store has its in-process api-peer, made once.
-func TestLocalPeer(t *testing.T) {
-	if p := New(Deps{}).localPeer(); p != nil {
-		t.Fatal("a Server without a store has an in-process api-peer")
-	}
-	db, err := udb.Open(bg, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s := New(Deps{DB: db, Topology: apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "a", Label: 1, IsLeader: true}}}})
-	if p := s.localPeer(); p == nil || p != s.localPeer() {
-		t.Fatalf("localPeer = %p, then %p; want one api-peer", p, s.localPeer())
 	}
 }

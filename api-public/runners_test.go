@@ -103,7 +103,10 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 	t.Cleanup(peers.Close)
 	// As the engine does, b's public API has b's store, and serves b's part of a runner list
 	// from it; pubPeer has none and asks b's api-peer in process for everything.
-	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
+	topoB := c.topo
+	topoB.Local = 2
+	localB := apipeer.New(apipeer.Deps{DB: c.dbs["b"], Topology: topoB, Peers: leaderPeers, Log: quiet})
+	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet, Local: localB}).Handler())
 	c.pubPeer = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
 	return c
 }
@@ -509,7 +512,10 @@ func TestRunnersLocalMatchesPeer(t *testing.T) {
 			http.Error(w, "no", http.StatusTeapot)
 		}))
 	defer peers.Close()
-	pub := New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: 5 * time.Second, Log: quiet}).Handler()
+	topoB := c.topo
+	topoB.Local = 2
+	local := apipeer.New(apipeer.Deps{DB: c.dbs["b"], Topology: topoB, Peers: peers, Log: quiet})
+	pub := New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: 5 * time.Second, Log: quiet, Local: local}).Handler()
 	target := "/runners?namespace=default&include_stopped=true&limit=50"
 	if got, want := c.doWith(t, pub, "GET", target, ""), c.do(t, "GET", target, ""); got != want || got.status != http.StatusOK {
 		t.Errorf("GET %s without b's api-peer: %d %.200s\nwant %d %.200s", target, got.status, got.body, want.status, want.body)

@@ -29,18 +29,16 @@ type Deps struct {
 	AdminToken string
 	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
 	Log *slog.Logger
+	// Local is this datacenter's api-peer. When set, it serves this datacenter's part of the
+	// runner list's fan-out in process: the same answer, without encoding it to JSON and
+	// decoding it again. Nil sends that part through Peers like the others.
+	Local *apipeer.Server
 }
 
 // Server is the public API. Its handlers are methods, one resource per file, registered in
 // routes.go.
 type Server struct {
 	deps Deps
-	// local serves this datacenter's part of a list fan-out in process (fanOutListLocal),
-	// when Deps.DB is set: the same answer as its api-peer, without encoding it to JSON and
-	// decoding it again. It has the store, topology and peer client, so it answers as the
-	// datacenter's own api-peer does (namespace names resolved at the leader), and no admin
-	// token: api-public authenticated the request already.
-	local *apipeer.Server
 }
 
 // New returns the public API over deps.
@@ -48,11 +46,7 @@ func New(deps Deps) *Server {
 	if deps.DatacenterTimeout <= 0 {
 		deps.DatacenterTimeout = apihttp.DefaultPeerTimeout
 	}
-	s := &Server{deps: deps}
-	if deps.DB != nil {
-		s.local = apipeer.New(apipeer.Deps{DB: deps.DB, Topology: deps.Topology, Peers: deps.Peers, Log: deps.Log})
-	}
-	return s
+	return &Server{deps: deps}
 }
 
 // Handler returns the public API as an http.Handler: an apihttp echo instance (error handler,
