@@ -14,8 +14,8 @@ import (
 
 	"github.com/berthhq/berth/api-public/openapitest"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/sdk/client"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // scriptRunner is a minimal runner on a real socket: it answers pings, reports every actor

@@ -11,8 +11,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/api-public/openapitest"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/sdk/client"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // TestDrainRunnerEngines drains, through the leader's public API, a runner connected to a

@@ -17,8 +17,8 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // echoRunner is a runner that starts every actor, answers HTTP with a JSON echo of the

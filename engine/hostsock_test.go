@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // TestRunnerSocketOnPublicListener: /runners/connect is served on the guard port next to

@@ -17,9 +17,9 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Tunnel is one request's channel to an actor through its runner's socket.

@@ -18,10 +18,10 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

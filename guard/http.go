@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/berthhq/berth/guard/core"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // serveHTTP tunnels one HTTP request to the actor, retrying while the actor moves: the first

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/guard/core"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Streamed bodies (rivet-protocol.md §3.5, envoy v8 flow control):

@@ -15,8 +15,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // streamHost is a host whose tunnels record what the gateway sends and answer with answer

@@ -9,8 +9,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/guard/core"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // MaxWebSocketMessage bounds a client's WebSocket message (32 MiB).

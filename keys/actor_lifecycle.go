@@ -229,7 +229,7 @@ func PendingActorKeyRange(ns id.ID, selector string) (begin, end []byte) {
 
 // RunnerCommandKey is (RUNNER, DATA, runner_id, ACTOR, COMMAND, actor_id, generation,
 // index) → the command, as the runner protocol's BARE encoding of its Command union
-// (pkg/protocol/runner): stored until the runner acknowledges it.
+// (sdk/protocol/runner): stored until the runner acknowledges it.
 type RunnerCommandKey struct {
 	RunnerID   id.ID
 	ActorID    id.ID

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 // runnerConfigVersion is the schema version of RunnerConfig values:

@@ -16,10 +16,10 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // DefaultReleases is how many ownership releases may be in flight at once (node.releases).

@@ -8,7 +8,7 @@ import (
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // The gateway reaches the hosts through the node (guard.Hosts): a socket held here is used

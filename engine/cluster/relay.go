@@ -21,9 +21,9 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // RelayPath is the internal endpoint another node opens a tunnel to a runner or an envoy

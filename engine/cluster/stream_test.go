@@ -13,8 +13,8 @@ import (
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/pubsub"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // flowTunnel is a host's tunnel that counts the response consumption reported to it and

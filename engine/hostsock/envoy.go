@@ -13,11 +13,11 @@ import (
 	openvoy "github.com/berthhq/berth/ops/envoy"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	"github.com/berthhq/berth/pkg/protocol/bridge"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/sdk/protocol/bridge"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
+	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // envoyProtocol is the envoy socket, GET /envoys/connect?protocol_version=8&namespace=&
@@ -26,7 +26,7 @@ import (
 // the thresholds and the payload limit), and the envoy's first frame, normally
 // ToRivetMetadata, registers it (ops/envoy.Register, with the runner config read
 // serializably). Its messages are translated to the runner protocol's shapes by
-// pkg/protocol/bridge; the SQLite page store is served in envoy_sqlite.go.
+// sdk/protocol/bridge; the SQLite page store is served in envoy_sqlite.go.
 type envoyProtocol struct {
 	pool   string // pool_name
 	appVer uint32 // version: the envoy's application version

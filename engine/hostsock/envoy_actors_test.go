@@ -9,8 +9,8 @@ import (
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
+	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // createOn creates an actor of pool (the envoy's) through the server's lifecycle.

@@ -12,9 +12,9 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // owner is the node holding h's socket, "" for none.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // preloadTimeout bounds the KV read of one start command.

@@ -16,8 +16,8 @@ import (
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/keys"
 	openvoy "github.com/berthhq/berth/ops/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // The engine speaks first (ToEnvoyInit with the thresholds), then registers the envoy with

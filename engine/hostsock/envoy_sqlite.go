@@ -8,9 +8,9 @@ import (
 	"github.com/berthhq/berth/keys"
 	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // SQLite requests (ToRivet tags 7–14): the actor SQLite page store (ops/sqlite). Each is

@@ -14,8 +14,8 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // Latency of SQLite page requests through the engine: a raw envoy on a real socket sends

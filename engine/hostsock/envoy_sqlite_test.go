@@ -12,8 +12,8 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 // hostActor records actor aid as running on envoy key at generation gen, as a placement

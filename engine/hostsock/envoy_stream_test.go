@@ -9,8 +9,8 @@ import (
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
+	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // The envoy v8 windows: a streamed request body reaches the envoy in frames of at most

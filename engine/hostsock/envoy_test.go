@@ -18,9 +18,9 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 )
 
 const pool = "default"

@@ -10,9 +10,9 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // KV requests (docs/protocol.md, "KV"): an actor's KV request, in the runner protocol's

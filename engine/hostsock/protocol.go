@@ -8,8 +8,8 @@ import (
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // protocol is the part of a host socket that depends on how the host arrived: a runner

@@ -9,7 +9,7 @@ import (
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Registry is this node's live host sockets, by connection id and by host, and the gateway

@@ -12,9 +12,9 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // runnerProtocol is the runner socket, GET /runners/connect?protocol_version=5..7&

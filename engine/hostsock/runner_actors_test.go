@@ -13,8 +13,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // fake is a runner socket driven by the test: it answers pings by itself and hands every

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // A client that sends its first frame in the same write as the upgrade request (so that

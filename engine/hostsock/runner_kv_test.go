@@ -17,8 +17,8 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // kvSocket is a runner socket at one protocol version that sends KV requests one at a time.

@@ -15,8 +15,8 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 func write(t *testing.T, e *env, f func(tx udb.Transaction) error) {

@@ -11,8 +11,8 @@ import (
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // connID reads the runner's current connection id (zero when it has no socket).

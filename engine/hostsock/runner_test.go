@@ -17,9 +17,9 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/guard/core"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // The tunnel: a gateway request to an actor travels over its host's socket, matched by

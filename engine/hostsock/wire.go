@@ -3,11 +3,11 @@ package hostsock
 import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Translation between the lifecycle's commands and events (ops/actor) and the runner
-// protocol's; the envoy adapter goes through these and pkg/protocol/bridge.
+// protocol's; the envoy adapter goes through these and sdk/protocol/bridge.
 
 // commandsToRunner is cmds as the runner protocol carries them: a stop's reason is not
 // told to runners.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Actor is one generation of an actor hosted by the runner: Config.Actors makes a new value

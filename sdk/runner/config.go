@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // Defaults of the reference client (rivet-engine.md §4.3, rivet-protocol.md §2).

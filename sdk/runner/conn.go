@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,9 +11,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
-	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/sdk/client"
+	envoyproto "github.com/berthhq/berth/sdk/protocol/envoy"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // conn is one socket to the engine. The supervisor's connectOnce owns it: it runs the reader
@@ -76,10 +75,10 @@ func (r *Runner) dialError(ctx context.Context, resp *http.Response, err error) 
 		return ErrStopped
 	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
 		he := &HandshakeError{Status: resp.StatusCode, cause: err}
-		if resp.Body != nil {
-			b, _ := io.ReadAll(resp.Body) // the library keeps at most 1 KiB of it
-			if e, perr := rerr.Parse(resp.StatusCode, b); perr == nil {
-				he.Err = e
+		if resp.Body != nil { // the library keeps at most 1 KiB of it
+			var ae *client.APIError
+			if errors.As(client.DecodeError(resp), &ae) && ae.Group != "" {
+				he.Err = ae
 			}
 		}
 		return he

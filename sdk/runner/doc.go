@@ -1,7 +1,7 @@
 // Package runner is the Go runner SDK: a process that keeps one WebSocket to a berth (or Rivet)
 // engine, registers as a runner, answers pings, reconnects with backoff and drains on shutdown.
 //
-// It speaks runner protocol v5–v7 (pkg/protocol/runner) and behaves as the reference client,
+// It speaks runner protocol v5–v7 (sdk/protocol/runner) and behaves as the reference client,
 // @rivetkit/engine-runner 2.2.1 (reference/rivet-protocol.md §2–§3):
 //
 //   - Connect: GET {endpoint}/runners/connect?protocol_version=7&namespace=…&runner_key=… with the
@@ -56,7 +56,7 @@
 // {endpoint}/envoys/connect?protocol_version=8&namespace=…&pool_name=Name&envoy_key=Key&version=…;
 // the engine speaks first with ToEnvoyInit, answered by ToRivetMetadata). Everything above
 // holds: the envoy protocol's messages are translated to and from the runner protocol's at the
-// socket (wire.go, pkg/protocol/bridge), so hooks, events, KV, tunnels and hosted actors are
+// socket (wire.go, sdk/protocol/bridge), so hooks, events, KV, tunnels and hosted actors are
 // the same; the envoy key stands for the runner id.
 //
 // examples/counter is a complete runner.

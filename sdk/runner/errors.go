@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/sdk/client"
 )
 
 // ErrStopped is returned by calls on a runner that has stopped, or was shut down before it
@@ -14,9 +14,9 @@ import (
 var ErrStopped = errors.New("runner: stopped")
 
 // CloseError is how the engine ended the socket: the WebSocket close code and the parsed
-// reason "group.code#ray_id". It unwraps to a *rerr.Error with the group and code, so
+// reason "group.code#ray_id". It unwraps to a *client.APIError with the group and code, so
 //
-//	rerr.Is(err, "ws", "eviction")
+//	errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"})
 //
 // matches it.
 type CloseError struct {
@@ -31,12 +31,12 @@ func (e *CloseError) Error() string {
 	return fmt.Sprintf("runner: socket closed by the engine: %d %q", e.CloseCode, e.Reason)
 }
 
-// Unwrap returns the reason's group and code as a *rerr.Error, or nil.
+// Unwrap returns the reason's group and code as a *client.APIError, or nil.
 func (e *CloseError) Unwrap() error {
 	if e.Group == "" {
 		return nil
 	}
-	return &rerr.Error{Group: e.Group, Code: e.Code, Message: e.Reason}
+	return &client.APIError{Group: e.Group, Code: e.Code, Message: e.Reason, RayID: e.RayID}
 }
 
 // Evicted reports whether the engine told the runner not to come back (ws.eviction).
@@ -57,17 +57,17 @@ func parseCloseReason(code int, reason string) *CloseError {
 }
 
 // HandshakeError is an HTTP answer other than 101 to the socket's upgrade request, such as
-// 403 api.forbidden for a wrong token. It unwraps to the engine's *rerr.Error when the body
-// was one.
+// 403 api.forbidden for a wrong token. It unwraps to a *client.APIError when the body was
+// the engine's JSON error.
 type HandshakeError struct {
-	Status int         // HTTP status
-	Err    *rerr.Error // the error body, or nil
-	cause  error       // the library's error
+	Status int              // HTTP status
+	Err    *client.APIError // the error body, or nil
+	cause  error            // the library's error
 }
 
 func (e *HandshakeError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("runner: engine refused the socket: %d %s: %s", e.Status, e.Err.Key(), e.Err.Message)
+		return fmt.Sprintf("runner: engine refused the socket: %d %s.%s: %s", e.Status, e.Err.Group, e.Err.Code, e.Err.Message)
 	}
 	return fmt.Sprintf("runner: engine refused the socket: %d %s: %v", e.Status, http.StatusText(e.Status), e.cause)
 }

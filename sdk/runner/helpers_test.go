@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
 )
 
@@ -137,7 +137,7 @@ func start(t *testing.T, r *runner.Runner) {
 	}
 }
 
-// fakeEngine is a runner endpoint built from pkg/protocol/runner on httptest, so that a test
+// fakeEngine is a runner endpoint built from sdk/protocol/runner on httptest, so that a test
 // sees every frame the runner sends and scripts the engine's side. Each socket that sends a
 // ToServerInit is handed to the test on socks.
 type fakeEngine struct {

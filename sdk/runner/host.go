@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // host runs the actors of a runner with Config.Actors. It gets the engine's commands and

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // KV is an actor's key-value store in the engine (rivet-protocol.md §3.4): byte keys in byte

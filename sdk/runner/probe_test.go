@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
 	"github.com/berthhq/berth/pkg/rerr"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // State is where a runner is in its life.

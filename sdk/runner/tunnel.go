@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	envoyproto "github.com/berthhq/berth/sdk/protocol/envoy"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // The tunnel (rivet-protocol.md §3.5): the gateway sends HTTP requests and WebSockets for

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // The tunnel against the scripted engine: the gateway's side is a test that sends

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"sync"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // MessageType is the kind of a WebSocket message.

@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berthhq/berth/pkg/protocol/bridge"
-	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/sdk/protocol/bridge"
+	envoyproto "github.com/berthhq/berth/sdk/protocol/envoy"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // wire is the socket's protocol. The runner speaks the runner protocol's messages
 // throughout; with Config.Envoy it connects to /envoys/connect and the wire translates them
-// to and from the envoy protocol (pkg/protocol/bridge), so that one host serves both.
+// to and from the envoy protocol (sdk/protocol/bridge), so that one host serves both.
 type wire interface {
 	// path is the connect path, query the connect URL's query.
 	path() string

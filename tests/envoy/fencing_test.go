@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
 

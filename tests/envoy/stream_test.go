@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	proto "github.com/berthhq/berth/pkg/protocol/envoy"
+	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
 

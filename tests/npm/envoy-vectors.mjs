@@ -3,7 +3,7 @@
 // dir being the top-level union ("ToRivet", "ToEnvoy", "ToEnvoyConn", "ToGateway", "ToOutbound"
 // or "ActorCommandKeyData") and json the message in the codec's own shape (bigints as decimal
 // strings, byte buffers as hex, maps as objects, typed arrays as arrays).
-// pkg/protocol/envoy's TestNpmVectors decodes each hex with the Go codec, checks the decoded
+// sdk/protocol/envoy's TestNpmVectors decodes each hex with the Go codec, checks the decoded
 // value against json and that it re-encodes byte for byte. Run `npm ci --prefix tests/npm` first.
 import * as p from "@rivetkit/engine-envoy-protocol";
 

@@ -1,6 +1,6 @@
 // Prints runner protocol v7 frames encoded by the official codec
 // (@rivetkit/engine-runner-protocol, pinned in package.json) as JSON: [{name, dir, hex, json}],
-// dir being "ToServer", "ToClient" or "ToServerlessServer" (version-prefixed). pkg/protocol/runner's TestNpmVectors decodes each hex with
+// dir being "ToServer", "ToClient" or "ToServerlessServer" (version-prefixed). sdk/protocol/runner's TestNpmVectors decodes each hex with
 // the Go codec and checks it re-encodes byte for byte. Run `npm ci --prefix tests/npm` first.
 import * as p from "@rivetkit/engine-runner-protocol";
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 // protocolVersion is the runner protocol the simulated runners speak.

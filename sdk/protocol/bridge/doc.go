@@ -1,5 +1,5 @@
-// Package bridge translates between the runner protocol (v7, pkg/protocol/runner) and the
-// envoy protocol (v8, pkg/protocol/envoy) where their messages mean the same thing: actor
+// Package bridge translates between the runner protocol (v7, sdk/protocol/runner) and the
+// envoy protocol (v8, sdk/protocol/envoy) where their messages mean the same thing: actor
 // commands and events, acknowledgements, KV requests and responses, and tunnel messages.
 //
 // It lets one implementation of each of these serve both kinds of host: the engine's

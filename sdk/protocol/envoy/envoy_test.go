@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 func unhex(t testing.TB, s string) []byte {

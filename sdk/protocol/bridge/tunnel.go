@@ -1,8 +1,8 @@
 package bridge
 
 import (
-	ep "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
+	ep "github.com/berthhq/berth/sdk/protocol/envoy"
+	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 func headersToEnvoy(l []rp.Header) []ep.Header {

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	ep "github.com/berthhq/berth/pkg/protocol/envoy"
-	rp "github.com/berthhq/berth/pkg/protocol/runner"
+	ep "github.com/berthhq/berth/sdk/protocol/envoy"
+	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 // Decoding must never panic; it fails with a *bare.DecodeError or gives a message that encodes

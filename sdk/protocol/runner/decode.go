@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 // DecodeToServer decodes one ToServer frame of the given protocol version. The frame must hold

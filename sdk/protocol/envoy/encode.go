@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 // EncodeError describes a value the schema cannot carry: a nil union member, an unknown enum

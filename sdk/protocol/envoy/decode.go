@@ -1,7 +1,7 @@
 package envoy
 
 import (
-	"github.com/berthhq/berth/pkg/bare"
+	"github.com/berthhq/berth/sdk/bare"
 )
 
 // DecodeToRivet decodes one ToRivet frame (envoy to engine) of the given protocol version. The
