@@ -279,40 +279,17 @@ func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag") }
 // stops at the first error and returns r.Err().
 func ReadMap[K comparable](r *Reader, entry func(r *Reader) K) error {
 	n := r.MapLen()
-	// Small maps (most header maps) check keys by a linear scan of a stack array; larger ones
-	// use a set, sized by n, which MapLen bounded by the input.
-	var small [smallMap]K
-	keys := small[:0]
-	var seen map[K]struct{}
-	if n > smallMap {
-		seen = make(map[K]struct{}, n)
-	}
+	var keys KeySet[K]
 	for i := 0; i < n && r.err == nil; i++ {
 		start := r.off
 		k := entry(r)
 		if r.err != nil {
 			break
 		}
-		dup := false
-		if seen != nil {
-			_, dup = seen[k]
-			seen[k] = struct{}{}
-		} else {
-			for _, o := range keys {
-				if o == k {
-					dup = true
-					break
-				}
-			}
-			keys = append(keys, k)
-		}
-		if dup {
+		if keys.Add(k) {
 			r.failAt(start, fmt.Sprintf("duplicate map key %v", k))
 			break
 		}
 	}
 	return r.err
 }
-
-// smallMap is the largest map whose keys ReadMap checks without allocating a set.
-const smallMap = 16
