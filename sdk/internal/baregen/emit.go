@@ -321,7 +321,7 @@ func (g *gen) unionCodec(md *decl, vp string) {
 	g.p("case nil:")
 	g.p(`w.Failf("nil %s")`, md.name)
 	g.p("default:")
-	g.p(`w.Failf("%%T is not a %s member", u)`, md.name)
+	g.p(`w.Failf("%%T is not a member of %s", u)`, md.name)
 	g.p("}")
 	g.p("}\n")
 }

@@ -74,7 +74,7 @@ func CheckGenerated(dir string) error {
 		for line < len(gl) && line < len(wl) && bytes.Equal(gl[line], wl[line]) {
 			line++
 		}
-		return fmt.Errorf("%s is stale (it first differs on line %d): run go generate in %s", out, line+1, dir)
+		return fmt.Errorf("%s is stale (it first differs on line %d): run go generate in %s", out, line+1, filepath.Clean(dir))
 	}
 	return nil
 }

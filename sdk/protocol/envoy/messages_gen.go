@@ -1187,7 +1187,7 @@ func writeCommand(w *bare.Writer, u Command) {
 	case nil:
 		w.Failf("nil Command")
 	default:
-		w.Failf("%T is not a Command member", u)
+		w.Failf("%T is not a member of Command", u)
 	}
 }
 
@@ -1235,7 +1235,7 @@ func writeActorIntent(w *bare.Writer, u ActorIntent) {
 	case nil:
 		w.Failf("nil ActorIntent")
 	default:
-		w.Failf("%T is not a ActorIntent member", u)
+		w.Failf("%T is not a member of ActorIntent", u)
 	}
 }
 
@@ -1276,7 +1276,7 @@ func writeActorState(w *bare.Writer, u ActorState) {
 	case nil:
 		w.Failf("nil ActorState")
 	default:
-		w.Failf("%T is not a ActorState member", u)
+		w.Failf("%T is not a member of ActorState", u)
 	}
 }
 
@@ -1339,7 +1339,7 @@ func writeEvent(w *bare.Writer, u Event) {
 	case nil:
 		w.Failf("nil Event")
 	default:
-		w.Failf("%T is not a Event member", u)
+		w.Failf("%T is not a member of Event", u)
 	}
 }
 
@@ -1440,7 +1440,7 @@ func writeKvListQuery(w *bare.Writer, u KvListQuery) {
 	case nil:
 		w.Failf("nil KvListQuery")
 	default:
-		w.Failf("%T is not a KvListQuery member", u)
+		w.Failf("%T is not a member of KvListQuery", u)
 	}
 }
 
@@ -1543,7 +1543,7 @@ func writeKvRequestData(w *bare.Writer, u KvRequestData) {
 	case nil:
 		w.Failf("nil KvRequestData")
 	default:
-		w.Failf("%T is not a KvRequestData member", u)
+		w.Failf("%T is not a member of KvRequestData", u)
 	}
 }
 
@@ -1639,7 +1639,7 @@ func writeKvResponseData(w *bare.Writer, u KvResponseData) {
 	case nil:
 		w.Failf("nil KvResponseData")
 	default:
-		w.Failf("%T is not a KvResponseData member", u)
+		w.Failf("%T is not a member of KvResponseData", u)
 	}
 }
 
@@ -1753,7 +1753,7 @@ func writeSqliteGetPagesResponse(w *bare.Writer, u SqliteGetPagesResponse) {
 	case nil:
 		w.Failf("nil SqliteGetPagesResponse")
 	default:
-		w.Failf("%T is not a SqliteGetPagesResponse member", u)
+		w.Failf("%T is not a member of SqliteGetPagesResponse", u)
 	}
 }
 
@@ -1834,7 +1834,7 @@ func writeSqliteCommitResponse(w *bare.Writer, u SqliteCommitResponse) {
 	case nil:
 		w.Failf("nil SqliteCommitResponse")
 	default:
-		w.Failf("%T is not a SqliteCommitResponse member", u)
+		w.Failf("%T is not a member of SqliteCommitResponse", u)
 	}
 }
 
@@ -1909,7 +1909,7 @@ func writeSqliteCommitStageBeginResponse(w *bare.Writer, u SqliteCommitStageBegi
 	case nil:
 		w.Failf("nil SqliteCommitStageBeginResponse")
 	default:
-		w.Failf("%T is not a SqliteCommitStageBeginResponse member", u)
+		w.Failf("%T is not a member of SqliteCommitStageBeginResponse", u)
 	}
 }
 
@@ -1988,7 +1988,7 @@ func writeSqliteCommitStageSegmentResponse(w *bare.Writer, u SqliteCommitStageSe
 	case nil:
 		w.Failf("nil SqliteCommitStageSegmentResponse")
 	default:
-		w.Failf("%T is not a SqliteCommitStageSegmentResponse member", u)
+		w.Failf("%T is not a member of SqliteCommitStageSegmentResponse", u)
 	}
 }
 
@@ -2069,7 +2069,7 @@ func writeSqliteCommitFinalizeResponse(w *bare.Writer, u SqliteCommitFinalizeRes
 	case nil:
 		w.Failf("nil SqliteCommitFinalizeResponse")
 	default:
-		w.Failf("%T is not a SqliteCommitFinalizeResponse member", u)
+		w.Failf("%T is not a member of SqliteCommitFinalizeResponse", u)
 	}
 }
 
@@ -2161,7 +2161,7 @@ func writeSqliteValue(w *bare.Writer, u SqliteValue) {
 	case nil:
 		w.Failf("nil SqliteValue")
 	default:
-		w.Failf("%T is not a SqliteValue member", u)
+		w.Failf("%T is not a member of SqliteValue", u)
 	}
 }
 
@@ -2318,7 +2318,7 @@ func writeSqliteExecResponse(w *bare.Writer, u SqliteExecResponse) {
 	case nil:
 		w.Failf("nil SqliteExecResponse")
 	default:
-		w.Failf("%T is not a SqliteExecResponse member", u)
+		w.Failf("%T is not a member of SqliteExecResponse", u)
 	}
 }
 
@@ -2369,7 +2369,7 @@ func writeSqliteExecuteResponse(w *bare.Writer, u SqliteExecuteResponse) {
 	case nil:
 		w.Failf("nil SqliteExecuteResponse")
 	default:
-		w.Failf("%T is not a SqliteExecuteResponse member", u)
+		w.Failf("%T is not a member of SqliteExecuteResponse", u)
 	}
 }
 
@@ -2420,7 +2420,7 @@ func writeSqliteExecuteBatchResponse(w *bare.Writer, u SqliteExecuteBatchRespons
 	case nil:
 		w.Failf("nil SqliteExecuteBatchResponse")
 	default:
-		w.Failf("%T is not a SqliteExecuteBatchResponse member", u)
+		w.Failf("%T is not a member of SqliteExecuteBatchResponse", u)
 	}
 }
 
@@ -2625,7 +2625,7 @@ func writeToEnvoyTunnelMessageKind(w *bare.Writer, u ToEnvoyTunnelMessageKind) {
 	case nil:
 		w.Failf("nil ToEnvoyTunnelMessageKind")
 	default:
-		w.Failf("%T is not a ToEnvoyTunnelMessageKind member", u)
+		w.Failf("%T is not a member of ToEnvoyTunnelMessageKind", u)
 	}
 }
 
@@ -2787,7 +2787,7 @@ func writeToRivetTunnelMessageKind(w *bare.Writer, u ToRivetTunnelMessageKind) {
 	case nil:
 		w.Failf("nil ToRivetTunnelMessageKind")
 	default:
-		w.Failf("%T is not a ToRivetTunnelMessageKind member", u)
+		w.Failf("%T is not a member of ToRivetTunnelMessageKind", u)
 	}
 }
 
@@ -2893,7 +2893,7 @@ func writeToRivet(w *bare.Writer, u ToRivet) {
 	case nil:
 		w.Failf("nil ToRivet")
 	default:
-		w.Failf("%T is not a ToRivet member", u)
+		w.Failf("%T is not a member of ToRivet", u)
 	}
 }
 
@@ -2984,7 +2984,7 @@ func writeToEnvoy(w *bare.Writer, u ToEnvoy) {
 	case nil:
 		w.Failf("nil ToEnvoy")
 	default:
-		w.Failf("%T is not a ToEnvoy member", u)
+		w.Failf("%T is not a member of ToEnvoy", u)
 	}
 }
 
@@ -3042,7 +3042,7 @@ func writeToEnvoyConn(w *bare.Writer, u ToEnvoyConn) {
 	case nil:
 		w.Failf("nil ToEnvoyConn")
 	default:
-		w.Failf("%T is not a ToEnvoyConn member", u)
+		w.Failf("%T is not a member of ToEnvoyConn", u)
 	}
 }
 
@@ -3084,7 +3084,7 @@ func writeToGateway(w *bare.Writer, u ToGateway) {
 	case nil:
 		w.Failf("nil ToGateway")
 	default:
-		w.Failf("%T is not a ToGateway member", u)
+		w.Failf("%T is not a member of ToGateway", u)
 	}
 }
 
@@ -3125,7 +3125,7 @@ func writeToOutbound(w *bare.Writer, u ToOutbound) {
 	case nil:
 		w.Failf("nil ToOutbound")
 	default:
-		w.Failf("%T is not a ToOutbound member", u)
+		w.Failf("%T is not a member of ToOutbound", u)
 	}
 }
 

@@ -651,7 +651,7 @@ func writeCommand(w *bare.Writer, u Command) {
 	case nil:
 		w.Failf("nil Command")
 	default:
-		w.Failf("%T is not a Command member", u)
+		w.Failf("%T is not a member of Command", u)
 	}
 }
 
@@ -699,7 +699,7 @@ func writeActorIntent(w *bare.Writer, u ActorIntent) {
 	case nil:
 		w.Failf("nil ActorIntent")
 	default:
-		w.Failf("%T is not a ActorIntent member", u)
+		w.Failf("%T is not a member of ActorIntent", u)
 	}
 }
 
@@ -740,7 +740,7 @@ func writeActorState(w *bare.Writer, u ActorState) {
 	case nil:
 		w.Failf("nil ActorState")
 	default:
-		w.Failf("%T is not a ActorState member", u)
+		w.Failf("%T is not a member of ActorState", u)
 	}
 }
 
@@ -803,7 +803,7 @@ func writeEvent(w *bare.Writer, u Event) {
 	case nil:
 		w.Failf("nil Event")
 	default:
-		w.Failf("%T is not a Event member", u)
+		w.Failf("%T is not a member of Event", u)
 	}
 }
 
@@ -908,7 +908,7 @@ func writeKvListQuery(w *bare.Writer, u KvListQuery) {
 	case nil:
 		w.Failf("nil KvListQuery")
 	default:
-		w.Failf("%T is not a KvListQuery member", u)
+		w.Failf("%T is not a member of KvListQuery", u)
 	}
 }
 
@@ -1038,7 +1038,7 @@ func writeKvRequestData(w *bare.Writer, u KvRequestData, v int) {
 	case nil:
 		w.Failf("nil KvRequestData")
 	default:
-		w.Failf("%T is not a KvRequestData member", u)
+		w.Failf("%T is not a member of KvRequestData", u)
 	}
 }
 
@@ -1134,7 +1134,7 @@ func writeKvResponseData(w *bare.Writer, u KvResponseData) {
 	case nil:
 		w.Failf("nil KvResponseData")
 	default:
-		w.Failf("%T is not a KvResponseData member", u)
+		w.Failf("%T is not a member of KvResponseData", u)
 	}
 }
 
@@ -1273,7 +1273,7 @@ func writeToClientTunnelMessageKind(w *bare.Writer, u ToClientTunnelMessageKind)
 	case nil:
 		w.Failf("nil ToClientTunnelMessageKind")
 	default:
-		w.Failf("%T is not a ToClientTunnelMessageKind member", u)
+		w.Failf("%T is not a member of ToClientTunnelMessageKind", u)
 	}
 }
 
@@ -1407,7 +1407,7 @@ func writeToServerTunnelMessageKind(w *bare.Writer, u ToServerTunnelMessageKind)
 	case nil:
 		w.Failf("nil ToServerTunnelMessageKind")
 	default:
-		w.Failf("%T is not a ToServerTunnelMessageKind member", u)
+		w.Failf("%T is not a member of ToServerTunnelMessageKind", u)
 	}
 }
 
@@ -1473,7 +1473,7 @@ func writeToServer(w *bare.Writer, u ToServer, v int) {
 	case nil:
 		w.Failf("nil ToServer")
 	default:
-		w.Failf("%T is not a ToServer member", u)
+		w.Failf("%T is not a member of ToServer", u)
 	}
 }
 
@@ -1524,7 +1524,7 @@ func writeToClient(w *bare.Writer, u ToClient, v int) {
 	case nil:
 		w.Failf("nil ToClient")
 	default:
-		w.Failf("%T is not a ToClient member", u)
+		w.Failf("%T is not a member of ToClient", u)
 	}
 }
 
@@ -1561,7 +1561,7 @@ func writeToServerlessServer(w *bare.Writer, u ToServerlessServer) {
 	case nil:
 		w.Failf("nil ToServerlessServer")
 	default:
-		w.Failf("%T is not a ToServerlessServer member", u)
+		w.Failf("%T is not a member of ToServerlessServer", u)
 	}
 }
 
