@@ -80,13 +80,20 @@ func (r *Reader) take(n int, what string) []byte {
 }
 
 // Uint reads a BARE uint. Only the canonical (shortest) LEB128 form is accepted.
-func (r *Reader) Uint() uint64 { return r.uvarint("uint") }
+func (r *Reader) Uint() uint64 { return r.uvarint("uint", "") }
 
-func (r *Reader) uvarint(what string) uint64 {
+// uvarint reads a canonical LEB128 uint; what+suffix names it in errors (they are joined only
+// then: a concatenation on every read would cost more than the read).
+func (r *Reader) uvarint(what, suffix string) uint64 {
 	if r.err != nil {
 		return 0
 	}
 	start := r.off
+	if start < len(r.b) && r.b[start] < 0x80 { // one byte: most tags, lengths and counts
+		r.off++
+		return uint64(r.b[start])
+	}
+	what += suffix
 	var v uint64
 	for i := 0; ; i++ {
 		if start+i >= len(r.b) {
@@ -113,7 +120,7 @@ func (r *Reader) uvarint(what string) uint64 {
 
 // Int reads a BARE int (zig-zag uint).
 func (r *Reader) Int() int64 {
-	u := r.uvarint("int")
+	u := r.uvarint("int", "")
 	return int64(u>>1) ^ -int64(u&1)
 }
 
@@ -212,7 +219,7 @@ func (r *Reader) flag(what string) bool {
 // in the remaining input.
 func (r *Reader) length(what string, unit int) int {
 	start := r.off
-	n := r.uvarint(what + " length")
+	n := r.uvarint(what, " length")
 	if r.err != nil {
 		return 0
 	}
@@ -271,7 +278,7 @@ func (r *Reader) MapLen() int { return r.length("map", 2) }
 
 // UnionTag reads the tag of a union member. The caller checks it against the schema (FailAt
 // for an unknown tag) and reads the member's body.
-func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag") }
+func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag", "") }
 
 // ReadMap reads a map<K><V>: the entry count, then for each entry calls entry, which reads one
 // key and its value from r and returns the key. A key seen twice is an error at the offset of

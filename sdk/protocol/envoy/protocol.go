@@ -48,12 +48,15 @@ func appendMessage[T any](w *bare.Writer, version int, m T, write func(*bare.Wri
 		return err
 	}
 	write(w, m)
-	var be *bare.EncodeError
-	if err := w.Err(); errors.As(err, &be) {
-		return &EncodeError{be.Msg}
-	} else {
-		return err
+	err := w.Err()
+	if err == nil {
+		return nil
 	}
+	var be *bare.EncodeError
+	if errors.As(err, &be) {
+		return &EncodeError{be.Msg}
+	}
+	return err
 }
 
 func encodeMessage[T any](version int, m T, write func(*bare.Writer, T)) ([]byte, error) {
@@ -62,21 +65,6 @@ func encodeMessage[T any](version int, m T, write func(*bare.Writer, T)) ([]byte
 		return nil, err
 	}
 	return w.Bytes(), nil
-}
-
-// decode reads exactly one value of b with read; the result is the zero value on error.
-func decode[T any](b []byte, version int, read func(*bare.Reader) T) (T, error) {
-	var zero T
-	if err := checkVersion(version); err != nil {
-		return zero, err
-	}
-	var r bare.Reader
-	r.Reset(b)
-	m := read(&r)
-	if err := r.Done(); err != nil {
-		return zero, err
-	}
-	return m, nil
 }
 
 // EncodeToRivet encodes one ToRivet frame (envoy to engine) at the given protocol version.
@@ -126,33 +114,87 @@ func EncodeActorCommandKeyData(c Command, version int) ([]byte, error) {
 // the offset (an unknown union tag or enum value names the offset where it starts); an
 // unsupported version gives an *UnsupportedVersionError. Byte fields of the result alias b.
 func DecodeToRivet(b []byte, version int) (ToRivet, error) {
-	return decode(b, version, readToRivet)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readToRivet(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DecodeToEnvoy decodes one ToEnvoy frame (engine to envoy), as DecodeToRivet.
 func DecodeToEnvoy(b []byte, version int) (ToEnvoy, error) {
-	return decode(b, version, readToEnvoy)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readToEnvoy(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DecodeToEnvoyConn decodes one engine-internal ToEnvoyConn message, as DecodeToRivet.
 func DecodeToEnvoyConn(b []byte, version int) (ToEnvoyConn, error) {
-	return decode(b, version, readToEnvoyConn)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readToEnvoyConn(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DecodeToGateway decodes one engine-internal ToGateway message, as DecodeToRivet.
 func DecodeToGateway(b []byte, version int) (ToGateway, error) {
-	return decode(b, version, readToGateway)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readToGateway(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DecodeToOutbound decodes one ToOutbound message, as DecodeToRivet.
 func DecodeToOutbound(b []byte, version int) (ToOutbound, error) {
-	return decode(b, version, readToOutbound)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readToOutbound(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DecodeActorCommandKeyData decodes a stored command (the schema's ActorCommandKeyData), as
 // DecodeToRivet.
 func DecodeActorCommandKeyData(b []byte, version int) (Command, error) {
-	return decode(b, version, readCommand)
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	var r bare.Reader // on the stack: read functions do not keep it
+	r.Reset(b)
+	m := readCommand(&r)
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // ReadToRivet reads one ToRivet message of the given version from r (which must be a supported

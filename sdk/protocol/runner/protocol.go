@@ -47,12 +47,15 @@ func checkVersion(v int) error {
 
 // writerErr returns the first error of w as an *EncodeError.
 func writerErr(w *bare.Writer) error {
-	var be *bare.EncodeError
-	if err := w.Err(); errors.As(err, &be) {
-		return &EncodeError{be.Msg}
-	} else {
-		return err
+	err := w.Err()
+	if err == nil {
+		return nil
 	}
+	var be *bare.EncodeError
+	if errors.As(err, &be) {
+		return &EncodeError{be.Msg}
+	}
+	return err
 }
 
 // EncodeToServer encodes one ToServer frame at the given protocol version.
