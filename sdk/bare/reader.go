@@ -93,23 +93,22 @@ func (r *Reader) uvarint(what, suffix string) uint64 {
 		r.off++
 		return uint64(r.b[start])
 	}
-	what += suffix
 	var v uint64
 	for i := 0; ; i++ {
 		if start+i >= len(r.b) {
-			r.failAt(start, "truncated "+what)
+			r.failAt(start, "truncated "+what+suffix)
 			return 0
 		}
 		c := r.b[start+i]
 		if i == maxUvarintLen-1 && c > 1 {
 			// The 10th byte holds bit 63 only; more means a value above 2^64-1 or an 11th byte.
-			r.failAt(start, what+" overflows 64 bits")
+			r.failAt(start, what+suffix+" overflows 64 bits")
 			return 0
 		}
 		v |= uint64(c&0x7f) << (7 * i)
 		if c < 0x80 {
 			if c == 0 && i > 0 {
-				r.failAt(start, "non-canonical "+what+" (trailing zero byte)")
+				r.failAt(start, "non-canonical "+what+suffix+" (trailing zero byte)")
 				return 0
 			}
 			r.off = start + i + 1
