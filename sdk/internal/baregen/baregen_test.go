@@ -127,6 +127,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"entry value", one("type A map<str><u8> #go:entry E\ntype E struct { k: str  v: u16 }"), "want two fields, the key (str) and the value (u8)"},
 		{"entry struct value", one("type A map<str><B> #go:entry E\ntype B struct { x: u8 }\ntype E struct { k: str  y: u8 }"), "field y does not match the value's field x u8"},
 		{"bool map", one("type A map<bool><u8>"), "needs #go:entry (Go cannot sort bool keys)"},
+		{"helper name", one("type A list<u8>\ntype ListU8 str"), "s.bare:2: type ListU8 has the name of the codec helper of list<u8>"},
 		{"versions", []Source{{Version: 2, Text: "type A u8"}, {Version: 1, Text: "type A u8"}}, "versions must increase"},
 		{"field removed", two("type A struct {\n  x: u8\n  y: u8\n}", "type A struct {\n  x: u8\n}"), "v1.bare:1: field A.y of v1 is missing from v2"},
 		{"field reordered", two("type A struct {\n  y: u8\n  x: u8\n}", "type A struct {\n  x: u8\n  y: u8\n}"), "field A.x of v1 is missing from v2, or out of order"},

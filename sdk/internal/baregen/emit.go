@@ -35,7 +35,7 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-func (g *gen) emit() ([]byte, error) {
+func (g *gen) emit() []byte {
 	var files []string
 	for _, s := range g.cfg.Sources {
 		files = append(files, s.File)
@@ -79,7 +79,7 @@ func (g *gen) emit() ([]byte, error) {
 		}
 	}
 	g.out.WriteString(codecs)
-	return g.out.Bytes(), nil
+	return g.out.Bytes()
 }
 
 // MARK: type declarations

@@ -54,9 +54,9 @@ func Generate(cfg Config) ([]byte, error) {
 	if err := g.merge(); err != nil {
 		return nil, err
 	}
-	src, err := g.emit()
-	if err != nil {
-		return nil, err
+	src := g.emit()
+	if g.err != nil {
+		return nil, g.err
 	}
 	out, err := format.Source(src)
 	if err != nil {
@@ -99,6 +99,7 @@ type gen struct {
 	byName   map[string]*decl
 	helpers  map[string]string // codec helpers for anonymous types, by function name
 	maps     bool              // the output uses Go maps (imports maps and slices)
+	err      error             // the first error of emitting
 	out      bytes.Buffer
 }
 
@@ -673,8 +674,8 @@ func (g *gen) helper(t *Type) {
 		return
 	}
 	g.helpers[name] = "" // reserve against recursion
-	if g.byName[name] != nil {
-		panic("baregen: helper name " + name + " collides with a user type")
+	if g.byName[name] != nil && g.err == nil {
+		g.err = g.errf(g.byName[name].d, "type %s has the name of the codec helper of %s: rename it", name, t)
 	}
 	gt := g.goType(t)
 	vp := g.vParam(g.exprNeedV(t))
