@@ -80,29 +80,35 @@ func (r *Reader) take(n int, what string) []byte {
 }
 
 // Uint reads a BARE uint. Only the canonical (shortest) LEB128 form is accepted.
-func (r *Reader) Uint() uint64 { return r.uvarint("uint") }
+func (r *Reader) Uint() uint64 { return r.uvarint("uint", "") }
 
-func (r *Reader) uvarint(what string) uint64 {
+// uvarint reads a canonical LEB128 uint; what+suffix names it in errors (they are joined only
+// then: a concatenation on every read would cost more than the read).
+func (r *Reader) uvarint(what, suffix string) uint64 {
 	if r.err != nil {
 		return 0
 	}
 	start := r.off
+	if start < len(r.b) && r.b[start] < 0x80 { // one byte: most tags, lengths and counts
+		r.off++
+		return uint64(r.b[start])
+	}
 	var v uint64
 	for i := 0; ; i++ {
 		if start+i >= len(r.b) {
-			r.failAt(start, "truncated "+what)
+			r.failAt(start, "truncated "+what+suffix)
 			return 0
 		}
 		c := r.b[start+i]
 		if i == maxUvarintLen-1 && c > 1 {
 			// The 10th byte holds bit 63 only; more means a value above 2^64-1 or an 11th byte.
-			r.failAt(start, what+" overflows 64 bits")
+			r.failAt(start, what+suffix+" overflows 64 bits")
 			return 0
 		}
 		v |= uint64(c&0x7f) << (7 * i)
 		if c < 0x80 {
 			if c == 0 && i > 0 {
-				r.failAt(start, "non-canonical "+what+" (trailing zero byte)")
+				r.failAt(start, "non-canonical "+what+suffix+" (trailing zero byte)")
 				return 0
 			}
 			r.off = start + i + 1
@@ -113,7 +119,7 @@ func (r *Reader) uvarint(what string) uint64 {
 
 // Int reads a BARE int (zig-zag uint).
 func (r *Reader) Int() int64 {
-	u := r.uvarint("int")
+	u := r.uvarint("int", "")
 	return int64(u>>1) ^ -int64(u&1)
 }
 
@@ -212,7 +218,7 @@ func (r *Reader) flag(what string) bool {
 // in the remaining input.
 func (r *Reader) length(what string, unit int) int {
 	start := r.off
-	n := r.uvarint(what + " length")
+	n := r.uvarint(what, " length")
 	if r.err != nil {
 		return 0
 	}
@@ -271,7 +277,7 @@ func (r *Reader) MapLen() int { return r.length("map", 2) }
 
 // UnionTag reads the tag of a union member. The caller checks it against the schema (FailAt
 // for an unknown tag) and reads the member's body.
-func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag") }
+func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag", "") }
 
 // ReadMap reads a map<K><V>: the entry count, then for each entry calls entry, which reads one
 // key and its value from r and returns the key. A key seen twice is an error at the offset of
@@ -279,40 +285,17 @@ func (r *Reader) UnionTag() uint64 { return r.uvarint("union tag") }
 // stops at the first error and returns r.Err().
 func ReadMap[K comparable](r *Reader, entry func(r *Reader) K) error {
 	n := r.MapLen()
-	// Small maps (most header maps) check keys by a linear scan of a stack array; larger ones
-	// use a set, sized by n, which MapLen bounded by the input.
-	var small [smallMap]K
-	keys := small[:0]
-	var seen map[K]struct{}
-	if n > smallMap {
-		seen = make(map[K]struct{}, n)
-	}
+	var keys KeySet[K]
 	for i := 0; i < n && r.err == nil; i++ {
 		start := r.off
 		k := entry(r)
 		if r.err != nil {
 			break
 		}
-		dup := false
-		if seen != nil {
-			_, dup = seen[k]
-			seen[k] = struct{}{}
-		} else {
-			for _, o := range keys {
-				if o == k {
-					dup = true
-					break
-				}
-			}
-			keys = append(keys, k)
-		}
-		if dup {
+		if keys.Add(k) {
 			r.failAt(start, fmt.Sprintf("duplicate map key %v", k))
 			break
 		}
 	}
 	return r.err
 }
-
-// smallMap is the largest map whose keys ReadMap checks without allocating a set.
-const smallMap = 16

@@ -2,7 +2,9 @@ package bare
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"unicode/utf8"
 )
 
 // Writer appends BARE values to a buffer. The zero value is ready to use; Reset keeps the
@@ -31,6 +33,11 @@ func (w *Writer) Reset() {
 	w.buf = w.buf[:0]
 	w.err = nil
 }
+
+// Failf records a schema-level error (a nil union value, an unknown enum value, a duplicate
+// map key, a member the protocol version lacks), unless an error is already recorded. The
+// Writer goes on writing; Err reports the first error.
+func (w *Writer) Failf(format string, args ...any) { w.fail(fmt.Sprintf(format, args...)) }
 
 func (w *Writer) fail(msg string) {
 	if w.err == nil {
@@ -109,6 +116,15 @@ func (w *Writer) FixedData(b []byte) { w.buf = append(w.buf, b...) }
 func (w *Writer) String(s string) {
 	w.Uint(uint64(len(s)))
 	w.buf = append(w.buf, s...)
+}
+
+// Str writes a BARE str as String does, and records an error if s is not valid UTF-8 (the
+// check Reader.Str makes on the other side).
+func (w *Writer) Str(s string) {
+	if !utf8.ValidString(s) {
+		w.fail(fmt.Sprintf("str %q is not valid UTF-8", s))
+	}
+	w.String(s)
 }
 
 // Optional writes the tag of an optional<T>: 1 if present, 0 if not. When present, the caller
