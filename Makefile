@@ -49,6 +49,7 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -run '^TestGeneratedIsCurrent$$' ./pkg/rerr/internal/gen
 	@test -x $(STATICCHECK) && $(STATICCHECK) -version | grep -q "($(STATICCHECK_VERSION:v%=%))" || \
 		GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) $(PKGS)

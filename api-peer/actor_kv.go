@@ -57,7 +57,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 		return rerr.ActorNotFound(aid.String())
 	}
 	if len(res.entries) == 0 {
-		return rerr.KVKeyNotFound()
+		return rerr.ActorKVKeyNotFound()
 	}
 	e := res.entries[0]
 	return c.JSON(http.StatusOK, apitypes.ActorsKVGetResponse{Value: base64.StdEncoding.EncodeToString(e.Value), UpdateTs: e.Metadata.UpdateTs})

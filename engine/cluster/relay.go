@@ -325,7 +325,7 @@ func (n *Node) RelayHandler() http.Handler {
 			return
 		}
 		if n.refuse.Load() {
-			wsconn.WriteHTTPError(w, rerr.New("guard", "service_unavailable"))
+			wsconn.WriteHTTPError(w, rerr.GuardServiceUnavailable())
 			return
 		}
 		h, bad := queryHost(r.URL.Query())
@@ -350,7 +350,7 @@ func (n *Node) RelayHandler() http.Handler {
 			if h.IsEnvoy() {
 				wsconn.WriteHTTPError(w, rerr.EnvoyNotFound(h.EnvoyKey))
 			} else {
-				wsconn.WriteHTTPError(w, rerr.New("runner", "not_found"))
+				wsconn.WriteHTTPError(w, rerr.RunnerNotFound(""))
 			}
 			return
 		}

@@ -129,7 +129,7 @@ func answerKV(ctx context.Context, db udb.Database, hosted hostedFunc, actorID s
 		return proto.KvErrorResponse{Message: nh.Msg}, false
 	}
 	pub := rerr.Public(err)
-	if pub.Key() == "core.internal_error" && logInternal != nil {
+	if rerr.Is(pub, rerr.CodeCoreInternalError) && logInternal != nil {
 		logInternal(err)
 	}
 	return proto.KvErrorResponse{Message: pub.Message}, false
@@ -161,7 +161,7 @@ func serveKV(ctx context.Context, db udb.Database, hosted hostedFunc, req kvQuer
 		case proto.KvListPrefixQuery:
 			in.Query = actorkv.ListPrefix{Prefix: q.Key}
 		default:
-			return nil, rerr.InvalidInput("unknown list query")
+			return nil, rerr.ValidationInvalidInput("unknown list query")
 		}
 		es, err := kvRead(ctx, db, hosted, aid, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
 			return actorkv.List(ctx, r, in)
@@ -191,7 +191,7 @@ func serveKV(ctx context.Context, db udb.Database, hosted hostedFunc, req kvQuer
 			return nil
 		})
 	default:
-		return nil, rerr.InvalidInput("unknown KV request")
+		return nil, rerr.ValidationInvalidInput("unknown KV request")
 	}
 }
 

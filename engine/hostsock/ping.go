@@ -24,7 +24,7 @@ func (c *conn) ping() bool {
 	last := c.lastPong
 	c.pongMu.Unlock()
 	if time.Since(last) > c.t.PingTimeout {
-		c.fail(rerr.WS("timed_out"))
+		c.fail(rerr.WSTimedOut())
 		return false
 	}
 	if err := c.send(pingMsg{ts: time.Now().UnixMilli()}); err != nil {

@@ -143,7 +143,7 @@ func (p *Actors) Apply(eff actor.Effects) {
 // closeHost closes the socket of h, which stopped, with ws.eviction: it must not reconnect.
 func (p *Actors) closeHost(h actor.Host) {
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(h, rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(h, rerr.WSEviction())
 	}
 }
 

@@ -142,7 +142,7 @@ func TestBatchedCreateRefusedAlone(t *testing.T) {
 			switch {
 			case err == nil:
 				created.Add(1)
-			case rerr.Is(err, "actor", "duplicate_key"):
+			case rerr.Is(err, rerr.CodeActorDuplicateKey):
 				duplicate.Add(1)
 			default:
 				t.Errorf("create with the shared key: %v", err)

@@ -93,7 +93,7 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 			switch {
 			case err == nil:
 				d.cfg = e.Config.Common()
-			case !rerr.Is(err, "runner_config", "not_found"):
+			case !rerr.Is(err, rerr.CodeRunnerConfigNotFound):
 				return nil, err
 			}
 		}
@@ -114,7 +114,7 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 		return nil
 	}
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, envoyKey), rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, envoyKey), rerr.WSEviction())
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (p *Envoys) Disconnected(ctx context.Context, ns id.ID, envoyKey string, co
 		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
 	})
 	switch {
-	case rerr.Is(err, "envoy", "stale_connection"), rerr.Is(err, "envoy", "not_found"):
+	case rerr.Is(err, rerr.CodeEnvoyStaleConnection), rerr.Is(err, rerr.CodeEnvoyNotFound):
 		return nil
 	case err != nil:
 		return err
@@ -221,7 +221,7 @@ func (p *Envoys) expire(ctx context.Context, ns id.ID, key string, before int64)
 		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: key, PingBeforeMs: before, NowMs: now})
 	})
 	switch {
-	case rerr.Is(err, "envoy", "not_found"):
+	case rerr.Is(err, rerr.CodeEnvoyNotFound):
 		return true
 	case err != nil:
 		if ctx.Err() == nil {

@@ -19,14 +19,13 @@ import (
 // closedEnvoys records the envoy sockets the lifecycle closes.
 type closedEnvoys struct {
 	mu   sync.Mutex
-	seen map[string]string // envoy key → group.code
+	seen map[string]rerr.Code // envoy key → code
 }
 
 func (c *closedEnvoys) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, _ := rerr.As(err)
-	c.seen[h.EnvoyKey] = e.Group + "." + e.Code
+	c.seen[h.EnvoyKey] = rerr.CodeOf(err)
 }
 
 func (c *closedEnvoys) SendCommands(actor.Host, []actor.Command) {}
@@ -76,7 +75,7 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 	for i := range n {
 		register(nss[i%2], fmt.Sprintf("lost-%03d", i), old)
 	}
-	sockets := &closedEnvoys{seen: map[string]string{}}
+	sockets := &closedEnvoys{seen: map[string]rerr.Code{}}
 	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 300 * time.Millisecond,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	// Registered now and kept pinging: never expired.
@@ -121,7 +120,7 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 		t.Fatalf("%d of %d lost envoys expired (%v)", got, n, sockets.seen["fresh"])
 	}
 	for key, why := range sockets.seen {
-		if why != "envoy.expired" {
+		if why != rerr.CodeEnvoyExpired {
 			t.Fatalf("envoy %s closed with %s, want envoy.expired", key, why)
 		}
 	}
@@ -161,16 +160,16 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
 		t.Fatal(err)
 	}
-	sockets := &closedEnvoys{seen: map[string]string{}}
+	sockets := &closedEnvoys{seen: map[string]rerr.Code{}}
 	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: time.Minute,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
-	if err := p.Stopping(ctx, ns, "env", stale); !rerr.Is(err, "envoy", "stale_connection") {
+	if err := p.Stopping(ctx, ns, "env", stale); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 		t.Fatalf("stale stop: %v", err)
 	}
 	if err := p.Stopping(ctx, ns, "env", conn); err != nil {
 		t.Fatal(err)
 	}
-	if sockets.seen["env"] != "ws.eviction" {
+	if sockets.seen["env"] != rerr.CodeWSEviction {
 		t.Fatalf("socket closed with %q", sockets.seen["env"])
 	}
 	get := func() openvoy.Envoy {

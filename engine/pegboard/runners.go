@@ -119,7 +119,7 @@ func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) err
 	var errs []error
 	for _, rid := range res.([]id.ID) {
 		p.o.Log.Info("draining an older runner version", "runner_id", rid.String(), "name", in.Name, "new_version", in.Version)
-		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, "runner", "not_found") {
+		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, rerr.CodeRunnerNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -210,7 +210,7 @@ func (p *Runners) forceStop(ctx context.Context, rid id.ID) bool {
 // warn logs a failed transition; it reports whether the failure was benign
 // (the runner is gone).
 func (p *Runners) warn(ctx context.Context, what string, rid id.ID, err error) bool {
-	if rerr.Is(err, "runner", "not_found") {
+	if rerr.Is(err, rerr.CodeRunnerNotFound) {
 		return true
 	}
 	if ctx.Err() == nil {
@@ -225,6 +225,6 @@ func (p *Runners) stopped(rid id.ID, why string, lost []id.ID) {
 	p.o.Metrics.RunnerTransitions.WithLabelValues(why).Inc()
 	p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", why, "actors_lost", len(lost))
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(actor.RunnerHost(rid), rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(actor.RunnerHost(rid), rerr.WSEviction())
 	}
 }

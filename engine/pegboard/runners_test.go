@@ -25,14 +25,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // closed records the sockets the lifecycle closes.
 type closed struct {
 	mu   sync.Mutex
-	seen map[id.ID]string
+	seen map[id.ID]rerr.Code
 }
 
 func (c *closed) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, _ := rerr.As(err)
-	c.seen[h.RunnerID] = e.Group + "." + e.Code
+	c.seen[h.RunnerID] = rerr.CodeOf(err)
 }
 
 func (c *closed) SendCommands(actor.Host, []actor.Command) {}
@@ -82,7 +81,7 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sockets := &closed{seen: map[id.ID]string{}}
+	sockets := &closed{seen: map[id.ID]rerr.Code{}}
 	p := NewRunners(RunnersOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 50 * time.Millisecond,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	loopCtx, cancel := context.WithCancel(ctx)
@@ -109,7 +108,7 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 		t.Fatalf("runners left in the ping index: %v, %v", left, err)
 	}
 	for rid, why := range sockets.seen {
-		if why != "ws.eviction" {
+		if why != rerr.CodeWSEviction {
 			t.Fatalf("runner %s closed with %s, want ws.eviction", rid, why)
 		}
 	}

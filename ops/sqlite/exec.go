@@ -177,11 +177,10 @@ func readSnapshot(ctx context.Context, r udb.ReadTransaction, f Fence) (snapshot
 		snap.writable = true
 	case f.Host != nil:
 		err := f.Host(ctx, r, st)
-		var e *rerr.Error
 		switch {
 		case err == nil:
 			snap.writable, snap.online = true, true
-		case errors.As(err, &e) && e.Group == "sqlite" && e.Code == "fenced":
+		case rerr.Is(err, rerr.CodeSQLiteFenced):
 			// Placed on another envoy: read-only.
 		default:
 			return snapshotDB{}, err
@@ -342,9 +341,9 @@ func sqlErr(err error, readOnly bool) error {
 		msg = se.Error()
 	}
 	if readOnly && (strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only") || strings.Contains(msg, "query_only")) {
-		return rerr.New("sqlite", "read_only", "reason", msg)
+		return rerr.SQLiteReadOnly(msg)
 	}
-	return rerr.New("sqlite", "statement_failed", "reason", msg)
+	return rerr.SQLiteStatementFailed(msg)
 }
 
 // diffFile returns the pages of the file that differ from those read, and its size in pages.

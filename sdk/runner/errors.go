@@ -16,7 +16,7 @@ var ErrStopped = errors.New("runner: stopped")
 // CloseError is how the engine ended the socket: the WebSocket close code and the parsed
 // reason "group.code#ray_id". It unwraps to a *rerr.Error with the group and code, so
 //
-//	rerr.Is(err, "ws", "eviction")
+//	rerr.Is(err, rerr.CodeWSEviction)
 //
 // matches it.
 type CloseError struct {
@@ -40,7 +40,7 @@ func (e *CloseError) Unwrap() error {
 }
 
 // Evicted reports whether the engine told the runner not to come back (ws.eviction).
-func (e *CloseError) Evicted() bool { return e.Group == "ws" && e.Code == "eviction" }
+func (e *CloseError) Evicted() bool { return rerr.Is(e, rerr.CodeWSEviction) }
 
 // Retryable reports whether the runner reconnects after this close: always, but for eviction.
 func (e *CloseError) Retryable() bool { return !e.Evicted() }
@@ -100,10 +100,10 @@ func fatalAtStart(err error) bool {
 	}
 	var ce *CloseError
 	if errors.As(err, &ce) {
-		switch ce.Group + "." + ce.Code {
-		case "ws.eviction", "ws.invalid_url", "ws.invalid_packet", "ws.invalid_initial_packet",
-			"ws.invalid_request", "ws.no_runner_config", "namespace.not_found",
-			"api.bad_request", "api.forbidden", "api.unauthorized", "guard.missing_header":
+		switch rerr.CodeOf(ce) {
+		case rerr.CodeWSEviction, rerr.CodeWSInvalidURL, rerr.CodeWSInvalidPacket, rerr.CodeWSInvalidInitialPacket,
+			rerr.CodeWSInvalidRequest, rerr.CodeWSNoRunnerConfig, rerr.CodeNamespaceNotFound,
+			rerr.CodeAPIBadRequest, rerr.CodeAPIForbidden, rerr.CodeAPIUnauthorized, rerr.CodeGuardMissingHeader:
 			return true
 		}
 	}

@@ -130,7 +130,7 @@ func TestResendsUnackedEventsAfterReconnect(t *testing.T) {
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#ray1")
 	err := next(t, rec.disconnected, "OnDisconnected")
 	var ce *runner.CloseError
-	if !errors.As(err, &ce) || ce.CloseCode != 1011 || ce.RayID != "ray1" || !rerr.Is(err, "ws", "going_away") || !ce.Retryable() {
+	if !errors.As(err, &ce) || ce.CloseCode != 1011 || ce.RayID != "ray1" || !rerr.Is(err, rerr.CodeWSGoingAway) || !ce.Retryable() {
 		t.Fatalf("OnDisconnected(%v), want a retryable 1011 ws.going_away#ray1 CloseError", err)
 	}
 
@@ -385,13 +385,13 @@ func TestEvictionStopsWithoutReconnect(t *testing.T) {
 	s.closeWith(websocket.StatusNormalClosure, "ws.eviction#ray9")
 	<-r.Done()
 	var ce *runner.CloseError
-	if err := r.Err(); !errors.As(err, &ce) || !ce.Evicted() || ce.Retryable() || !rerr.Is(err, "ws", "eviction") {
+	if err := r.Err(); !errors.As(err, &ce) || !ce.Evicted() || ce.Retryable() || !rerr.Is(err, rerr.CodeWSEviction) {
 		t.Fatalf("Err() = %v, want the ws.eviction CloseError", err)
 	}
-	if err := next(t, rec.disconnected, "OnDisconnected"); !rerr.Is(err, "ws", "eviction") {
+	if err := next(t, rec.disconnected, "OnDisconnected"); !rerr.Is(err, rerr.CodeWSEviction) {
 		t.Fatalf("OnDisconnected(%v)", err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); !rerr.Is(err, "ws", "eviction") {
+	if err := next(t, rec.shutdown, "OnShutdown"); !rerr.Is(err, rerr.CodeWSEviction) {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 	// Done means the supervisor has returned: there is no later dial.
@@ -440,7 +440,7 @@ func TestStartContextEnds(t *testing.T) {
 	cancel()
 	err := next(t, errc, "Start")
 	var he *runner.HandshakeError
-	if !errors.Is(err, context.Canceled) || !errors.As(err, &he) || he.Status != 503 || !rerr.Is(err, "guard", "service_unavailable") {
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &he) || he.Status != 503 || !rerr.Is(err, rerr.CodeGuardServiceUnavailable) {
 		t.Fatalf("Start: %v, want context.Canceled and the last attempt's 503", err)
 	}
 	<-r.Done()
@@ -587,7 +587,7 @@ func TestRunReturnsWhenEvicted(t *testing.T) {
 	s := f.accept()
 	s.initRunner("rid", 15000)
 	s.closeWith(websocket.StatusNormalClosure, "ws.eviction#x")
-	if err := next(t, errc, "Run"); !rerr.Is(err, "ws", "eviction") {
+	if err := next(t, errc, "Run"); !rerr.Is(err, rerr.CodeWSEviction) {
 		t.Fatalf("Run: %v, want ws.eviction", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
 )
 
 // State is where a runner is in its life.
@@ -52,7 +53,7 @@ func (s State) String() string {
 const resendBatch = 1024
 
 // reasonShutdown is the close reason of a runner that shuts down (rivet-protocol.md §2).
-const reasonShutdown = "pegboard.runner_shutdown"
+var reasonShutdown = rerr.CodePegboardRunnerShutdown.Key()
 
 // Runner is one runner process's connection to the engine. Make it with New, connect it with
 // Start, stop it with Shutdown. Its methods are safe for concurrent use.

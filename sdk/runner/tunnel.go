@@ -15,6 +15,7 @@ import (
 
 	envoyproto "github.com/berthhq/berth/pkg/protocol/envoy"
 	proto "github.com/berthhq/berth/pkg/protocol/runner"
+	"github.com/berthhq/berth/pkg/rerr"
 )
 
 // The tunnel (rivet-protocol.md §3.5): the gateway sends HTTP requests and WebSockets for
@@ -318,7 +319,7 @@ func indexHeader(hs []proto.Header, name string) int {
 // (the reference client's, and what Rivet's guard looks for).
 func (t *tunnel) notFound() {
 	t.respond(http.StatusServiceUnavailable, http.Header{
-		"X-Rivet-Error": {"runner.actor_not_found"},
+		"X-Rivet-Error": {rerr.CodeRunnerActorNotFound.Key()},
 		"Content-Type":  {"text/plain; charset=utf-8"},
 	}, []byte("Actor not found"))
 }
