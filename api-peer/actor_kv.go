@@ -33,7 +33,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 		exists  bool
 		entries []actorkv.Entry
 	}
-	res, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (result, error) {
+	res, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (result, error) {
 		var out result
 		var err error
 		out.nsID, out.exists, err = actor.NamespaceOf(ctx, r, aid)

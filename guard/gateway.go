@@ -456,12 +456,11 @@ func (g *Gateway) state(ctx context.Context, aid id.ID) (actor.Status, bool, err
 	var st actor.Status
 	var found bool
 	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
-		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return udb.View(ctx, g.o.DB, func(r udb.ReadTransaction) error {
 			var err error
 			st, found, err = actor.Lookup(ctx, r, aid)
-			return nil, err
+			return err
 		})
-		return err
 	})
 	return st, found, ctxCause(ctx, err)
 }

@@ -243,11 +243,8 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	key := q.SerializedKey()
 	local := g.o.Topology.LocalDatacenter().Name
 	if q.Method == MethodGet {
-		var out actor.ListOutput
-		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			var err error
-			out, err = actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
-			return nil, err
+		out, err := udb.ReadTransact(ctx, g.o.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
+			return actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
 		})
 		if err != nil {
 			return id.ID{}, nil, err

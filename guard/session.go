@@ -265,16 +265,15 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 	next := rt.NextIndex()
 	keepalive := func() error {
 		hr.NowMs = time.Now().UnixMilli()
-		_, err := s.g.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return udb.Update(ctx, s.g.o.DB, func(tx udb.Transaction) error {
 			actor.SetHibernating(tx, hr)
-			return nil, nil
+			return nil
 		})
-		return err
 	}
 	forget := func() {
-		_, _ = s.g.o.DB.Transact(context.WithoutCancel(ctx), func(tx udb.Transaction) (any, error) {
+		_ = udb.Update(context.WithoutCancel(ctx), s.g.o.DB, func(tx udb.Transaction) error {
 			actor.ClearHibernating(tx, hr)
-			return nil, nil
+			return nil
 		})
 	}
 	if err := keepalive(); err != nil {

@@ -283,13 +283,13 @@ func hosts(n int) []actor.Host {
 
 func heldEpoch(t *testing.T, db udb.Database, node string, want actor.Host) int64 {
 	t.Helper()
-	res, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), db, func(r udb.ReadTransaction) ([]opnode.Held, error) {
 		return opnode.ListHeld(context.Background(), r, opnode.ListHeldInput{NodeID: node})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, held := range res.([]opnode.Held) {
+	for _, held := range res {
 		if held.Socket == want.Socket {
 			return held.Epoch
 		}

@@ -140,10 +140,10 @@ func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, boo
 	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
 	var o opnode.Owner
 	var ok bool
-	_, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	err := udb.View(ctx, n.o.DB, func(r udb.ReadTransaction) error {
 		var err error
 		o, ok, err = opnode.SocketOwner(ctx, r, in)
-		return nil, err
+		return err
 	})
 	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" {
 		return opnode.Owner{}, false, err

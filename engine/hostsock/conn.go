@@ -298,7 +298,7 @@ func (c *conn) disconnect() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 10*time.Second)
 	defer cancel()
-	_, err := c.s.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) { return nil, release(ctx, tx) })
+	err := udb.Update(ctx, c.s.o.DB, func(tx udb.Transaction) error { return release(ctx, tx) })
 	if _, ok := rerr.As(err); err != nil && !ok {
 		c.s.o.Log.Warn(c.p.info().kind+" socket: disconnect", c.logAttrs("error", err)...)
 	}

@@ -103,7 +103,7 @@ func (p *envoyProtocol) checkQuery(c *conn, r *http.Request) (ns id.ID, key stri
 	if err != nil {
 		return id.ID{}, "", c.storeErr("resolve namespace", err)
 	}
-	_, err = c.s.o.DB.ReadTransact(c.s.ctx, func(tx udb.ReadTransaction) (any, error) {
+	_, err = udb.ReadTransact(c.s.ctx, c.s.o.DB, func(tx udb.ReadTransaction) (runnerconfig.Entry, error) {
 		return runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: res.NamespaceID, Name: p.pool})
 	})
 	if err != nil {
@@ -161,9 +161,9 @@ func (p *envoyProtocol) register(c *conn, ns id.ID, key string, md proto.ToRivet
 	if md.Metadata != nil {
 		in.Metadata = []byte(*md.Metadata)
 	}
-	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+	out, err := udb.Transact(c.s.ctx, c.s.o.DB, func(tx udb.Transaction) (openvoy.RegisterOutput, error) {
 		if _, err := runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: p.pool, Serializable: true}); err != nil {
-			return nil, err
+			return openvoy.RegisterOutput{}, err
 		}
 		return openvoy.Register(c.s.ctx, tx, in)
 	})
@@ -175,7 +175,6 @@ func (p *envoyProtocol) register(c *conn, ns id.ID, key string, md proto.ToRivet
 	case err != nil:
 		return c.storeErr("register", err)
 	}
-	out := res.(openvoy.RegisterOutput)
 	c.connID = connID
 	c.pool = actor.Pool{Namespace: ns, Selector: p.pool}
 	if err := c.register(actor.EnvoyHost(ns, key), out.PrevConnID); err != nil {

@@ -164,7 +164,7 @@ func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string
 		f.Generation = g
 		return f, nil
 	}
-	res, err := c.s.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, c.s.o.DB, func(r udb.ReadTransaction) (uint32, error) {
 		g, placed, err := keys.Get(ctx, r.Snapshot(), keys.EnvoyActorKey{Namespace: c.host.Namespace, EnvoyKey: c.host.EnvoyKey, ActorID: aid})
 		if err == nil && !placed {
 			err = errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
@@ -174,7 +174,7 @@ func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string
 	if err != nil {
 		return f, err
 	}
-	f.Generation = res.(uint32)
+	f.Generation = res
 	return f, nil
 }
 

@@ -196,26 +196,21 @@ func serveKV(ctx context.Context, db udb.Database, hosted hostedFunc, req kvQuer
 }
 
 func kvRead(ctx context.Context, db udb.Database, hosted hostedFunc, aid id.ID, f func(r udb.ReadTransaction) ([]actorkv.Entry, error)) ([]actorkv.Entry, error) {
-	res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	return udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
 		if err := hosted(ctx, r, aid); err != nil {
 			return nil, err
 		}
 		return f(r)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res.([]actorkv.Entry), nil
 }
 
 func kvWrite(ctx context.Context, db udb.Database, hosted hostedFunc, aid id.ID, f func(tx udb.Transaction) error) error {
-	_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Update(ctx, db, func(tx udb.Transaction) error {
 		if err := hosted(ctx, tx, aid); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, f(tx)
+		return f(tx)
 	})
-	return err
 }
 
 // kvLists splits entries into the response's parallel lists.

@@ -86,13 +86,12 @@ func (*runnerProtocol) register(c *conn, ns id.ID, key string, init proto.ToServ
 		}
 		in.ActorNames = append(in.ActorNames, an)
 	}
-	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+	out, err := udb.Transact(c.s.ctx, c.s.o.DB, func(tx udb.Transaction) (oprunner.RegisterOutput, error) {
 		return oprunner.Register(c.s.ctx, tx, in)
 	})
 	if err != nil {
 		return c.storeErr("register", err)
 	}
-	out := res.(oprunner.RegisterOutput)
 	// Live before ToClientInit goes out, so that Close and a later eviction see the socket.
 	if err := c.register(actor.RunnerHost(out.RunnerID), out.PrevConnID); err != nil {
 		return err

@@ -68,7 +68,7 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 	old := time.Now().Add(-time.Hour).UnixMilli()
 	register := func(ns id.ID, key string, now int64) {
 		in := openvoy.RegisterInput{Namespace: ns, EnvoyKey: key, PoolName: "pool", Version: 1, ProtocolVersion: 8, ConnID: id.New(1), NowMs: now}
-		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
+		if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.RegisterOutput, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,10 +96,10 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			_, _ = db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			_, _ = udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.UpdatePingOutput, error) {
 				conn, _, err := keys.Get(ctx, tx, keys.EnvoyConnIDKey{Namespace: nss[0], EnvoyKey: "fresh"})
 				if err != nil {
-					return nil, err
+					return openvoy.UpdatePingOutput{}, err
 				}
 				return openvoy.UpdatePing(ctx, tx, openvoy.UpdatePingInput{Namespace: nss[0], EnvoyKey: "fresh", ConnID: conn, NowMs: time.Now().UnixMilli()})
 			})
@@ -125,14 +125,14 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 		}
 	}
 	for _, ns := range nss {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (openvoy.ListOutput, error) {
 			return openvoy.List(ctx, r, openvoy.ListInput{Namespace: ns})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var left []string
-		for _, e := range res.(openvoy.ListOutput).Envoys {
+		for _, e := range res.Envoys {
 			left = append(left, e.EnvoyKey)
 		}
 		want := 0
@@ -157,7 +157,7 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 	defer db.Close()
 	ns, conn, stale := id.New(1), id.New(1), id.New(1)
 	in := openvoy.RegisterInput{Namespace: ns, EnvoyKey: "env", PoolName: "pool", Version: 1, ProtocolVersion: 8, ConnID: conn, NowMs: time.Now().UnixMilli()}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.RegisterOutput, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
 		t.Fatal(err)
 	}
 	sockets := &closedEnvoys{seen: map[string]rerr.Code{}}
@@ -173,13 +173,13 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 		t.Fatalf("socket closed with %q", sockets.seen["env"])
 	}
 	get := func() openvoy.Envoy {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (openvoy.Envoy, error) {
 			return openvoy.Get(ctx, r, openvoy.GetInput{Namespace: ns, EnvoyKey: "env"})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.(openvoy.Envoy)
+		return res
 	}
 	if get().StopTs == nil {
 		t.Fatal("no stop_ts")
@@ -188,14 +188,14 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	isExpired := func() bool {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (bool, error) {
 			_, ok, err := keys.Get(ctx, r, keys.EnvoyExpiredTsKey{Namespace: ns, EnvoyKey: "env"})
 			return ok, err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.(bool)
+		return res
 	}
 	if isExpired() {
 		t.Fatal("a stale socket's disconnect expired the envoy")

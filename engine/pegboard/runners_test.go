@@ -77,7 +77,7 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 	for range n {
 		in := oprunner.RegisterInput{Namespace: ns, Name: "pool", Key: id.New(1).String(),
 			Version: 1, TotalSlots: 1, ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: old}
-		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return oprunner.Register(ctx, tx, in) }); err != nil {
+		if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (oprunner.RegisterOutput, error) { return oprunner.Register(ctx, tx, in) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,10 +101,10 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 	if got := sockets.count(); got != n {
 		t.Fatalf("%d of %d silent runners expired", got, n)
 	}
-	left, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	left, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) ([]id.ID, error) {
 		return oprunner.ListUnpingedSince(ctx, r, 1<<62, 0)
 	})
-	if err != nil || len(left.([]id.ID)) != 0 {
+	if err != nil || len(left) != 0 {
 		t.Fatalf("runners left in the ping index: %v, %v", left, err)
 	}
 	for rid, why := range sockets.seen {

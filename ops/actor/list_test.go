@@ -48,13 +48,9 @@ func (w *world) destroy(aid id.ID) {
 
 func (w *world) list(in ListInput) (ListOutput, error) {
 	in.Datacenter = "dc"
-	var out ListOutput
-	_, err := w.db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		var err error
-		out, err = List(ctx, r, in)
-		return nil, err
+	return udb.ReadTransact(ctx, w.db, func(r udb.ReadTransaction) (ListOutput, error) {
+		return List(ctx, r, in)
 	})
-	return out, err
 }
 
 // pageAll follows the cursor from in until the last page and returns the ids listed, in

@@ -89,13 +89,9 @@ type snapshotDB struct {
 // Exec runs the statements (see the comment at the top of this file).
 func (s *Store) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	snap, err := retryApply(ctx, s, in.Fence.ActorID, func() (snapshotDB, error) {
-		var out snapshotDB
-		_, err := s.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			var err error
-			out, err = readSnapshot(ctx, r, in.Fence)
-			return nil, err
+		return udb.ReadTransact(ctx, s.DB, func(r udb.ReadTransaction) (snapshotDB, error) {
+			return readSnapshot(ctx, r, in.Fence)
 		})
-		return out, err
 	})
 	if err != nil {
 		return ExecOutput{}, err
