@@ -58,6 +58,7 @@ lint:
 		(cd $$m && $(GO) mod tidy -diff) || { echo "$$m/go.mod or go.sum is not tidy: run go mod tidy in $$m"; exit 1; }; \
 	done
 	@for m in $(MODULES); do echo "== go vet in $$m"; (cd $$m && $(GO) vet $(PKGS)) || exit 1; done
+	$(GO) test -count=1 -run '^TestGeneratedIsCurrent$$' ./pkg/rerr/internal/gen
 	@test -x $(STATICCHECK) && $(STATICCHECK) -version | grep -q "($(STATICCHECK_VERSION:v%=%))" || \
 		GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@for m in $(MODULES); do echo "== staticcheck in $$m"; (cd $$m && $(STATICCHECK) $(PKGS)) || exit 1; done

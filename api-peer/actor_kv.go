@@ -33,7 +33,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 		exists  bool
 		entries []actorkv.Entry
 	}
-	res, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (result, error) {
+	res, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (result, error) {
 		var out result
 		var err error
 		out.nsID, out.exists, err = actor.NamespaceOf(ctx, r, aid)
@@ -57,7 +57,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 		return rerr.ActorNotFound(aid.String())
 	}
 	if len(res.entries) == 0 {
-		return rerr.KVKeyNotFound()
+		return rerr.ActorKVKeyNotFound()
 	}
 	e := res.entries[0]
 	return c.JSON(http.StatusOK, apitypes.ActorsKVGetResponse{Value: base64.StdEncoding.EncodeToString(e.Value), UpdateTs: e.Metadata.UpdateTs})

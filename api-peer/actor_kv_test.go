@@ -21,9 +21,9 @@ func seedActorKV(t *testing.T, p *peer, ns id.ID, nowMs int64, kv map[string]str
 	for k, v := range kv {
 		in.Keys, in.Values = append(in.Keys, []byte(k)), append(in.Values, []byte(v))
 	}
-	_, err := p.db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, p.db, func(tx udb.Transaction) error {
 		keys.Set(tx, keys.ActorNamespaceIDKey{ActorID: aid}, ns)
-		return nil, actorkv.Put(bg, tx, in)
+		return actorkv.Put(bg, tx, in)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ func (s *Server) actorOf(c echo.Context) (actor.Actor, error) {
 	if err != nil {
 		return actor.Actor{}, err
 	}
-	a, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.Actor, error) {
+	a, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.Actor, error) {
 		return actor.GetOne(ctx, r, aid, s.deps.Topology.LocalDatacenter().Name)
 	})
 	if err == nil && a.NamespaceID != ns.NamespaceID {

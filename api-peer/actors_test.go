@@ -40,7 +40,7 @@ func newActorsPeer(t *testing.T) *peer {
 
 func (p *peer) ensurePool(t *testing.T, ns id.ID, name string) {
 	t.Helper()
-	if _, err := p.db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(bg, p.db, func(tx udb.Transaction) (keys.RunnerConfig, error) {
 		return runnerconfig.Ensure(bg, tx, runnerconfig.EnsureInput{Namespace: ns, Name: name})
 	}); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestActorsCreate(t *testing.T) {
 	if a.SleepTs == nil || string(a.Error) != `"no_capacity"` || a.DestroyTs != nil {
 		t.Fatalf("created %+v, error %s", a, a.Error)
 	}
-	stored, _ := read(bg, p.db, func(r udb.ReadTransaction) ([]byte, error) {
+	stored, _ := udb.ReadTransact(bg, p.db, func(r udb.ReadTransaction) ([]byte, error) {
 		b, _, err := keys.GetChunked(bg, r, keys.ActorInputKey{ActorID: a.ActorID})
 		return b, err
 	})
@@ -417,7 +417,7 @@ func TestActorsList(t *testing.T) {
 // instead of failing; the stop threshold then finishes it.
 func TestActorsDestroyAnswersBeforeTheDeadline(t *testing.T) {
 	p := newActorsPeer(t)
-	if _, err := p.db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(bg, p.db, func(tx udb.Transaction) (runner.RegisterOutput, error) {
 		return runner.Register(bg, tx, runner.RegisterInput{Namespace: p.defNsID, Name: "pool", Key: "k", Version: 1, TotalSlots: 1,
 			ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: time.Now().UnixMilli()})
 	}); err != nil {
@@ -435,7 +435,7 @@ func TestActorsDestroyAnswersBeforeTheDeadline(t *testing.T) {
 	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != "{}" || ctx.Err() != nil {
 		t.Fatalf("DELETE: %d %s (context: %v)", w.Code, w.Body, ctx.Err())
 	}
-	st, _ := read(bg, p.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
+	st, _ := udb.ReadTransact(bg, p.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
 		st, _, err := keys.Get(bg, r.Snapshot(), keys.ActorStateKey{ActorID: a.ActorID})
 		return st, err
 	})

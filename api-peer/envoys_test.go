@@ -16,25 +16,25 @@ import (
 // drained (still listed) and every seventh expired (not listed).
 func seedEnvoys(t *testing.T, db udb.Database, ns id.ID, n, pools int, nowMs int64) {
 	t.Helper()
-	_, err := db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, db, func(tx udb.Transaction) error {
 		for i := range n {
 			key := fmt.Sprintf("key-%d", i)
 			if _, err := envoy.Register(bg, tx, envoy.RegisterInput{Namespace: ns, EnvoyKey: key, PoolName: fmt.Sprintf("pool-%d", i%pools),
 				Version: 1, ProtocolVersion: 6, ConnID: id.New(1), NowMs: nowMs}); err != nil {
-				return nil, err
+				return err
 			}
 			if i%5 == 0 {
 				if _, err := envoy.Drain(bg, tx, envoy.DrainInput{Namespace: ns, EnvoyKey: key, NowMs: nowMs + 1}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			if i%7 == 0 {
 				if _, err := envoy.Expire(bg, tx, envoy.ExpireInput{Namespace: ns, EnvoyKey: key, NowMs: nowMs + 2}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -90,13 +90,12 @@ func (s *Server) createNamespace(c echo.Context) error {
 	// Drawn once, outside the retry loop, so that every attempt writes the same id.
 	in := namespace.CreateInput{NamespaceID: id.New(s.deps.Topology.Local), Name: *body.Name,
 		DisplayName: *body.DisplayName, NowMs: time.Now().UnixMilli()}
-	v, err := s.deps.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	ns, err := udb.Transact(ctx, s.deps.DB, func(tx udb.Transaction) (namespace.Namespace, error) {
 		return namespace.Create(ctx, tx, in)
 	})
 	if err != nil {
 		return err
 	}
-	ns := v.(namespace.Namespace)
 	s.names.Store(ns.Name, ns)
 	return c.JSON(http.StatusOK, apitypes.NamespacesCreateResponse{Namespace: ns})
 }
@@ -126,7 +125,7 @@ func (s *Server) resolveNamespace(ctx context.Context, field, name string) (name
 	var ns namespace.Namespace
 	var err error
 	if s.deps.Topology.LocalDatacenter().IsLeader {
-		ns, err = read(ctx, s.deps.DB, func(r udb.ReadTransaction) (namespace.Namespace, error) {
+		ns, err = udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (namespace.Namespace, error) {
 			return namespace.ResolveByName(ctx, r, namespace.ResolveByNameInput{Name: name})
 		})
 	} else {
@@ -165,26 +164,15 @@ func (s *Server) resolveAtLeader(ctx context.Context, name string) (namespace.Na
 
 var errNoPeers = errors.New("api-peer: no peer client to reach the leader datacenter")
 
-// read runs f in a read-only transaction of db (retried on retryable errors) and returns its
-// result.
-func read[T any](ctx context.Context, db udb.Database, f func(r udb.ReadTransaction) (T, error)) (T, error) {
-	var out T
-	_, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		var err error
-		out, err = f(r)
-		return nil, err
-	})
-	return out, err
-}
-
-// readPage is read for a list op whose page size is limit: a limit of 0 is answered with
-// the empty page (the zero output), as the Rivet engine answers it, without reading.
+// readPage is udb.ReadTransact for a list op whose page size is limit: a limit of 0 is
+// answered with the empty page (the zero output), as the Rivet engine answers it, without
+// reading.
 func readPage[T any](ctx context.Context, db udb.Database, limit int, f func(r udb.ReadTransaction) (T, error)) (T, error) {
 	if limit == 0 {
 		var empty T
 		return empty, nil
 	}
-	return read(ctx, db, f)
+	return udb.ReadTransact(ctx, db, f)
 }
 
 // nonNil returns s, or an empty slice for nil, so that an empty list encodes as [] rather

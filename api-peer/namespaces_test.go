@@ -54,13 +54,13 @@ func newPeer(t *testing.T, topo apihttp.Topology, peers *apihttp.PeerClient) *pe
 	t.Cleanup(func() { db.Close() })
 	p := &peer{db: db}
 	if topo.LocalDatacenter().IsLeader {
-		v, err := db.Transact(bg, func(tx udb.Transaction) (any, error) {
+		v, err := udb.Transact(bg, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 			return namespace.EnsureDefault(bg, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(topo.Local), NowMs: 1000})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.defNsID = v.(namespace.EnsureDefaultOutput).Namespace.NamespaceID
+		p.defNsID = v.Namespace.NamespaceID
 	}
 	p.srv = New(Deps{DB: db, Topology: topo, Peers: peers, Log: quiet})
 	// The api-peer serves the same paths and shapes as api-public: check them against its

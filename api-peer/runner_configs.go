@@ -80,13 +80,13 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.deps.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	v, err := udb.Transact(ctx, s.deps.DB, func(tx udb.Transaction) (runnerconfig.UpsertOutput, error) {
 		return runnerconfig.Upsert(ctx, tx, runnerconfig.UpsertInput{Namespace: ns.NamespaceID, Name: name, Config: cfg})
 	})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apitypes.RunnerConfigsUpsertResponse{EndpointConfigChanged: v.(runnerconfig.UpsertOutput).EndpointConfigChanged})
+	return c.JSON(http.StatusOK, apitypes.RunnerConfigsUpsertResponse{EndpointConfigChanged: v.EndpointConfigChanged})
 }
 
 // deleteRunnerConfig serves DELETE /runner-configs/{runner_name}: {} whether or not there
@@ -105,7 +105,7 @@ func (s *Server) deleteRunnerConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.deps.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, s.deps.DB, func(tx udb.Transaction) (runnerconfig.DeleteOutput, error) {
 		return runnerconfig.Delete(ctx, tx, runnerconfig.DeleteInput{Namespace: ns.NamespaceID, Name: name})
 	}); err != nil {
 		return err

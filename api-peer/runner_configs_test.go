@@ -46,9 +46,9 @@ func TestRunnerConfigsPeer(t *testing.T) {
 		t.Errorf("put serverless again: %d %s", a.status, a.body)
 	}
 	// The protocol version an envoy reported shows in the list.
-	if _, err := p.db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(bg, p.db, func(tx udb.Transaction) error {
 		keys.Set(tx, keys.RunnerConfigProtocolVersionKey{Namespace: p.defNsID, Name: "pool-n"}, 6)
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +181,11 @@ func TestRunnerConfigsPeerFollower(t *testing.T) {
 	if a := do(t, follower.h, "PUT", "/runner-configs/pool?namespace=default", normalBody, true); a.status != 200 {
 		t.Fatalf("put in the follower: %d %s", a.status, a.body)
 	}
-	got, err := follower.db.ReadTransact(bg, func(r udb.ReadTransaction) (any, error) {
+	got, err := udb.ReadTransact(bg, follower.db, func(r udb.ReadTransaction) (bool, error) {
 		_, found, err := keys.Get(bg, r, keys.RunnerConfigDataKey{Namespace: leader.defNsID, Name: "pool"})
 		return found, err
 	})
-	if err != nil || got != true {
+	if err != nil || !got {
 		t.Errorf("the follower's config is not under the leader's namespace id: %v, %v", got, err)
 	}
 	var list apitypes.RunnerConfigsListResponse

@@ -33,7 +33,7 @@ func (s *Server) drainRunner(c echo.Context) error {
 		return err
 	}
 	get := func() (runner.Runner, error) {
-		r, err := read(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.Runner, error) {
+		r, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.Runner, error) {
 			return runner.Get(ctx, r, runner.GetInput{RunnerID: rid, Datacenter: s.deps.Topology.LocalDatacenter().Name})
 		})
 		if err == nil && r.NamespaceID != ns.NamespaceID {

@@ -25,7 +25,7 @@ import (
 func seedRunners(t *testing.T, db udb.Database, ns id.ID, label uint16, n, names, stopEvery int, nowMs int64) []id.ID {
 	t.Helper()
 	var ids []id.ID
-	_, err := db.Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, db, func(tx udb.Transaction) error {
 		ids = ids[:0]
 		for i := range n {
 			out, err := runner.Register(bg, tx, runner.RegisterInput{
@@ -33,16 +33,16 @@ func seedRunners(t *testing.T, db udb.Database, ns id.ID, label uint16, n, names
 				Version: 1, TotalSlots: 4, ProtocolVersion: 7, ConnID: id.New(label), NewRunnerID: id.New(label), NowMs: nowMs,
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			ids = append(ids, out.RunnerID)
 			if stopEvery > 0 && i%stopEvery == 0 {
 				if _, err := runner.Stop(bg, tx, runner.StopInput{RunnerID: out.RunnerID, NowMs: nowMs + 1}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,9 +23,9 @@ func (c *cluster) seedActorKV(t *testing.T, dc string, key, value string) id.ID 
 		}
 	}
 	aid := id.New(label)
-	_, err := c.dbs[dc].Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, c.dbs[dc], func(tx udb.Transaction) error {
 		keys.Set(tx, keys.ActorNamespaceIDKey{ActorID: aid}, c.nsID)
-		return nil, actorkv.Put(bg, tx, actorkv.PutInput{ActorID: aid, Keys: [][]byte{[]byte(key)}, Values: [][]byte{[]byte(value)}, NowMs: 77})
+		return actorkv.Put(bg, tx, actorkv.PutInput{ActorID: aid, Keys: [][]byte{[]byte(key)}, Values: [][]byte{[]byte(value)}, NowMs: 77})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/berthhq/berth/api-public/openapitest"
 	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -30,7 +31,7 @@ func newActorsCluster(t *testing.T) *cluster {
 	t.Cleanup(leaderPeers.Close)
 	for _, dc := range c.topo.Datacenters {
 		db := c.dbs[dc.Name]
-		if _, err := db.Transact(bg, func(tx udb.Transaction) (any, error) {
+		if _, err := udb.Transact(bg, db, func(tx udb.Transaction) (keys.RunnerConfig, error) {
 			return runnerconfig.Ensure(bg, tx, runnerconfig.EnsureInput{Namespace: c.nsID, Name: "pool"})
 		}); err != nil {
 			t.Fatal(err)

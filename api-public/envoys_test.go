@@ -19,7 +19,7 @@ import (
 // key-<i> is expired (not listed).
 func (c *cluster) seedEnvoys(t *testing.T, dc string, n int, nowMs int64) {
 	t.Helper()
-	_, err := c.dbs[dc].Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, c.dbs[dc], func(tx udb.Transaction) error {
 		for i := range n {
 			for _, key := range []string{fmt.Sprintf("key-%d", i), fmt.Sprintf("%s-%d", dc, i)} {
 				if strings.HasPrefix(key, dc) && i >= n/10 {
@@ -27,16 +27,16 @@ func (c *cluster) seedEnvoys(t *testing.T, dc string, n int, nowMs int64) {
 				}
 				if _, err := envoy.Register(bg, tx, envoy.RegisterInput{Namespace: c.nsID, EnvoyKey: key, PoolName: fmt.Sprintf("pool-%d", i%3),
 					Version: 1, ProtocolVersion: 6, ConnID: id.New(1), NowMs: nowMs}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			if i%7 == 0 {
 				if _, err := envoy.Expire(bg, tx, envoy.ExpireInput{Namespace: c.nsID, EnvoyKey: fmt.Sprintf("key-%d", i), NowMs: nowMs + 1}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -30,14 +30,14 @@ const (
 // ("normal:pool"), read straight from the store.
 func (c *cluster) configsIn(t *testing.T, dc string) []string {
 	t.Helper()
-	v, err := c.dbs[dc].ReadTransact(bg, func(r udb.ReadTransaction) (any, error) {
+	v, err := udb.ReadTransact(bg, c.dbs[dc], func(r udb.ReadTransaction) (runnerconfig.ListOutput, error) {
 		return runnerconfig.List(bg, r, runnerconfig.ListInput{Namespace: c.nsID, Limit: runnerconfig.MaxListLimit})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, e := range v.(runnerconfig.ListOutput).Configs {
+	for _, e := range v.Configs {
 		out = append(out, e.Config.Variant().String()+":"+e.Name)
 	}
 	return out
@@ -175,9 +175,9 @@ func TestRunnerConfigsProtocolVersion(t *testing.T) {
 	if a := c.do(t, "PUT", "/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": rcNormal, "c": rcNormal})); a.status != 200 {
 		t.Fatalf("PUT: %d %s", a.status, a.body)
 	}
-	if _, err := c.dbs["c"].Transact(bg, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(bg, c.dbs["c"], func(tx udb.Transaction) error {
 		keys.Set(tx, keys.RunnerConfigProtocolVersionKey{Namespace: c.nsID, Name: "pool"}, 6)
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,13 +92,13 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 		topo.Local = dc.Label
 		c.peers[dc.Name] = apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, AdminToken: token, Log: quiet}).Handler()
 	}
-	v, err := c.dbs["a"].Transact(bg, func(tx udb.Transaction) (any, error) {
+	v, err := udb.Transact(bg, c.dbs["a"], func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(bg, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: 1000})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.nsID = v.(namespace.EnsureDefaultOutput).Namespace.NamespaceID
+	c.nsID = v.Namespace.NamespaceID
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: dcTimeout}).WithLocal(2, c.peers["b"])
 	t.Cleanup(peers.Close)
 	// As the engine does, b's public API has b's store, and serves b's part of a runner list
@@ -176,7 +176,7 @@ func (c *cluster) seedRunners(t *testing.T, dc string, n, names int, nowMs int64
 			label = d.Label
 		}
 	}
-	_, err := c.dbs[dc].Transact(bg, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(bg, c.dbs[dc], func(tx udb.Transaction) error {
 		for i := range n {
 			name := fmt.Sprintf("pool-%d", i%names)
 			if i%4 == 0 {
@@ -187,15 +187,15 @@ func (c *cluster) seedRunners(t *testing.T, dc string, n, names int, nowMs int64
 				ProtocolVersion: 7, ConnID: id.New(label), NewRunnerID: id.New(label), NowMs: nowMs,
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if i%5 == 0 {
 				if _, err := runner.Stop(bg, tx, runner.StopInput{RunnerID: out.RunnerID, NowMs: nowMs + 1}); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -247,13 +247,13 @@ func (c *cluster) want(t *testing.T, match func(runner.Runner) bool) map[id.ID]b
 	t.Helper()
 	out := map[id.ID]bool{}
 	for _, dc := range c.topo.Datacenters {
-		v, err := c.dbs[dc.Name].ReadTransact(bg, func(r udb.ReadTransaction) (any, error) {
+		v, err := udb.ReadTransact(bg, c.dbs[dc.Name], func(r udb.ReadTransaction) (runner.ListForNsOutput, error) {
 			return runner.ListForNs(bg, r, runner.ListForNsInput{Namespace: c.nsID, IncludeStopped: true, Limit: runner.MaxListLimit, Datacenter: dc.Name})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range v.(runner.ListForNsOutput).Runners {
+		for _, r := range v.Runners {
 			if match(r) {
 				out[r.RunnerID] = true
 			}

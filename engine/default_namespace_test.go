@@ -13,11 +13,9 @@ import (
 func TestDefaultNamespace(t *testing.T) {
 	ctx := context.Background()
 	resolve := func(db udb.Database) (namespace.Namespace, error) {
-		v, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (namespace.Namespace, error) {
 			return namespace.ResolveByName(ctx, r, namespace.ResolveByNameInput{Name: namespace.DefaultName})
 		})
-		ns, _ := v.(namespace.Namespace)
-		return ns, err
 	}
 	cfg := testConfig("")
 	cfg.Database.URL = "file://" + t.TempDir() + "/db"

@@ -414,7 +414,7 @@ func ensureDefaultNamespace(ctx context.Context, db udb.Database, topo apihttp.T
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	in := namespace.EnsureDefaultInput{NamespaceID: id.New(topo.Local), NowMs: time.Now().UnixMilli()}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(ctx, tx, in)
 	}); err != nil {
 		return fmt.Errorf("engine: create the default namespace: %w", err)

@@ -163,13 +163,13 @@ func (r *echoRunner) hibernateSockets(ctx context.Context, aid string) {
 }
 
 func defaultNS(t *testing.T, e *Engine) id.ID {
-	res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(r udb.ReadTransaction) (namespace.Namespace, error) {
 		return namespace.ResolveByName(context.Background(), r, namespace.ResolveByNameInput{Name: "default"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(namespace.Namespace).NamespaceID
+	return res.NamespaceID
 }
 
 // The gateway reaches an actor over HTTP and WebSocket through its runner, and wakes it
@@ -292,10 +292,10 @@ func TestGateway(t *testing.T) {
 func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 	var st keys.ActorState
 	var found bool
-	_, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	err := udb.View(context.Background(), e.db, func(r udb.ReadTransaction) error {
 		var err error
 		st, found, err = keys.Get(context.Background(), r.Snapshot(), keys.ActorStateKey{ActorID: aid})
-		return nil, err
+		return err
 	})
 	return st, found, err
 }

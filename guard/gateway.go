@@ -151,7 +151,7 @@ type actorRequest struct {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path, query := rawTarget(r)
 	if !g.servePath(w, r, path, query) {
-		g.fail(w, r, g.ray(w), rerr.New("guard", "no_route"))
+		g.fail(w, r, g.ray(w), rerr.GuardNoRoute())
 	}
 }
 
@@ -391,7 +391,7 @@ func (g *Gateway) routeFor(ctx context.Context, req actorRequest, attempt int) (
 // is waited for too, as on Rivet: its host reconnects, or is lost and the actor moves.
 // changed closes at the actor's next change after the read that found the route.
 func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (rt route, changed <-chan struct{}, connectable bool, err error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.New("guard", "actor_ready_timeout", "actor_id", aid.String()))
+	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.GuardActorReadyTimeout(aid.String()))
 	defer cancel()
 	wakes := 0
 	for {
@@ -420,7 +420,7 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 			}
 		case actor.PhaseSleeping, actor.PhaseRescheduling:
 			if wakes == maxWakes {
-				return route{}, nil, false, rerr.New("guard", "actor_wake_retries_exceeded")
+				return route{}, nil, false, rerr.GuardActorWakeRetriesExceeded()
 			}
 			wakes++
 			if err := g.wake(ctx, aid); err != nil {
@@ -456,12 +456,11 @@ func (g *Gateway) state(ctx context.Context, aid id.ID) (actor.Status, bool, err
 	var st actor.Status
 	var found bool
 	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
-		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		return udb.View(ctx, g.o.DB, func(r udb.ReadTransaction) error {
 			var err error
 			st, found, err = actor.Lookup(ctx, r, aid)
-			return nil, err
+			return err
 		})
-		return err
 	})
 	return st, found, ctxCause(ctx, err)
 }

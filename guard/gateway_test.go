@@ -100,11 +100,10 @@ func (f *fakeActors) changed(aid id.ID) {
 
 func (f *fakeActors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
 	in.ActorID, in.NowMs, in.Config = id.New(1), time.Now().UnixMilli(), actor.DefaultConfig()
-	res, err := f.db.Transact(ctx, func(tx udb.Transaction) (any, error) { return actor.GetOrCreate(ctx, tx, in) })
+	out, err := udb.Transact(ctx, f.db, func(tx udb.Transaction) (actor.GetOrCreateOutput, error) { return actor.GetOrCreate(ctx, tx, in) })
 	if err != nil {
 		return actor.Actor{}, false, err
 	}
-	out := res.(actor.GetOrCreateOutput)
 	return out.Actor, out.Created, nil
 }
 
@@ -202,10 +201,10 @@ func newFixture(t *testing.T, o Options) *fixture {
 // place records aid in phase on runner rid.
 func (f *fixture) place(t *testing.T, aid id.ID, phase keys.ActorPhase, rid *id.ID) {
 	t.Helper()
-	_, err := f.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+	err := udb.Update(context.Background(), f.db, func(tx udb.Transaction) error {
 		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Phase: phase, RunnerID: rid, Namespace: id.New(1),
 			Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

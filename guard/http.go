@@ -63,7 +63,7 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request, ray string, 
 		g.fail(w, r, ray, core.AttemptsExceeded(ex, "actor"))
 	case errors.Is(err, core.ErrStaleRoute):
 		// A streamed request the actor refused once its body had gone: not retried.
-		g.fail(w, r, ray, rerr.New("guard", "service_unavailable").WithCause(err))
+		g.fail(w, r, ray, rerr.GuardServiceUnavailable().WithCause(err))
 	default:
 		g.fail(w, r, ray, unwrapRoute(err))
 	}
@@ -80,13 +80,13 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *str
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, nil, rerr.New("guard", "invalid_request_body").WithCause(err)
+		return nil, nil, rerr.GuardInvalidRequestBody().WithCause(err)
 	}
 	if mayStream && int64(len(body)) > limit {
 		return nil, &streamedBody{prefix: body, rest: r.Body, rc: http.NewResponseController(w)}, nil
 	}
 	if int64(len(body)) > g.o.MaxBody {
-		return nil, nil, rerr.New("guard", "invalid_request_body")
+		return nil, nil, rerr.GuardInvalidRequestBody()
 	}
 	if len(body) == 0 {
 		body = nil
@@ -112,7 +112,7 @@ type response struct {
 func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart, body *streamedBody) (resp response, err error) {
 	tun, err := g.openTunnel(rt)
 	if err != nil {
-		return response{}, rerr.New("guard", "service_unavailable").WithCause(err)
+		return response{}, rerr.GuardServiceUnavailable().WithCause(err)
 	}
 	// sctx is the request's for as long as the tunnel is used; a failed body read ends it.
 	sctx, scancel := context.WithCancelCause(ctx)
@@ -125,13 +125,13 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 		}
 	}()
 	if err := tun.Send(start); err != nil {
-		return response{}, rerr.New("guard", "tunnel_response_closed", "phase", "pre_request").WithCause(err)
+		return response{}, rerr.GuardTunnelResponseClosed("pre_request").WithCause(err)
 	}
 	if body != nil {
 		p = body.pump(sctx, scancel, tun)
 	}
 	wctx, cancel := context.WithTimeoutCause(sctx, g.o.ResponseStartTimeout,
-		rerr.New("guard", "gateway_response_start_timeout", "phase", "waiting_for_response_start"))
+		rerr.GuardGatewayResponseStartTimeout("waiting_for_response_start"))
 	defer cancel()
 	wctx, release := g.untilStopped(wctx, rt)
 	defer release()
@@ -142,18 +142,18 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 				_ = tun.Send(proto.ToClientRequestAbort{})
 				return response{}, context.Cause(wctx)
 			}
-			return response{}, rerr.New("guard", "tunnel_response_closed", "phase", "waiting_for_response_start").WithCause(err)
+			return response{}, rerr.GuardTunnelResponseClosed("waiting_for_response_start").WithCause(err)
 		}
 		switch m := m.(type) {
 		case proto.ToServerResponseStart:
 			resp = response{status: int(m.Status), headers: m.Headers, body: m.Body}
 			xerr := headerValue(m.Headers, "x-rivet-error")
-			if m.Status == http.StatusServiceUnavailable && xerr == "runner.actor_not_found" {
+			if m.Status == http.StatusServiceUnavailable && rerr.ParseCode(xerr) == rerr.CodeRunnerActorNotFound {
 				return response{}, core.ErrStaleRoute
 			}
 			if core.RetryableResponse(int(m.Status), xerr) {
-				_, code, _ := strings.Cut(xerr, ".")
-				return response{}, rerr.New("guard", code)
+				group, code, _ := strings.Cut(xerr, ".")
+				return response{}, rerr.FromWire(group, code)
 			}
 			if !m.Stream {
 				return resp, nil
@@ -161,7 +161,7 @@ func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRe
 			resp.live = &liveResponse{ctx: sctx, cancel: scancel, tun: tun, pump: p}
 			return resp, nil
 		case proto.ToServerResponseAbort:
-			return response{}, rerr.New("guard", "tunnel_request_aborted", "phase", "waiting_for_response_start")
+			return response{}, rerr.GuardTunnelRequestAborted("waiting_for_response_start")
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestParseDirect(t *testing.T) {
 		}
 		if tc.errField != "" {
 			e, isR := rerr.As(err)
-			if !isR || e.Key() != "api.bad_request" || e.Metadata["field"] != tc.errField {
+			if !isR || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != tc.errField {
 				t.Errorf("%s: err = %v, want api.bad_request naming %s", tc.path, err, tc.errField)
 			}
 			continue

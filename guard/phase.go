@@ -11,21 +11,21 @@ import (
 // its bound ends it, the request fails with the phase's own error, carrying elapsed_ms and
 // timeout_ms, rather than with whatever the interrupted call returned.
 type phase struct {
-	group, code string
-	timeout     time.Duration
+	err     func(elapsedMS, timeoutMS int64) *rerr.Error // the phase's error constructor
+	timeout time.Duration
 }
 
 // The phases and their default bounds.
 var (
-	phaseResolveQuery = phase{"pegboard", "route_resolve_query_timeout", 15 * time.Second}
-	phaseFetchActor   = phase{"pegboard", "route_fetch_actor_timeout", 5 * time.Second}
-	phaseWakeSignal   = phase{"pegboard", "route_wake_signal_timeout", 5 * time.Second}
+	phaseResolveQuery = phase{rerr.PegboardRouteResolveQueryTimeout, 15 * time.Second}
+	phaseFetchActor   = phase{rerr.PegboardRouteFetchActorTimeout, 5 * time.Second}
+	phaseWakeSignal   = phase{rerr.PegboardRouteWakeSignalTimeout, 5 * time.Second}
 )
 
 // errPhaseTimeout is the cause of a phase's context that its bound ended.
 type errPhaseTimeout struct{ p *phase }
 
-func (e errPhaseTimeout) Error() string { return e.p.group + "." + e.p.code }
+func (e errPhaseTimeout) Error() string { return e.p.err(0, 0).Key() }
 
 // run calls f with ctx bounded by the phase's timeout (d, if positive, instead).
 func (p phase) run(ctx context.Context, d time.Duration, f func(ctx context.Context) error) error {
@@ -38,7 +38,7 @@ func (p phase) run(ctx context.Context, d time.Duration, f func(ctx context.Cont
 	defer cancel()
 	err := f(pctx)
 	if err != nil && pctx.Err() != nil && context.Cause(pctx) == error(cause) {
-		return rerr.New(p.group, p.code, "elapsed_ms", time.Since(start).Milliseconds(), "timeout_ms", d.Milliseconds())
+		return p.err(time.Since(start).Milliseconds(), d.Milliseconds())
 	}
 	return err
 }

@@ -113,17 +113,17 @@ func ParseQuery(rawPath, rawQuery string) (q Query, ok bool, err error) {
 	rest = strings.TrimPrefix(rest, "/")
 	seg, tail, _ := strings.Cut(rest, "/")
 	if seg == "" {
-		return Query{}, true, rerr.New("guard", "query_empty_actor_name")
+		return Query{}, true, rerr.GuardQueryEmptyActorName()
 	}
 	if strings.Contains(seg, "@") {
-		return Query{}, true, rerr.New("guard", "query_path_token_syntax")
+		return Query{}, true, rerr.GuardQueryPathTokenSyntax()
 	}
 	name, valid := percentDecode(seg)
 	if !valid {
-		return Query{}, true, rerr.New("guard", "query_invalid_percent_encoding", "name", "name")
+		return Query{}, true, rerr.GuardQueryInvalidPercentEncoding("name")
 	}
 	if name == "" {
-		return Query{}, true, rerr.New("guard", "query_empty_actor_name")
+		return Query{}, true, rerr.GuardQueryEmptyActorName()
 	}
 	q, err = buildQuery(params)
 	if err != nil {
@@ -151,7 +151,7 @@ func rvtParams(rawQuery string) ([]rvtParam, error) {
 		}
 		v, ok := percentDecode(strings.ReplaceAll(raw, "+", " "))
 		if !ok {
-			return nil, rerr.New("guard", "query_invalid_percent_encoding", "name", key)
+			return nil, rerr.GuardQueryInvalidPercentEncoding(key)
 		}
 		out = append(out, rvtParam{key: key, value: v})
 	}
@@ -215,7 +215,7 @@ func buildQuery(params []rvtParam) (Query, error) {
 	for _, p := range params {
 		field := strings.TrimPrefix(p.key, rvtPrefix)
 		if _, dup := vals[field]; dup {
-			return Query{}, rerr.New("guard", "query_duplicate_param", "name", p.key)
+			return Query{}, rerr.GuardQueryDuplicateParam(p.key)
 		}
 		switch field {
 		case "namespace", "method", "runner", "pool", "key", "input", "region", "crash-policy", "token", "skip-ready-wait":
@@ -249,7 +249,7 @@ func buildQuery(params []rvtParam) (Query, error) {
 	case MethodGet:
 		for _, f := range []string{"input", "region", "crash-policy", "runner"} {
 			if _, has := vals[f]; has {
-				return Query{}, rerr.New("guard", "query_get_disallowed_params")
+				return Query{}, rerr.GuardQueryGetDisallowedParams()
 			}
 		}
 	case MethodGetOrCreate:
@@ -257,7 +257,7 @@ func buildQuery(params []rvtParam) (Query, error) {
 		q.Pool, hasPool = vals["pool"]
 		if !hasPool {
 			if q.Pool, hasRunner = vals["runner"]; !hasRunner {
-				return Query{}, rerr.New("guard", "query_missing_pool")
+				return Query{}, rerr.GuardQueryMissingPool()
 			}
 		}
 		if in, has := vals["input"]; has {
@@ -284,7 +284,7 @@ func buildQuery(params []rvtParam) (Query, error) {
 }
 
 func invalidParams(detail string) *rerr.Error {
-	return rerr.New("guard", "query_invalid_params", "detail", detail)
+	return rerr.GuardQueryInvalidParams(detail)
 }
 
 func quote(s string) string { return "'" + s + "'" }
@@ -295,18 +295,18 @@ func decodeQueryInput(v string) ([]byte, error) {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return nil, rerr.New("guard", "query_invalid_base64_input")
+			return nil, rerr.GuardQueryInvalidBase64Input()
 		}
 	}
 	if len(v)%4 == 1 {
-		return nil, rerr.New("guard", "query_invalid_base64_input")
+		return nil, rerr.GuardQueryInvalidBase64Input()
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(v)
 	if err != nil {
-		return nil, rerr.New("guard", "query_invalid_base64_input")
+		return nil, rerr.GuardQueryInvalidBase64Input()
 	}
 	if err := validCBOR(b); err != nil {
-		return nil, rerr.New("guard", "query_invalid_cbor_input", "detail", err.Error())
+		return nil, rerr.GuardQueryInvalidCBORInput(err.Error())
 	}
 	return b, nil
 }

@@ -18,8 +18,8 @@ func TestParseQuery(t *testing.T) {
 		name        string
 		path, query string
 		ok          bool
-		want        Query  // compared when errKey is empty
-		errKey      string // group.code
+		want        Query // compared when errCode is 0
+		errCode     rerr.Code
 		errMeta     map[string]any
 	}{
 		// Not the query form.
@@ -56,42 +56,42 @@ func TestParseQuery(t *testing.T) {
 			want: Query{Method: "get", Name: "c", Path: "/"}},
 
 		// Errors.
-		{name: "no name", path: "/gateway/", query: base + "get", ok: true, errKey: "guard.query_empty_actor_name"},
-		{name: "no name, no slash", path: "/gateway", query: base + "get", ok: true, errKey: "guard.query_empty_actor_name"},
-		{name: "token syntax", path: "/gateway/c@tok/x", query: base + "get", ok: true, errKey: "guard.query_path_token_syntax"},
+		{name: "no name", path: "/gateway/", query: base + "get", ok: true, errCode: rerr.CodeGuardQueryEmptyActorName},
+		{name: "no name, no slash", path: "/gateway", query: base + "get", ok: true, errCode: rerr.CodeGuardQueryEmptyActorName},
+		{name: "token syntax", path: "/gateway/c@tok/x", query: base + "get", ok: true, errCode: rerr.CodeGuardQueryPathTokenSyntax},
 		{name: "name not utf-8", path: "/gateway/%ff/x", query: base + "get", ok: true,
-			errKey: "guard.query_invalid_percent_encoding", errMeta: map[string]any{"name": "name"}},
+			errCode: rerr.CodeGuardQueryInvalidPercentEncoding, errMeta: map[string]any{"name": "name"}},
 		{name: "value not utf-8", path: "/gateway/c", query: base + "get&rvt-key=%c3%28", ok: true,
-			errKey: "guard.query_invalid_percent_encoding", errMeta: map[string]any{"name": "rvt-key"}},
+			errCode: rerr.CodeGuardQueryInvalidPercentEncoding, errMeta: map[string]any{"name": "rvt-key"}},
 		{name: "duplicate", path: "/gateway/c", query: base + "get&rvt-key=a&rvt-key=b", ok: true,
-			errKey: "guard.query_duplicate_param", errMeta: map[string]any{"name": "rvt-key"}},
-		{name: "unknown", path: "/gateway/c", query: base + "get&rvt-foo=1", ok: true, errKey: "guard.query_invalid_params"},
-		{name: "missing namespace", path: "/gateway/c", query: "rvt-method=get", ok: true, errKey: "guard.query_invalid_params"},
-		{name: "missing method", path: "/gateway/c", query: "rvt-namespace=default", ok: true, errKey: "guard.query_invalid_params"},
-		{name: "bad method", path: "/gateway/c", query: base + "list", ok: true, errKey: "guard.query_invalid_params"},
-		{name: "bad skip", path: "/gateway/c", query: base + "get&rvt-skip-ready-wait=yes", ok: true, errKey: "guard.query_invalid_params"},
-		{name: "get with input", path: "/gateway/c", query: base + "get&rvt-input=" + b64(1), ok: true, errKey: "guard.query_get_disallowed_params"},
-		{name: "get with region", path: "/gateway/c", query: base + "get&rvt-region=eu", ok: true, errKey: "guard.query_get_disallowed_params"},
-		{name: "get with crash policy", path: "/gateway/c", query: base + "get&rvt-crash-policy=sleep", ok: true, errKey: "guard.query_get_disallowed_params"},
-		{name: "get with runner", path: "/gateway/c", query: base + "get&rvt-runner=r", ok: true, errKey: "guard.query_get_disallowed_params"},
-		{name: "no pool", path: "/gateway/c", query: base + "getOrCreate&rvt-key=k", ok: true, errKey: "guard.query_missing_pool"},
-		{name: "padded input", path: "/gateway/c", query: goc + "&rvt-input=AQ==", ok: true, errKey: "guard.query_invalid_base64_input"},
-		{name: "standard alphabet", path: "/gateway/c", query: goc + "&rvt-input=%2B%2F8", ok: true, errKey: "guard.query_invalid_base64_input"},
-		{name: "length 1 mod 4", path: "/gateway/c", query: goc + "&rvt-input=AAAAA", ok: true, errKey: "guard.query_invalid_base64_input"},
-		{name: "trailing bits", path: "/gateway/c", query: goc + "&rvt-input=AR", ok: true, errKey: "guard.query_invalid_base64_input"},
-		{name: "empty input", path: "/gateway/c", query: goc + "&rvt-input=", ok: true, errKey: "guard.query_invalid_cbor_input"},
-		{name: "truncated cbor", path: "/gateway/c", query: goc + "&rvt-input=" + b64(0x62, 0x61), ok: true, errKey: "guard.query_invalid_cbor_input"},
-		{name: "bad crash policy", path: "/gateway/c", query: goc + "&rvt-crash-policy=never", ok: true, errKey: "guard.query_invalid_params"},
+			errCode: rerr.CodeGuardQueryDuplicateParam, errMeta: map[string]any{"name": "rvt-key"}},
+		{name: "unknown", path: "/gateway/c", query: base + "get&rvt-foo=1", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
+		{name: "missing namespace", path: "/gateway/c", query: "rvt-method=get", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
+		{name: "missing method", path: "/gateway/c", query: "rvt-namespace=default", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
+		{name: "bad method", path: "/gateway/c", query: base + "list", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
+		{name: "bad skip", path: "/gateway/c", query: base + "get&rvt-skip-ready-wait=yes", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
+		{name: "get with input", path: "/gateway/c", query: base + "get&rvt-input=" + b64(1), ok: true, errCode: rerr.CodeGuardQueryGetDisallowedParams},
+		{name: "get with region", path: "/gateway/c", query: base + "get&rvt-region=eu", ok: true, errCode: rerr.CodeGuardQueryGetDisallowedParams},
+		{name: "get with crash policy", path: "/gateway/c", query: base + "get&rvt-crash-policy=sleep", ok: true, errCode: rerr.CodeGuardQueryGetDisallowedParams},
+		{name: "get with runner", path: "/gateway/c", query: base + "get&rvt-runner=r", ok: true, errCode: rerr.CodeGuardQueryGetDisallowedParams},
+		{name: "no pool", path: "/gateway/c", query: base + "getOrCreate&rvt-key=k", ok: true, errCode: rerr.CodeGuardQueryMissingPool},
+		{name: "padded input", path: "/gateway/c", query: goc + "&rvt-input=AQ==", ok: true, errCode: rerr.CodeGuardQueryInvalidBase64Input},
+		{name: "standard alphabet", path: "/gateway/c", query: goc + "&rvt-input=%2B%2F8", ok: true, errCode: rerr.CodeGuardQueryInvalidBase64Input},
+		{name: "length 1 mod 4", path: "/gateway/c", query: goc + "&rvt-input=AAAAA", ok: true, errCode: rerr.CodeGuardQueryInvalidBase64Input},
+		{name: "trailing bits", path: "/gateway/c", query: goc + "&rvt-input=AR", ok: true, errCode: rerr.CodeGuardQueryInvalidBase64Input},
+		{name: "empty input", path: "/gateway/c", query: goc + "&rvt-input=", ok: true, errCode: rerr.CodeGuardQueryInvalidCBORInput},
+		{name: "truncated cbor", path: "/gateway/c", query: goc + "&rvt-input=" + b64(0x62, 0x61), ok: true, errCode: rerr.CodeGuardQueryInvalidCBORInput},
+		{name: "bad crash policy", path: "/gateway/c", query: goc + "&rvt-crash-policy=never", ok: true, errCode: rerr.CodeGuardQueryInvalidParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, ok, err := ParseQuery(tc.path, tc.query)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, err %v", ok, err)
 			}
-			if tc.errKey != "" {
+			if tc.errCode != 0 {
 				e, isR := rerr.As(err)
-				if !isR || e.Key() != tc.errKey || rerr.HTTPStatus(e) != 400 {
-					t.Fatalf("err = %v, want %s (400)", err, tc.errKey)
+				if !isR || !rerr.Is(e, tc.errCode) || rerr.HTTPStatus(e) != 400 {
+					t.Fatalf("err = %v, want %s (400)", err, tc.errCode)
 				}
 				for k, v := range tc.errMeta {
 					if e.Metadata[k] != v {

@@ -55,7 +55,7 @@ func (g *Gateway) Wrap(next http.Handler) http.Handler {
 		case target == "actor" && (r.Method == http.MethodOptions || isWebSocket(r) || isActorRequestPath(path)):
 			g.serveTarget(w, r)
 		default:
-			g.fail(w, r, g.ray(w), rerr.New("guard", "no_route"))
+			g.fail(w, r, g.ray(w), rerr.GuardNoRoute())
 		}
 	})
 }
@@ -155,7 +155,7 @@ func targetRequest(r *http.Request) (actorRequest, error) {
 			}
 		}
 		if !has {
-			return actorRequest{}, rerr.New("guard", "missing_header", "header", "`rivet_actor.*` protocol in sec-websocket-protocol")
+			return actorRequest{}, rerr.GuardMissingHeader("`rivet_actor.*` protocol in sec-websocket-protocol")
 		}
 		dec, ok := percentDecode(raw)
 		if !ok {
@@ -166,7 +166,7 @@ func targetRequest(r *http.Request) (actorRequest, error) {
 		field = "x-rivet-actor"
 		vals := r.Header.Values(headerActor)
 		if len(vals) == 0 {
-			return actorRequest{}, rerr.New("guard", "missing_header", "header", "x-rivet-actor")
+			return actorRequest{}, rerr.GuardMissingHeader("x-rivet-actor")
 		}
 		raw = vals[0]
 		var err error
@@ -208,7 +208,7 @@ func headerSkipReadyWaitValue(r *http.Request) (bool, error) {
 	case "false", "0":
 		return false, nil
 	}
-	return false, rerr.New("guard", "invalid_header", "header", "x-rivet-skip-ready-wait", "detail", "expected true, false, 1, or 0")
+	return false, rerr.GuardInvalidHeader("x-rivet-skip-ready-wait", "expected true, false, 1, or 0")
 }
 
 // resolveQuery finds the actor a query names, bounded by ResolveQueryTimeout
@@ -227,7 +227,7 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	if q.Method == MethodGetOrCreate && q.Region != "" {
 		dc, ok := g.o.Topology.ByName(q.Region)
 		if !ok {
-			return id.ID{}, nil, rerr.New("datacenter", "not_found", "datacenter", q.Region)
+			return id.ID{}, nil, rerr.DatacenterNotFound(q.Region)
 		}
 		if dc.Label != g.o.Topology.Local {
 			return id.ID{}, &dc, nil
@@ -243,17 +243,14 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	key := q.SerializedKey()
 	local := g.o.Topology.LocalDatacenter().Name
 	if q.Method == MethodGet {
-		var out actor.ListOutput
-		_, err := g.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			var err error
-			out, err = actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
-			return nil, err
+		out, err := udb.ReadTransact(ctx, g.o.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
+			return actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
 		})
 		if err != nil {
 			return id.ID{}, nil, err
 		}
 		if len(out.Actors) == 0 {
-			return id.ID{}, nil, rerr.New("actor", "not_found")
+			return id.ID{}, nil, rerr.ActorNotFound("")
 		}
 		return out.Actors[0].ActorID, nil, nil
 	}

@@ -185,7 +185,7 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 			if s.canHibernate {
 				return true // the runner went away: wait for the actor to come back
 			}
-			s.closeClient(rerr.New("guard", "websocket_service_unavailable"))
+			s.closeClient(rerr.GuardWebSocketServiceUnavailable())
 			return false
 		}
 	}
@@ -227,11 +227,11 @@ func (s *session) send(m proto.ToClientWebSocketMessage) error {
 	}
 	rt := s.tun.(ResumableTunnel)
 	if len(s.pending) >= maxPendingCount || s.pendingBytes+len(m.Data) > maxPendingBytes {
-		return rerr.New("guard", "websocket_pending_limit_reached")
+		return rerr.GuardWebSocketPendingLimitReached()
 	}
 	idx, err := rt.SendIndexed(m)
 	if err != nil {
-		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 	}
 	s.pending = append(s.pending, pendingMessage{idx: idx, msg: m})
 	s.pendingBytes += len(m.Data)
@@ -265,16 +265,15 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 	next := rt.NextIndex()
 	keepalive := func() error {
 		hr.NowMs = time.Now().UnixMilli()
-		_, err := s.g.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		return udb.Update(ctx, s.g.o.DB, func(tx udb.Transaction) error {
 			actor.SetHibernating(tx, hr)
-			return nil, nil
+			return nil
 		})
-		return err
 	}
 	forget := func() {
-		_, _ = s.g.o.DB.Transact(context.WithoutCancel(ctx), func(tx udb.Transaction) (any, error) {
+		_ = udb.Update(context.WithoutCancel(ctx), s.g.o.DB, func(tx udb.Transaction) error {
 			actor.ClearHibernating(tx, hr)
-			return nil, nil
+			return nil
 		})
 	}
 	if err := keepalive(); err != nil {
@@ -321,16 +320,16 @@ func (s *session) resume(ctx context.Context, req proto.RequestID, next uint16) 
 	}
 	if rt.host.IsEnvoy() {
 		// Envoy tunnels do not resume hibernated requests (the actor moved to an envoy).
-		return rerr.New("guard", "websocket_service_unavailable")
+		return rerr.GuardWebSocketServiceUnavailable()
 	}
 	tun, err := s.g.o.Hosts.ResumeTunnel(rt.host.RunnerID, req, next)
 	if err != nil {
-		return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 	}
 	s.tun = tun
 	for _, p := range s.pending {
 		if err := tun.(ResumableTunnel).Resend(p.idx, p.msg); err != nil {
-			return rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+			return rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ func (g *Gateway) untilStopped(ctx context.Context, rt route) (_ context.Context
 			watch()
 			return
 		}
-		cancel(rerr.New("guard", "actor_stopped_while_waiting", "phase", "waiting_for_response_start"))
+		cancel(rerr.GuardActorStoppedWhileWaiting("waiting_for_response_start"))
 	}
 	watch = func() {
 		s := g.o.Actors.OnChange(rt.actor, check)

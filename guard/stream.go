@@ -67,15 +67,15 @@ func (b *streamedBody) whole(max int64) ([]byte, error) {
 		return b.full, nil
 	}
 	if b.pastPrefix.Load() {
-		return nil, rerr.New("guard", "service_unavailable").WithCause(errors.New("the body was partly streamed already"))
+		return nil, rerr.GuardServiceUnavailable().WithCause(errors.New("the body was partly streamed already"))
 	}
 	b.pastPrefix.Store(true)
 	rest, err := io.ReadAll(io.LimitReader(b.rest, max-int64(len(b.prefix))+1))
 	if err != nil {
-		return nil, rerr.New("guard", "invalid_request_body").WithCause(err)
+		return nil, rerr.GuardInvalidRequestBody().WithCause(err)
 	}
 	if int64(len(b.prefix)+len(rest)) > max {
-		return nil, rerr.New("guard", "invalid_request_body")
+		return nil, rerr.GuardInvalidRequestBody()
 	}
 	b.full = append(b.prefix, rest...)
 	return b.full, nil
@@ -113,7 +113,7 @@ func (p *pump) run(ctx context.Context, cancel context.CancelCauseFunc, tun Tunn
 		last := err == io.EOF
 		if err != nil && !last {
 			if ctx.Err() == nil {
-				cancel(rerr.New("guard", "invalid_request_body").WithCause(err))
+				cancel(rerr.GuardInvalidRequestBody().WithCause(err))
 			}
 			return
 		}

@@ -108,10 +108,10 @@ func streamFixture(t *testing.T, h *streamHost) (*fixture, string) {
 	f.gw.o.Hosts = hostsOf{h.OpenTunnel}
 	aid := id.New(1)
 	key := "envoy-1"
-	_, err := f.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+	err := udb.Update(context.Background(), f.db, func(tx udb.Transaction) error {
 		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Phase: keys.PhaseRunning, EnvoyKey: &key,
 			Namespace: id.New(1), Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 		}
 		e, ok := rerr.As(unwrapRoute(err))
 		if !ok {
-			e = rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+			e = rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 		}
 		_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
 		return
@@ -97,14 +97,14 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 	}
 	tun, err := g.openTunnel(rt)
 	if err != nil {
-		return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return nil, false, rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 	}
 	if err := tun.Send(open); err != nil {
 		tun.Close()
-		return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+		return nil, false, rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, g.o.WebSocketOpenTimeout,
-		rerr.New("guard", "websocket_open_timeout", "phase", "waiting_for_websocket_open"))
+		rerr.GuardWebSocketOpenTimeout("waiting_for_websocket_open"))
 	defer cancel()
 	for {
 		m, err := tun.Recv(wctx)
@@ -113,7 +113,7 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 			if wctx.Err() != nil {
 				return nil, false, context.Cause(wctx)
 			}
-			return nil, false, rerr.New("guard", "websocket_service_unavailable").WithCause(err)
+			return nil, false, rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 		}
 		switch m := m.(type) {
 		case proto.ToServerWebSocketOpen:

@@ -28,7 +28,7 @@ func openDB(t *testing.T) udb.Database {
 // write runs f in a committed transaction.
 func write(t *testing.T, db udb.Database, f func(tx udb.Transaction) error) {
 	t.Helper()
-	if _, err := db.Transact(context.Background(), func(tx udb.Transaction) (any, error) { return nil, f(tx) }); err != nil {
+	if err := udb.Update(context.Background(), db, f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -36,11 +36,11 @@ func write(t *testing.T, db udb.Database, f func(tx udb.Transaction) error) {
 // read runs f in a read transaction and returns its result.
 func read[T any](t *testing.T, db udb.Database, f func(r udb.ReadTransaction) (T, error)) T {
 	t.Helper()
-	v, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) { return f(r) })
+	v, err := udb.ReadTransact(context.Background(), db, func(r udb.ReadTransaction) (T, error) { return f(r) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.(T)
+	return v
 }
 
 func TestGetSetClearAdd(t *testing.T) {
@@ -208,9 +208,9 @@ func TestChunkedCorruption(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openDB(t)
 			write(t, db, func(tx udb.Transaction) error { SetChunked(tx, k, big); tc.damage(tx); return nil })
-			_, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+			err := udb.View(ctx, db, func(r udb.ReadTransaction) error {
 				_, _, err := GetChunked(ctx, r, k)
-				return nil, err
+				return err
 			})
 			if !errors.Is(err, ErrBadValue) {
 				t.Fatalf("GetChunked = %v, want ErrBadValue", err)

@@ -246,6 +246,5 @@ func hostState(draining, connected bool) string {
 
 // read runs f in a read transaction; f must be safe to retry, as a retry runs it again.
 func (c *Census) read(ctx context.Context, f func(udb.ReadTransaction) error) error {
-	_, err := c.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return nil, f(r) })
-	return err
+	return udb.View(ctx, c.o.DB, f)
 }

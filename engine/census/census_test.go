@@ -20,12 +20,12 @@ func seed(t *testing.T, db udb.Database, phases []keys.ActorPhase) {
 	t.Helper()
 	ctx := context.Background()
 	ns := id.New(1)
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: ns, NowMs: 1})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
 		for i, p := range phases {
 			aid := id.New(1)
 			keys.Set(tx, keys.ActiveActorKey{Namespace: ns, Name: "a", CreateTs: int64(i), ActorID: aid}, aid)
@@ -34,7 +34,7 @@ func seed(t *testing.T, db udb.Database, phases []keys.ActorPhase) {
 				keys.Set(tx, keys.PendingActorKey{Namespace: ns, Selector: "pool", Ts: int64(i), ActorID: aid}, 0)
 			}
 		}
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

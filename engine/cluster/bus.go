@@ -90,10 +90,11 @@ func (n *Node) CloseSocket(h actor.Host, err error) {
 		return
 	}
 	m := busMessageFor("close", h)
-	m.Group, m.Code = "ws", "eviction"
-	if e, ok := rerr.As(err); ok {
-		m.Group, m.Code = e.Group, e.Code
+	e, ok := rerr.As(err)
+	if !ok {
+		e = rerr.WSEviction()
 	}
+	m.Group, m.Code = e.Group, e.Code
 	n.publish(m)
 }
 
@@ -163,7 +164,7 @@ func (n *Node) deliver(data []byte) {
 	case "commands":
 		n.local.SendCommandsHere(h, m.commands(h))
 	case "close":
-		n.local.CloseHere(h, rerr.New(m.Group, m.Code))
+		n.local.CloseHere(h, rerr.FromWire(m.Group, m.Code))
 	}
 }
 

@@ -163,11 +163,10 @@ func (n *Node) Stop() {
 
 func (n *Node) renew(ctx context.Context) error {
 	in := opnode.RenewLeaseInput{NodeID: n.o.ID, Address: n.o.Address, ExpiresMs: n.o.Now().Add(n.o.Lease).UnixMilli()}
-	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Update(ctx, n.o.DB, func(tx udb.Transaction) error {
 		opnode.RenewLease(tx, in)
-		return nil, nil
+		return nil
 	})
-	return err
 }
 
 func (n *Node) renewLoop(ctx context.Context) {
@@ -187,23 +186,18 @@ func (n *Node) renewLoop(ctx context.Context) {
 
 // Leave clears the node's lease, so other nodes stop routing to it at once.
 func (n *Node) Leave(ctx context.Context) error {
-	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Update(ctx, n.o.DB, func(tx udb.Transaction) error {
 		opnode.Leave(tx, n.o.ID)
-		return nil, nil
+		return nil
 	})
-	return err
 }
 
 // ClaimSocket records that this node holds h's socket (a runner's or an envoy's); the epoch
 // returned is the one to release it with.
 func (n *Node) ClaimSocket(ctx context.Context, h actor.Host) (int64, error) {
-	res, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Transact(ctx, n.o.DB, func(tx udb.Transaction) (int64, error) {
 		return opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{Socket: h.Socket, NodeID: n.o.ID})
 	})
-	if err != nil {
-		return 0, err
-	}
-	return res.(int64), nil
 }
 
 // ReleaseSocket releases the ownership record of h's socket held under epoch, in one
@@ -269,22 +263,21 @@ func (n *Node) runReleases(batch []releaseJob) {
 }
 
 func (n *Node) releaseTx(ctx context.Context, batch []releaseJob) error {
-	_, err := n.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Update(ctx, n.o.DB, func(tx udb.Transaction) error {
 		for _, j := range batch {
 			if j.before != nil {
 				if err := j.before(ctx, tx); err != nil {
 					if _, ok := rerr.As(err); !ok {
-						return nil, err
+						return err
 					}
 				}
 			}
 			if _, err := opnode.ReleaseSocket(ctx, tx, opnode.ReleaseSocketInput{Socket: j.sock, NodeID: n.o.ID, Epoch: j.epoch}); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return nil, nil
+		return nil
 	})
-	return err
 }
 
 // Releasing is how many releases are in flight (waiting for a token or committing).
@@ -305,13 +298,12 @@ func (n *Node) ReleaseAll(ctx context.Context) error {
 		}
 	}()
 	for {
-		res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		page, err := udb.ReadTransact(ctx, n.o.DB, func(r udb.ReadTransaction) ([]opnode.Held, error) {
 			return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: n.o.ID, After: after, Limit: 1000})
 		})
 		if err != nil {
 			return err
 		}
-		page := res.([]opnode.Held)
 		if len(page) == 0 {
 			return nil
 		}
@@ -332,11 +324,11 @@ func (n *Node) ReleaseAll(ctx context.Context) error {
 
 // Held counts the ownership records this node still holds (a drain's progress).
 func (n *Node) Held(ctx context.Context) (int, error) {
-	res, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, n.o.DB, func(r udb.ReadTransaction) ([]opnode.Held, error) {
 		return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: n.o.ID})
 	})
 	if err != nil {
 		return 0, err
 	}
-	return len(res.([]opnode.Held)), nil
+	return len(res), nil
 }

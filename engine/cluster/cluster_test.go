@@ -30,14 +30,14 @@ type fakeLocal struct {
 	mu     sync.Mutex
 	held   map[actor.Host]bool
 	cmds   map[actor.Host][]actor.Command
-	closed map[actor.Host]string
+	closed map[actor.Host]rerr.Code
 	evict  map[id.ID]bool // held connections: whether they were evicted
 	actors [][]id.ID      // what ActorsChanged got, call by call
 	got    chan struct{}
 }
 
 func newFakeLocal(held ...actor.Host) *fakeLocal {
-	l := &fakeLocal{held: map[actor.Host]bool{}, cmds: map[actor.Host][]actor.Command{}, closed: map[actor.Host]string{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
+	l := &fakeLocal{held: map[actor.Host]bool{}, cmds: map[actor.Host][]actor.Command{}, closed: map[actor.Host]rerr.Code{}, evict: map[id.ID]bool{}, got: make(chan struct{}, 16)}
 	for _, h := range held {
 		l.held[h] = true
 	}
@@ -69,8 +69,7 @@ func (l *fakeLocal) CloseHere(h actor.Host, err error) bool {
 	if !l.held[h] {
 		return false
 	}
-	e, _ := rerr.As(err)
-	l.closed[h] = e.Key()
+	l.closed[h] = rerr.CodeOf(err)
 	l.got <- struct{}{}
 	return true
 }
@@ -153,13 +152,13 @@ func TestBusReachesTheHoldingNode(t *testing.T) {
 		}
 		na.SendCommands(h, []actor.Command{start, stop})
 		lb.await(t)
-		na.CloseSocket(h, rerr.WS("eviction"))
+		na.CloseSocket(h, rerr.WSEviction())
 		lb.await(t)
 		na.Evict(conn)
 		lb.await(t)
 		lb.mu.Lock()
 		got := lb.cmds[h]
-		if !reflect.DeepEqual(got, []actor.Command{start, stop}) || lb.closed[h] != "ws.eviction" || !lb.evict[conn] {
+		if !reflect.DeepEqual(got, []actor.Command{start, stop}) || lb.closed[h] != rerr.CodeWSEviction || !lb.evict[conn] {
 			t.Errorf("delivered to b for %v: commands %+v, closes %v, evictions %v", h, got, lb.closed, lb.evict)
 		}
 		lb.mu.Unlock()
@@ -284,13 +283,13 @@ func hosts(n int) []actor.Host {
 
 func heldEpoch(t *testing.T, db udb.Database, node string, want actor.Host) int64 {
 	t.Helper()
-	res, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), db, func(r udb.ReadTransaction) ([]opnode.Held, error) {
 		return opnode.ListHeld(context.Background(), r, opnode.ListHeldInput{NodeID: node})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, held := range res.([]opnode.Held) {
+	for _, held := range res {
 		if held.Socket == want.Socket {
 			return held.Epoch
 		}

@@ -140,10 +140,10 @@ func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, boo
 	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
 	var o opnode.Owner
 	var ok bool
-	_, err := n.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	err := udb.View(ctx, n.o.DB, func(r udb.ReadTransaction) error {
 		var err error
 		o, ok, err = opnode.SocketOwner(ctx, r, in)
-		return nil, err
+		return err
 	})
 	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" {
 		return opnode.Owner{}, false, err
@@ -325,7 +325,7 @@ func (n *Node) RelayHandler() http.Handler {
 			return
 		}
 		if n.refuse.Load() {
-			wsconn.WriteHTTPError(w, rerr.New("guard", "service_unavailable"))
+			wsconn.WriteHTTPError(w, rerr.GuardServiceUnavailable())
 			return
 		}
 		h, bad := queryHost(r.URL.Query())
@@ -350,7 +350,7 @@ func (n *Node) RelayHandler() http.Handler {
 			if h.IsEnvoy() {
 				wsconn.WriteHTTPError(w, rerr.EnvoyNotFound(h.EnvoyKey))
 			} else {
-				wsconn.WriteHTTPError(w, rerr.New("runner", "not_found"))
+				wsconn.WriteHTTPError(w, rerr.RunnerNotFound(""))
 			}
 			return
 		}

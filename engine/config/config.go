@@ -101,9 +101,7 @@ type APIPublic struct {
 }
 
 // DatacenterTimeout returns DatacenterTimeoutMs as a duration.
-func (a APIPublic) DatacenterTimeout() time.Duration {
-	return time.Duration(a.DatacenterTimeoutMs) * time.Millisecond
-}
+func (a APIPublic) DatacenterTimeout() time.Duration { return Ms(a.DatacenterTimeoutMs) }
 
 // APIPeer is the listener of the api-peer, the API other datacenters call.
 type APIPeer struct {

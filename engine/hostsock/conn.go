@@ -18,7 +18,7 @@ import (
 )
 
 // evicted is the close error of a socket a newer one replaced, or whose host stopped.
-var evicted = rerr.WS("eviction")
+var evicted = rerr.WSEviction()
 
 // conn is one host socket.
 type conn struct {
@@ -161,7 +161,7 @@ func (c *conn) readFrame() (websocket.MessageType, []byte, error) {
 		return 0, nil, err
 	}
 	if len(b) > MaxMessage {
-		return 0, nil, rerr.WS("invalid_packet").WithCause(errors.New("payload too large"))
+		return 0, nil, rerr.WSInvalidPacket().WithCause(errors.New("payload too large"))
 	}
 	return typ, b, nil
 }
@@ -187,17 +187,17 @@ func (c *conn) readInit() ([]byte, error) {
 		case f.err != nil:
 			return nil, f.err
 		case f.typ != websocket.MessageBinary:
-			return nil, rerr.WS("invalid_initial_packet")
+			return nil, rerr.WSInvalidInitialPacket()
 		}
 		return f.data, nil
 	case <-t.C:
-		c.fail(rerr.WS("timed_out_waiting_for_init"))
+		c.fail(rerr.WSTimedOutWaitingForInit())
 		<-got // the reader ends with the close handshake
-		return nil, rerr.WS("timed_out_waiting_for_init")
+		return nil, rerr.WSTimedOutWaitingForInit()
 	case <-c.s.ctx.Done():
-		c.fail(rerr.WS("going_away"))
+		c.fail(rerr.WSGoingAway())
 		<-got
-		return nil, rerr.WS("going_away")
+		return nil, rerr.WSGoingAway()
 	}
 }
 
@@ -251,7 +251,7 @@ func (c *conn) reply(m toHost) {
 // closes; rerr errors as they are; anything else is logged and internal.
 func (c *conn) storeErr(what string, err error) error {
 	if c.s.ctx.Err() != nil {
-		return rerr.WS("going_away")
+		return rerr.WSGoingAway()
 	}
 	if _, ok := rerr.As(err); !ok {
 		c.s.o.Log.Error(c.p.info().kind+" socket: "+what, c.logAttrs("error", err)...)
@@ -271,7 +271,7 @@ func (c *conn) logAttrs(more ...any) []any {
 func (c *conn) register(h actor.Host, prev id.ID) error {
 	c.host = h
 	if !c.s.reg.add(c) {
-		return rerr.WS("going_away")
+		return rerr.WSGoingAway()
 	}
 	epoch, err := c.s.o.Cluster.ClaimSocket(c.s.ctx, h)
 	if err != nil {
@@ -298,7 +298,7 @@ func (c *conn) disconnect() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.s.ctx), 10*time.Second)
 	defer cancel()
-	_, err := c.s.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) { return nil, release(ctx, tx) })
+	err := udb.Update(ctx, c.s.o.DB, func(tx udb.Transaction) error { return release(ctx, tx) })
 	if _, ok := rerr.As(err); err != nil && !ok {
 		c.s.o.Log.Warn(c.p.info().kind+" socket: disconnect", c.logAttrs("error", err)...)
 	}
@@ -306,8 +306,8 @@ func (c *conn) disconnect() {
 
 // stale reports a host error saying a newer socket took the host over.
 func stale(err error) bool {
-	e, ok := rerr.As(err)
-	return ok && e.Code == "stale_connection"
+	c := rerr.CodeOf(err)
+	return c == rerr.CodeRunnerStaleConnection || c == rerr.CodeEnvoyStaleConnection
 }
 
 // errGone ends a handshake whose write failed: the socket is closed without a reason.

@@ -54,7 +54,7 @@ func (p *envoyProtocol) handshake(c *conn, r *http.Request) ([]byte, error) {
 	}
 	first, err := proto.DecodeToRivet(b, c.version)
 	if err != nil {
-		return nil, rerr.WS("invalid_packet").WithCause(err)
+		return nil, rerr.WSInvalidPacket().WithCause(err)
 	}
 	md, isMetadata := first.(proto.ToRivetMetadata)
 	if err := p.register(c, ns, key, md); err != nil {
@@ -68,7 +68,7 @@ func (p *envoyProtocol) handshake(c *conn, r *http.Request) ([]byte, error) {
 
 // invalidRequest is ws.invalid_request, Rivet's close reason for a bad connect URL.
 func invalidRequest(field, why string) error {
-	return rerr.WS("invalid_request").WithCause(errors.New(field + ": " + why))
+	return rerr.WSInvalidRequest().WithCause(errors.New(field + ": " + why))
 }
 
 // checkQuery validates the connect URL and the pool's runner config, before ToEnvoyInit.
@@ -103,7 +103,7 @@ func (p *envoyProtocol) checkQuery(c *conn, r *http.Request) (ns id.ID, key stri
 	if err != nil {
 		return id.ID{}, "", c.storeErr("resolve namespace", err)
 	}
-	_, err = c.s.o.DB.ReadTransact(c.s.ctx, func(tx udb.ReadTransaction) (any, error) {
+	_, err = udb.ReadTransact(c.s.ctx, c.s.o.DB, func(tx udb.ReadTransaction) (runnerconfig.Entry, error) {
 		return runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: res.NamespaceID, Name: p.pool})
 	})
 	if err != nil {
@@ -114,8 +114,8 @@ func (p *envoyProtocol) checkQuery(c *conn, r *http.Request) (ns id.ID, key stri
 
 // configErr maps a failed runner-config read: none is ws.no_runner_config.
 func (p *envoyProtocol) configErr(c *conn, err error) error {
-	if rerr.Is(err, "runner_config", "not_found") {
-		return rerr.New("ws", "no_runner_config", "pool_name", p.pool)
+	if rerr.Is(err, rerr.CodeRunnerConfigNotFound) {
+		return rerr.WSNoRunnerConfig(p.pool)
 	}
 	return c.storeErr("read runner config", err)
 }
@@ -161,21 +161,20 @@ func (p *envoyProtocol) register(c *conn, ns id.ID, key string, md proto.ToRivet
 	if md.Metadata != nil {
 		in.Metadata = []byte(*md.Metadata)
 	}
-	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+	out, err := udb.Transact(c.s.ctx, c.s.o.DB, func(tx udb.Transaction) (openvoy.RegisterOutput, error) {
 		if _, err := runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: p.pool, Serializable: true}); err != nil {
-			return nil, err
+			return openvoy.RegisterOutput{}, err
 		}
 		return openvoy.Register(c.s.ctx, tx, in)
 	})
 	switch {
-	case rerr.Is(err, "runner_config", "not_found"):
+	case rerr.Is(err, rerr.CodeRunnerConfigNotFound):
 		return p.configErr(c, err)
-	case rerr.Is(err, "api", "bad_request"):
-		return rerr.WS("invalid_packet").WithCause(err) // the metadata
+	case rerr.Is(err, rerr.CodeAPIBadRequest):
+		return rerr.WSInvalidPacket().WithCause(err) // the metadata
 	case err != nil:
 		return c.storeErr("register", err)
 	}
-	out := res.(openvoy.RegisterOutput)
 	c.connID = connID
 	c.pool = actor.Pool{Namespace: ns, Selector: p.pool}
 	if err := c.register(actor.EnvoyHost(ns, key), out.PrevConnID); err != nil {
@@ -188,7 +187,7 @@ func (p *envoyProtocol) register(c *conn, ns id.ID, key string, md proto.ToRivet
 func (p *envoyProtocol) handle(c *conn, b []byte) error {
 	m, err := proto.DecodeToRivet(b, c.version)
 	if err != nil {
-		return rerr.WS("invalid_packet").WithCause(err)
+		return rerr.WSInvalidPacket().WithCause(err)
 	}
 	switch m := m.(type) {
 	case proto.ToRivetPong:
@@ -286,7 +285,7 @@ func (*envoyProtocol) afterPong(c *conn, j pongJob) {
 	c.s.o.Metrics.EnvoyPingRTT.Observe(float64(j.rttMs) / 1000)
 	switch err := j.err; {
 	case err == nil:
-	case rerr.Is(err, "envoy", "expired"), rerr.Is(err, "envoy", "not_found"):
+	case rerr.Is(err, rerr.CodeEnvoyExpired), rerr.Is(err, rerr.CodeEnvoyNotFound):
 		c.fail(err)
 	case c.pongRefused(err):
 	default:

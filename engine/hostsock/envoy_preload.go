@@ -28,7 +28,7 @@ func (*envoyProtocol) addPreloadedKv(c *conn, cmds proto.ToEnvoyCommands) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(c.s.ctx, preloadTimeout)
-		res, err := c.s.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, c.s.o.DB, func(r udb.ReadTransaction) (*proto.PreloadedKv, error) {
 			// Snapshot: the actor is not running yet, so nothing else writes its KV.
 			entries, complete, err := actorkv.Preload(ctx, r.Snapshot(), aid)
 			if err != nil || !complete {
@@ -48,7 +48,7 @@ func (*envoyProtocol) addPreloadedKv(c *conn, cmds proto.ToEnvoyCommands) {
 			}
 			continue
 		}
-		start.PreloadedKv = res.(*proto.PreloadedKv)
+		start.PreloadedKv = res
 		cmds[i].Inner = start
 	}
 }

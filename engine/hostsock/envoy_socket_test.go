@@ -268,7 +268,7 @@ func TestExpiredEnvoyPong(t *testing.T) {
 	e := startEnvoys(t, hostsocktest.Config{Envoy: hostsock.Timing{PingInterval: 100 * time.Millisecond}})
 	s, _ := connectEnvoy(t, e, e.hs, "envoy-1")
 	p := nextEnvoy[proto.ToEnvoyPing](s)
-	if _, err := e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(context.Background(), e.db, func(tx udb.Transaction) (openvoy.ExpireOutput, error) {
 		return openvoy.Expire(context.Background(), tx, openvoy.ExpireInput{Namespace: e.ns, EnvoyKey: "envoy-1", NowMs: time.Now().UnixMilli()})
 	}); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func (p *envoyProtocol) sqliteRequest(c *conn, m proto.ToRivet) bool {
 	st := &opsqlite.Store{DB: c.s.o.DB}
 	evict := false
 	sqliteError := func(err error, actorID string) proto.SqliteErrorResponse {
-		if rerr.Is(err, "envoy", "stale_connection") {
+		if rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 			evict = true
 		}
 		return p.sqliteError(c, err, actorID)
@@ -142,7 +142,7 @@ func dirtyPages(ps []proto.SqliteDirtyPage) []opsqlite.Page {
 
 // errNotHosted is a page request for an actor this envoy does not hold.
 func errNotHosted(aid, why string) error {
-	return rerr.New("sqlite", "fenced", "actor_id", aid, "generation", "any", "reason", why)
+	return rerr.SQLiteFenced(aid, "any", why)
 }
 
 // sqliteFence builds the fence of a page request. Without an expected generation it reads
@@ -151,7 +151,7 @@ func errNotHosted(aid, why string) error {
 func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string, expected *uint64) (opsqlite.Fence, error) {
 	aid, err := id.Parse(actorID)
 	if err != nil {
-		return opsqlite.Fence{}, rerr.New("sqlite", "invalid_request", "reason", "actor id: "+err.Error())
+		return opsqlite.Fence{}, rerr.SQLiteInvalidRequest("actor id: " + err.Error())
 	}
 	f := opsqlite.Fence{ActorID: aid, Host: func(ctx context.Context, r udb.ReadTransaction, st keys.ActorState) error {
 		return sqliteHosted(ctx, r, c, actorID, st)
@@ -164,7 +164,7 @@ func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string
 		f.Generation = g
 		return f, nil
 	}
-	res, err := c.s.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, c.s.o.DB, func(r udb.ReadTransaction) (uint32, error) {
 		g, placed, err := keys.Get(ctx, r.Snapshot(), keys.EnvoyActorKey{Namespace: c.host.Namespace, EnvoyKey: c.host.EnvoyKey, ActorID: aid})
 		if err == nil && !placed {
 			err = errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
@@ -174,7 +174,7 @@ func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string
 	if err != nil {
 		return f, err
 	}
-	f.Generation = res.(uint32)
+	f.Generation = res
 	return f, nil
 }
 
@@ -198,7 +198,7 @@ func sqliteHosted(ctx context.Context, r udb.ReadTransaction, c *conn, actorID s
 // message; anything else is logged and internal.
 func (p *envoyProtocol) sqliteError(c *conn, err error, actorID string) proto.SqliteErrorResponse {
 	pub := rerr.Public(err)
-	if pub.Key() == "core.internal_error" && c.s.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+	if rerr.Is(pub, rerr.CodeCoreInternalError) && c.s.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 		c.s.o.Log.Error("envoy socket: sqlite request", c.logAttrs("actor_id", actorID, "error", err)...)
 	}
 	return proto.SqliteErrorResponse{Group: pub.Group, Code: pub.Code, Message: pub.Message}
@@ -234,10 +234,10 @@ func (p *envoyProtocol) sqliteStatement(c *conn, ctx context.Context, m proto.To
 	var out opsqlite.ExecOutput
 	f, err := p.sqliteFence(c, ctx, actorID, &gen)
 	if err == nil && nsID != c.host.Namespace.String() {
-		err = rerr.New("sqlite", "invalid_request", "reason", "namespace "+nsID+" is not this envoy's")
+		err = rerr.SQLiteInvalidRequest("namespace " + nsID + " is not this envoy's")
 	}
 	if err == nil && len(in.Statements) == 0 && in.Script == "" {
-		err = rerr.New("sqlite", "invalid_request", "reason", "no statement")
+		err = rerr.SQLiteInvalidRequest("no statement")
 	}
 	if err == nil {
 		in.Fence, in.NowMs = f, time.Now().UnixMilli()

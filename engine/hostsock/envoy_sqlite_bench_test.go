@@ -39,19 +39,19 @@ func newBenchEnvoy(b *testing.B, dbURL string) *benchEnvoy {
 	}
 	b.Cleanup(func() { _ = db.Close() })
 	aid, key := id.New(label), "envoy-bench"
-	_, err = db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	err = udb.Update(ctx, db, func(tx udb.Transaction) error {
 		ns, err := namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(label), NowMs: time.Now().UnixMilli()})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		nsID := ns.Namespace.NamespaceID
 		if _, err := runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: nsID, Name: pool}); err != nil {
-			return nil, err
+			return err
 		}
 		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Namespace: nsID, Name: "bench",
 			Phase: keys.PhaseRunning, NextGeneration: 1, EnvoyKey: &key})
 		keys.Set(tx, keys.EnvoyActorKey{Namespace: nsID, EnvoyKey: key, ActorID: aid}, 0)
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -20,11 +20,11 @@ import (
 // does (its lifecycle record and the envoy's actor entry).
 func hostActor(t *testing.T, e *envoyEnv, aid id.ID, key string, gen uint32) {
 	t.Helper()
-	_, err := e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
+	err := udb.Update(context.Background(), e.db, func(tx udb.Transaction) error {
 		keys.Set(tx, keys.ActorStateKey{ActorID: aid}, keys.ActorState{V: keys.ActorStateVersion, Namespace: e.ns, Name: "sql",
 			Phase: keys.PhaseRunning, Generation: gen, NextGeneration: gen + 1, EnvoyKey: &key})
 		keys.Set(tx, keys.EnvoyActorKey{Namespace: e.ns, EnvoyKey: key, ActorID: aid}, gen)
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -247,8 +247,8 @@ func TestStartCarriesPreloadedKv(t *testing.T) {
 	}
 	ev(0, proto.EventActorStateUpdate{State: proto.ActorStateRunning{}})
 	nextEnvoy[proto.ToEnvoyAckEvents](s)
-	_, err = e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
-		return nil, actorkv.Put(context.Background(), tx, actorkv.PutInput{ActorID: a.ActorID, Keys: [][]byte{[]byte("k1"), []byte("k2")},
+	err = udb.Update(context.Background(), e.db, func(tx udb.Transaction) error {
+		return actorkv.Put(context.Background(), tx, actorkv.PutInput{ActorID: a.ActorID, Keys: [][]byte{[]byte("k1"), []byte("k2")},
 			Values: [][]byte{[]byte("v1"), []byte("v2")}, Version: []byte("test"), NowMs: 7})
 	})
 	if err != nil {
@@ -260,11 +260,11 @@ func TestStartCarriesPreloadedKv(t *testing.T) {
 	}
 	ev(2, proto.EventActorStateUpdate{State: proto.ActorStateStopped{Code: proto.StopCodeOK}})
 	eventually(t, "sleeping", func() bool {
-		res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(context.Background(), e.db, func(r udb.ReadTransaction) (keys.ActorPhase, error) {
 			st, _, err := keys.Get(context.Background(), r, keys.ActorStateKey{ActorID: a.ActorID})
 			return st.Phase, err
 		})
-		return err == nil && res.(keys.ActorPhase) == keys.PhaseSleeping
+		return err == nil && res == keys.PhaseSleeping
 	})
 	if err := acts.Wake(context.Background(), a.ActorID); err != nil {
 		t.Fatal(err)

@@ -42,10 +42,10 @@ func startEnvoys(t *testing.T, c hostsocktest.Config) *envoyEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	res, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	res, err := udb.Transact(ctx, db, func(tx udb.Transaction) (id.ID, error) {
 		ns, err := namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(label), NowMs: time.Now().UnixMilli()})
 		if err != nil {
-			return nil, err
+			return id.ID{}, err
 		}
 		_, err = runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: ns.Namespace.NamespaceID, Name: pool})
 		return ns.Namespace.NamespaceID, err
@@ -53,7 +53,7 @@ func startEnvoys(t *testing.T, c hostsocktest.Config) *envoyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &envoyEnv{db: db, ns: res.(id.ID)}
+	e := &envoyEnv{db: db, ns: res}
 	e.node, e.hs = serveEnvoys(t, db, c)
 	return e
 }
@@ -201,31 +201,31 @@ func read[V any](t *testing.T, e *envoyEnv, k keys.Key[V]) (V, bool) {
 		v  V
 		ok bool
 	}
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (out, error) {
 		v, ok, err := keys.Get(context.Background(), tx, k)
 		return out{v, ok}, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(out).v, res.(out).ok
+	return res.v, res.ok
 }
 
 func get(t *testing.T, e *envoyEnv, key string) openvoy.Envoy {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (openvoy.Envoy, error) {
 		return openvoy.Get(context.Background(), tx, openvoy.GetInput{Namespace: e.ns, EnvoyKey: key, Datacenter: "dc"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(openvoy.Envoy)
+	return res
 }
 
 // lbEntries is the pool's load-balancer index.
 func lbEntries(t *testing.T, e *envoyEnv) []keys.EnvoyLoadBalancerIdxKey {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) ([]udb.KeyValue, error) {
 		b, en := keys.EnvoyLoadBalancerIdxKeyRange(e.ns, pool)
 		return tx.GetRange(udb.FirstGreaterOrEqual(b), udb.FirstGreaterOrEqual(en), udb.RangeOptions{}).All(context.Background())
 	})
@@ -233,7 +233,7 @@ func lbEntries(t *testing.T, e *envoyEnv) []keys.EnvoyLoadBalancerIdxKey {
 		t.Fatal(err)
 	}
 	var out []keys.EnvoyLoadBalancerIdxKey
-	for _, kv := range res.([]udb.KeyValue) {
+	for _, kv := range res {
 		k, err := keys.UnpackEnvoyLoadBalancerIdxKey(kv.Key)
 		if err != nil {
 			t.Fatal(err)
@@ -246,14 +246,14 @@ func lbEntries(t *testing.T, e *envoyEnv) []keys.EnvoyLoadBalancerIdxKey {
 // active lists the namespace's active envoy keys.
 func active(t *testing.T, e *envoyEnv) []string {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (openvoy.ListOutput, error) {
 		return openvoy.List(context.Background(), tx, openvoy.ListInput{Namespace: e.ns})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, v := range res.(openvoy.ListOutput).Envoys {
+	for _, v := range res.Envoys {
 		out = append(out, v.EnvoyKey)
 	}
 	return out

@@ -129,7 +129,7 @@ func answerKV(ctx context.Context, db udb.Database, hosted hostedFunc, actorID s
 		return proto.KvErrorResponse{Message: nh.Msg}, false
 	}
 	pub := rerr.Public(err)
-	if pub.Key() == "core.internal_error" && logInternal != nil {
+	if rerr.Is(pub, rerr.CodeCoreInternalError) && logInternal != nil {
 		logInternal(err)
 	}
 	return proto.KvErrorResponse{Message: pub.Message}, false
@@ -161,7 +161,7 @@ func serveKV(ctx context.Context, db udb.Database, hosted hostedFunc, req kvQuer
 		case proto.KvListPrefixQuery:
 			in.Query = actorkv.ListPrefix{Prefix: q.Key}
 		default:
-			return nil, rerr.InvalidInput("unknown list query")
+			return nil, rerr.ValidationInvalidInput("unknown list query")
 		}
 		es, err := kvRead(ctx, db, hosted, aid, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
 			return actorkv.List(ctx, r, in)
@@ -191,31 +191,26 @@ func serveKV(ctx context.Context, db udb.Database, hosted hostedFunc, req kvQuer
 			return nil
 		})
 	default:
-		return nil, rerr.InvalidInput("unknown KV request")
+		return nil, rerr.ValidationInvalidInput("unknown KV request")
 	}
 }
 
 func kvRead(ctx context.Context, db udb.Database, hosted hostedFunc, aid id.ID, f func(r udb.ReadTransaction) ([]actorkv.Entry, error)) ([]actorkv.Entry, error) {
-	res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	return udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
 		if err := hosted(ctx, r, aid); err != nil {
 			return nil, err
 		}
 		return f(r)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res.([]actorkv.Entry), nil
 }
 
 func kvWrite(ctx context.Context, db udb.Database, hosted hostedFunc, aid id.ID, f func(tx udb.Transaction) error) error {
-	_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	return udb.Update(ctx, db, func(tx udb.Transaction) error {
 		if err := hosted(ctx, tx, aid); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, f(tx)
+		return f(tx)
 	})
-	return err
 }
 
 // kvLists splits entries into the response's parallel lists.

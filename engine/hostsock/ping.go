@@ -24,7 +24,7 @@ func (c *conn) ping() bool {
 	last := c.lastPong
 	c.pongMu.Unlock()
 	if time.Since(last) > c.t.PingTimeout {
-		c.fail(rerr.WS("timed_out"))
+		c.fail(rerr.WSTimedOut())
 		return false
 	}
 	if err := c.send(pingMsg{ts: time.Now().UnixMilli()}); err != nil {
@@ -63,15 +63,15 @@ type pongJob struct {
 // error without failing the others; a store error fails the whole batch, and each pong
 // gets it.
 func (s *Server) recordPongs(batch []pongJob) {
-	_, err := s.o.DB.Transact(s.ctx, func(tx udb.Transaction) (any, error) {
+	err := udb.Update(s.ctx, s.o.DB, func(tx udb.Transaction) error {
 		for i := range batch {
 			j := &batch[i]
 			j.err = j.c.p.recordPong(s.ctx, tx, j)
 			if _, ok := rerr.As(j.err); j.err != nil && !ok {
-				return nil, j.err
+				return j.err
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	for i := range batch {
 		if err != nil {

@@ -40,11 +40,11 @@ func (p *runnerProtocol) handshake(c *conn, r *http.Request) ([]byte, error) {
 	}
 	m, err := proto.DecodeToServer(b, c.version)
 	if err != nil {
-		return nil, rerr.WS("invalid_packet").WithCause(err)
+		return nil, rerr.WSInvalidPacket().WithCause(err)
 	}
 	init, ok := m.(proto.ToServerInit)
 	if !ok {
-		return nil, rerr.WS("invalid_initial_packet")
+		return nil, rerr.WSInvalidInitialPacket()
 	}
 	return nil, p.register(c, ns, key, init)
 }
@@ -55,11 +55,11 @@ func (*runnerProtocol) checkQuery(c *conn, r *http.Request) (ns id.ID, key strin
 	q := r.URL.Query()
 	pv, name, key := q.Get("protocol_version"), q.Get("namespace"), q.Get("runner_key")
 	if pv == "" || name == "" || key == "" {
-		return id.ID{}, "", rerr.WS("invalid_url")
+		return id.ID{}, "", rerr.WSInvalidURL()
 	}
 	v, err := strconv.ParseUint(pv, 10, 16)
 	if err != nil {
-		return id.ID{}, "", rerr.WS("invalid_url")
+		return id.ID{}, "", rerr.WSInvalidURL()
 	}
 	c.version = int(v)
 	res, err := c.s.o.ResolveNamespace(c.s.ctx, name)
@@ -86,13 +86,12 @@ func (*runnerProtocol) register(c *conn, ns id.ID, key string, init proto.ToServ
 		}
 		in.ActorNames = append(in.ActorNames, an)
 	}
-	res, err := c.s.o.DB.Transact(c.s.ctx, func(tx udb.Transaction) (any, error) {
+	out, err := udb.Transact(c.s.ctx, c.s.o.DB, func(tx udb.Transaction) (oprunner.RegisterOutput, error) {
 		return oprunner.Register(c.s.ctx, tx, in)
 	})
 	if err != nil {
 		return c.storeErr("register", err)
 	}
-	out := res.(oprunner.RegisterOutput)
 	// Live before ToClientInit goes out, so that Close and a later eviction see the socket.
 	if err := c.register(actor.RunnerHost(out.RunnerID), out.PrevConnID); err != nil {
 		return err
@@ -119,7 +118,7 @@ func (*runnerProtocol) register(c *conn, ns id.ID, key string, init proto.ToServ
 func (*runnerProtocol) handle(c *conn, b []byte) error {
 	m, err := proto.DecodeToServer(b, c.version)
 	if err != nil {
-		return rerr.WS("invalid_packet").WithCause(err)
+		return rerr.WSInvalidPacket().WithCause(err)
 	}
 	switch m := m.(type) {
 	case proto.ToServerPong:

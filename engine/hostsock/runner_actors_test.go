@@ -141,14 +141,14 @@ func createActor(t *testing.T, e *env, policy string) actor.Actor {
 
 func actorState(t *testing.T, e *env, aid id.ID) keys.ActorState {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(r udb.ReadTransaction) (keys.ActorState, error) {
 		st, _, err := keys.Get(context.Background(), r.Snapshot(), keys.ActorStateKey{ActorID: aid})
 		return st, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(keys.ActorState)
+	return res
 }
 
 // The whole lifecycle over a real socket: create → start command → Running (acked) → sleep

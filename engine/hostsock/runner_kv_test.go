@@ -379,10 +379,10 @@ func TestKVStaleSocket(t *testing.T) {
 		}
 		break
 	}
-	res, err := e.db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(r udb.ReadTransaction) ([]actorkv.Entry, error) {
 		return actorkv.Get(context.Background(), r, actorkv.GetInput{ActorID: aid, Keys: byteLists("x")})
 	})
-	if err != nil || len(res.([]actorkv.Entry)) != 0 {
+	if err != nil || len(res) != 0 {
 		t.Fatalf("stale socket's put: %v, %v", res, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 func write(t *testing.T, e *env, f func(tx udb.Transaction) error) {
 	t.Helper()
-	if _, err := e.db.Transact(context.Background(), func(tx udb.Transaction) (any, error) { return nil, f(tx) }); err != nil {
+	if err := udb.Update(context.Background(), e.db, f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -152,24 +152,24 @@ func TestPoolConfigAndVersionUpgradeDrain(t *testing.T) {
 
 func defaultNamespace(t *testing.T, e *env) id.ID {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (namespace.Namespace, error) {
 		return namespace.ResolveByName(context.Background(), tx, namespace.ResolveByNameInput{Name: "default"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(namespace.Namespace).NamespaceID
+	return res.NamespaceID
 }
 
 func getConfig(t *testing.T, e *env, ns id.ID, name string) keys.RunnerConfig {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (runnerconfig.Entry, error) {
 		return runnerconfig.Get(context.Background(), tx, runnerconfig.GetInput{Namespace: ns, Name: name})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(runnerconfig.Entry).Config
+	return res.Config
 }
 
 // connectVersion is connect with another runner version.

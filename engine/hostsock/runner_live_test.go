@@ -18,14 +18,14 @@ import (
 // connID reads the runner's current connection id (zero when it has no socket).
 func connID(t *testing.T, e *env, rid string) id.ID {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (id.ID, error) {
 		v, _, err := keys.Get(context.Background(), tx, keys.RunnerConnIDKey{RunnerID: id.MustParse(rid)})
 		return v, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(id.ID)
+	return res
 }
 
 // eventually polls cond every 10 ms for up to 5 s.

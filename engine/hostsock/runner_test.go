@@ -40,7 +40,7 @@ func start(t *testing.T, c hostsocktest.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(label), NowMs: time.Now().UnixMilli()})
 	}); err != nil {
 		t.Fatal(err)
@@ -156,13 +156,13 @@ func connect(t *testing.T, e *env, name, key string) (*websocket.Conn, proto.ToC
 
 func getRunner(t *testing.T, e *env, rid string) oprunner.Runner {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (oprunner.Runner, error) {
 		return oprunner.Get(context.Background(), tx, oprunner.GetInput{RunnerID: id.MustParse(rid)})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(oprunner.Runner)
+	return res
 }
 
 func TestInitAndStableRunnerID(t *testing.T) {

@@ -190,7 +190,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 	s.mu.Unlock()
 	ray := id.New(s.o.Label).String()
 	if closed {
-		_ = ws.Close(websocket.StatusCode(rerr.CloseError), rerr.CloseReason(rerr.WS("going_away"), ray))
+		_ = ws.Close(websocket.StatusCode(rerr.CloseError), rerr.CloseReason(rerr.WSGoingAway(), ray))
 		return
 	}
 	c := newConn(s, p, ws, ray)
@@ -219,7 +219,7 @@ func (s *Server) CloseSockets() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.reg.closeAll(rerr.WS("going_away"))
+	s.reg.closeAll(rerr.WSGoingAway())
 }
 
 // Active is how many socket handlers are running, their disconnects and releases included.

@@ -36,9 +36,9 @@ func TestInstrumentDBCountsCommitsAndConflicts(t *testing.T) {
 		t.Fatalf("second commit = %v, want not_committed", err)
 	}
 	// Transact goes through the measured transactions too.
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
 		tx.Set([]byte("k2"), []byte("v"))
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -91,20 +91,19 @@ const lifecycleMaxRetryDelay = 50 * time.Millisecond
 // once it has committed.
 func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) (T, actor.Effects, error)) (T, error) {
 	var eff actor.Effects
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	v, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) (T, error) {
 		if err := tx.Options().SetMaxRetryDelay(lifecycleMaxRetryDelay); err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
 		out, e, err := f(tx)
 		eff = e
 		return out, err
 	})
 	if err != nil {
-		var zero T
-		return zero, err
+		return v, err
 	}
 	p.Apply(eff)
-	v, _ := res.(T) // nil when T is an interface and f returned nil
 	return v, nil
 }
 
@@ -143,7 +142,7 @@ func (p *Actors) Apply(eff actor.Effects) {
 // closeHost closes the socket of h, which stopped, with ws.eviction: it must not reconnect.
 func (p *Actors) closeHost(h actor.Host) {
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(h, rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(h, rerr.WSEviction())
 	}
 }
 
@@ -211,14 +210,13 @@ const timerBatch = 256
 
 // runTimers handles one batch of due timers; it reports whether to look again at once.
 func (p *Actors) runTimers(ctx context.Context) bool {
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	due, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) ([]id.ID, error) {
 		return actor.DueTimers(ctx, r, now()+1, timerBatch)
 	})
 	if err != nil {
 		p.warn(ctx, "actor timers", err)
 		return false
 	}
-	due := res.([]id.ID)
 	ok := true
 	for _, aid := range due {
 		in := actor.Input{ActorID: aid, NowMs: now(), Config: p.o.Config}
@@ -378,17 +376,12 @@ func (p *Actors) HostEvents(ctx context.Context, h actor.Host, events []actor.Ev
 
 // HostAckCommands clears the commands a host acknowledged.
 func (p *Actors) HostAckCommands(ctx context.Context, h actor.Host, cps []actor.Checkpoint) error {
-	_, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		return nil, actor.AckCommands(ctx, tx, actor.AckCommandsInput{Host: h, Checkpoints: cps})
+	return udb.Update(ctx, p.o.DB, func(tx udb.Transaction) error {
+		return actor.AckCommands(ctx, tx, actor.AckCommandsInput{Host: h, Checkpoints: cps})
 	})
-	return err
 }
 
 // HostReplay returns the stored commands a host that just connected must get again.
 func (p *Actors) HostReplay(ctx context.Context, h actor.Host) ([]actor.Command, error) {
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return actor.Replay(ctx, r, h) })
-	if err != nil {
-		return nil, err
-	}
-	return res.([]actor.Command), nil
+	return udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) ([]actor.Command, error) { return actor.Replay(ctx, r, h) })
 }

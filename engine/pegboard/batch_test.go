@@ -45,19 +45,19 @@ func newBatchWorld(t *testing.T, runners int, slots uint32) *batchWorld {
 	}
 	t.Cleanup(func() { raw.Close() })
 	w := &batchWorld{t: t, db: &countingDB{Database: raw}, ns: id.New(1)}
-	_, err = raw.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	err = udb.Update(ctx, raw, func(tx udb.Transaction) error {
 		if _, err := runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: w.ns, Name: "pool"}); err != nil {
-			return nil, err
+			return err
 		}
 		for i := range runners {
 			out, err := oprunner.Register(ctx, tx, oprunner.RegisterInput{Namespace: w.ns, Name: "pool", Key: fmt.Sprint("r", i),
 				Version: 1, TotalSlots: slots, ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: now()})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			w.rid = append(w.rid, out.RunnerID)
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,15 +74,15 @@ func (w *batchWorld) input(key *string) actor.CreateInput {
 func (w *batchWorld) slotsTaken(total uint32) int {
 	w.t.Helper()
 	taken := 0
-	_, err := w.db.Database.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+	err := udb.View(context.Background(), w.db.Database, func(r udb.ReadTransaction) error {
 		for _, rid := range w.rid {
 			left, _, err := keys.Get(context.Background(), r, keys.RunnerRemainingSlotsKey{RunnerID: rid})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			taken += int(total - left)
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -142,7 +142,7 @@ func TestBatchedCreateRefusedAlone(t *testing.T) {
 			switch {
 			case err == nil:
 				created.Add(1)
-			case rerr.Is(err, "actor", "duplicate_key"):
+			case rerr.Is(err, rerr.CodeActorDuplicateKey):
 				duplicate.Add(1)
 			default:
 				t.Errorf("create with the shared key: %v", err)
@@ -209,10 +209,10 @@ func TestBatchFailureRunsOpsAlone(t *testing.T) {
 		t.Errorf("%d ops succeeded and %d failed; want 2 and 1", ok, failed)
 	}
 	for _, i := range []int{0, 2} {
-		v, err := w.db.Database.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
+		v, err := udb.ReadTransact(context.Background(), w.db.Database, func(r udb.ReadTransaction) ([]byte, error) {
 			return r.Get(context.Background(), []byte(fmt.Sprint("op-", i)))
 		})
-		if err != nil || v.([]byte) == nil {
+		if err != nil || v == nil {
 			t.Errorf("op %d's write is missing: %v", i, err)
 		}
 	}

@@ -73,28 +73,28 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 		actors int
 		cfg    keys.RunnerConfigCommon
 	}
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	d, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) (drained, error) {
 		out, err := openvoy.Drain(ctx, tx, openvoy.DrainInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
 		if err != nil {
-			return nil, err
+			return drained{}, err
 		}
 		// Serializable: an actor placed here concurrently conflicts with the drain.
 		aids, err := openvoy.Actors(ctx, tx, ns, envoyKey, 1)
 		if err != nil {
-			return nil, err
+			return drained{}, err
 		}
 		d := drained{out: out, actors: len(aids)}
 		if d.actors > 0 {
 			pool, _, err := keys.Get(ctx, tx.Snapshot(), keys.EnvoyPoolNameKey{Namespace: ns, EnvoyKey: envoyKey})
 			if err != nil {
-				return nil, err
+				return drained{}, err
 			}
 			e, err := runnerconfig.Get(ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: pool})
 			switch {
 			case err == nil:
 				d.cfg = e.Config.Common()
-			case !rerr.Is(err, "runner_config", "not_found"):
-				return nil, err
+			case !rerr.Is(err, rerr.CodeRunnerConfigNotFound):
+				return drained{}, err
 			}
 		}
 		return d, nil
@@ -102,7 +102,6 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 	if err != nil {
 		return err
 	}
-	d := res.(drained)
 	if d.out.Drained {
 		p.o.Log.Info("envoy stopping", "namespace_id", ns.String(), "envoy_key", envoyKey)
 	}
@@ -114,7 +113,7 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 		return nil
 	}
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, envoyKey), rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(actor.EnvoyHost(ns, envoyKey), rerr.WSEviction())
 	}
 	return nil
 }
@@ -123,16 +122,16 @@ func (p *Envoys) Stopping(ctx context.Context, ns id.ID, envoyKey string, connID
 // without skip_if_fresh). A socket a newer one replaced changes nothing.
 func (p *Envoys) Disconnected(ctx context.Context, ns id.ID, envoyKey string, connID id.ID) error {
 	now := time.Now().UnixMilli()
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	res, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) (openvoy.ExpireOutput, error) {
 		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: envoyKey, ConnID: connID, NowMs: now})
 	})
 	switch {
-	case rerr.Is(err, "envoy", "stale_connection"), rerr.Is(err, "envoy", "not_found"):
+	case rerr.Is(err, rerr.CodeEnvoyStaleConnection), rerr.Is(err, rerr.CodeEnvoyNotFound):
 		return nil
 	case err != nil:
 		return err
 	}
-	if res.(openvoy.ExpireOutput).Expired {
+	if res.Expired {
 		p.o.Log.Info("envoy expired", "namespace_id", ns.String(), "envoy_key", envoyKey, "reason", "disconnected")
 	}
 	return nil
@@ -166,25 +165,26 @@ func (p *Envoys) scan(ctx context.Context) (more bool) {
 		ns  id.ID
 		key string
 	}
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	type scanned struct {
+		due  []due
+		next []byte
+	}
+	out, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) (scanned, error) {
 		snap := r.Snapshot()
 		kvs, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
 			udb.RangeOptions{Limit: scanBatch, Mode: udb.StreamingModeWantAll}).All(ctx)
 		if err != nil {
-			return nil, err
+			return scanned{}, err
 		}
-		var out struct {
-			due  []due
-			next []byte
-		}
+		var out scanned
 		for _, kv := range kvs {
 			k, err := keys.UnpackActiveEnvoyKey(kv.Key)
 			if err != nil {
-				return nil, err
+				return scanned{}, err
 			}
 			ping, _, err := keys.Get(ctx, snap, keys.EnvoyLastPingTsKey{Namespace: k.Namespace, EnvoyKey: k.EnvoyKey})
 			if err != nil {
-				return nil, err
+				return scanned{}, err
 			}
 			if ping < before {
 				out.due = append(out.due, due{k.Namespace, k.EnvoyKey})
@@ -201,10 +201,6 @@ func (p *Envoys) scan(ctx context.Context) (more bool) {
 		}
 		return false
 	}
-	out := res.(struct {
-		due  []due
-		next []byte
-	})
 	ok := true
 	for _, d := range out.due {
 		ok = p.expire(ctx, d.ns, d.key, before) && ok
@@ -217,11 +213,11 @@ func (p *Envoys) scan(ctx context.Context) (more bool) {
 // socket if this node holds one. False if the store failed.
 func (p *Envoys) expire(ctx context.Context, ns id.ID, key string, before int64) bool {
 	now := time.Now().UnixMilli()
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	res, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) (openvoy.ExpireOutput, error) {
 		return openvoy.Expire(ctx, tx, openvoy.ExpireInput{Namespace: ns, EnvoyKey: key, PingBeforeMs: before, NowMs: now})
 	})
 	switch {
-	case rerr.Is(err, "envoy", "not_found"):
+	case rerr.Is(err, rerr.CodeEnvoyNotFound):
 		return true
 	case err != nil:
 		if ctx.Err() == nil {
@@ -229,7 +225,7 @@ func (p *Envoys) expire(ctx context.Context, ns id.ID, key string, before int64)
 		}
 		return false
 	}
-	if res.(openvoy.ExpireOutput).Expired {
+	if res.Expired {
 		p.o.Log.Info("envoy expired", "namespace_id", ns.String(), "envoy_key", key, "reason", "lost")
 		if p.o.Hosts != nil {
 			// A socket that still exists is not answering: it must reconnect.

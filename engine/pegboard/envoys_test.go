@@ -19,14 +19,13 @@ import (
 // closedEnvoys records the envoy sockets the lifecycle closes.
 type closedEnvoys struct {
 	mu   sync.Mutex
-	seen map[string]string // envoy key → group.code
+	seen map[string]rerr.Code // envoy key → code
 }
 
 func (c *closedEnvoys) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, _ := rerr.As(err)
-	c.seen[h.EnvoyKey] = e.Group + "." + e.Code
+	c.seen[h.EnvoyKey] = rerr.CodeOf(err)
 }
 
 func (c *closedEnvoys) SendCommands(actor.Host, []actor.Command) {}
@@ -69,14 +68,14 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 	old := time.Now().Add(-time.Hour).UnixMilli()
 	register := func(ns id.ID, key string, now int64) {
 		in := openvoy.RegisterInput{Namespace: ns, EnvoyKey: key, PoolName: "pool", Version: 1, ProtocolVersion: 8, ConnID: id.New(1), NowMs: now}
-		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
+		if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.RegisterOutput, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range n {
 		register(nss[i%2], fmt.Sprintf("lost-%03d", i), old)
 	}
-	sockets := &closedEnvoys{seen: map[string]string{}}
+	sockets := &closedEnvoys{seen: map[string]rerr.Code{}}
 	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 300 * time.Millisecond,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	// Registered now and kept pinging: never expired.
@@ -97,10 +96,10 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			_, _ = db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+			_, _ = udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.UpdatePingOutput, error) {
 				conn, _, err := keys.Get(ctx, tx, keys.EnvoyConnIDKey{Namespace: nss[0], EnvoyKey: "fresh"})
 				if err != nil {
-					return nil, err
+					return openvoy.UpdatePingOutput{}, err
 				}
 				return openvoy.UpdatePing(ctx, tx, openvoy.UpdatePingInput{Namespace: nss[0], EnvoyKey: "fresh", ConnID: conn, NowMs: time.Now().UnixMilli()})
 			})
@@ -121,19 +120,19 @@ func TestLoopExpiresLostEnvoys(t *testing.T) {
 		t.Fatalf("%d of %d lost envoys expired (%v)", got, n, sockets.seen["fresh"])
 	}
 	for key, why := range sockets.seen {
-		if why != "envoy.expired" {
+		if why != rerr.CodeEnvoyExpired {
 			t.Fatalf("envoy %s closed with %s, want envoy.expired", key, why)
 		}
 	}
 	for _, ns := range nss {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (openvoy.ListOutput, error) {
 			return openvoy.List(ctx, r, openvoy.ListInput{Namespace: ns})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var left []string
-		for _, e := range res.(openvoy.ListOutput).Envoys {
+		for _, e := range res.Envoys {
 			left = append(left, e.EnvoyKey)
 		}
 		want := 0
@@ -158,29 +157,29 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 	defer db.Close()
 	ns, conn, stale := id.New(1), id.New(1), id.New(1)
 	in := openvoy.RegisterInput{Namespace: ns, EnvoyKey: "env", PoolName: "pool", Version: 1, ProtocolVersion: 8, ConnID: conn, NowMs: time.Now().UnixMilli()}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (openvoy.RegisterOutput, error) { return openvoy.Register(ctx, tx, in) }); err != nil {
 		t.Fatal(err)
 	}
-	sockets := &closedEnvoys{seen: map[string]string{}}
+	sockets := &closedEnvoys{seen: map[string]rerr.Code{}}
 	p := NewEnvoys(EnvoysOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: time.Minute,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
-	if err := p.Stopping(ctx, ns, "env", stale); !rerr.Is(err, "envoy", "stale_connection") {
+	if err := p.Stopping(ctx, ns, "env", stale); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 		t.Fatalf("stale stop: %v", err)
 	}
 	if err := p.Stopping(ctx, ns, "env", conn); err != nil {
 		t.Fatal(err)
 	}
-	if sockets.seen["env"] != "ws.eviction" {
+	if sockets.seen["env"] != rerr.CodeWSEviction {
 		t.Fatalf("socket closed with %q", sockets.seen["env"])
 	}
 	get := func() openvoy.Envoy {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (openvoy.Envoy, error) {
 			return openvoy.Get(ctx, r, openvoy.GetInput{Namespace: ns, EnvoyKey: "env"})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.(openvoy.Envoy)
+		return res
 	}
 	if get().StopTs == nil {
 		t.Fatal("no stop_ts")
@@ -189,14 +188,14 @@ func TestEnvoyStoppingAndDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	isExpired := func() bool {
-		res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+		res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (bool, error) {
 			_, ok, err := keys.Get(ctx, r, keys.EnvoyExpiredTsKey{Namespace: ns, EnvoyKey: "env"})
 			return ok, err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.(bool)
+		return res
 	}
 	if isExpired() {
 		t.Fatal("a stale socket's disconnect expired the envoy")

@@ -93,14 +93,13 @@ func (p *Envoys) evict(ctx context.Context, h actor.Host, c keys.RunnerConfigCom
 	if !sleepCtx(ctx, time.Duration(c.ActorEvictionDelay)*time.Second) {
 		return
 	}
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	aids, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) ([]id.ID, error) {
 		return openvoy.Actors(ctx, r, h.Namespace, h.EnvoyKey, 0)
 	})
 	if err != nil {
 		p.warn(ctx, "envoy eviction", err)
 		return
 	}
-	aids := res.([]id.ID)
 	gap := evictionInterval(len(aids), c)
 	p.o.Log.Info("envoy evicting actors", "namespace_id", h.Namespace.String(), "envoy_key", h.EnvoyKey, "actors", len(aids), "interval", gap)
 	for i, aid := range aids {

@@ -106,7 +106,7 @@ type transition struct {
 // is created if it has none, and when it asks for drain_on_version_upgrade,
 // every connected runner of the pool with an older version is drained.
 func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) error {
-	res, err := p.o.DB.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	res, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) ([]id.ID, error) {
 		cfg, err := runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: in.Namespace, Name: in.Name})
 		if err != nil || !cfg.Common().DrainOnVersionUpgrade {
 			return []id.ID(nil), err
@@ -117,9 +117,9 @@ func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) err
 		return err
 	}
 	var errs []error
-	for _, rid := range res.([]id.ID) {
+	for _, rid := range res {
 		p.o.Log.Info("draining an older runner version", "runner_id", rid.String(), "name", in.Name, "new_version", in.Version)
-		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, "runner", "not_found") {
+		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, rerr.CodeRunnerNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -158,11 +158,7 @@ func (p *Runners) scan(ctx context.Context) (more bool) {
 }
 
 func (p *Runners) list(ctx context.Context, f func(udb.ReadTransaction) ([]id.ID, error)) ([]id.ID, error) {
-	res, err := p.o.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) { return f(r) })
-	if err != nil {
-		return nil, err
-	}
-	return res.([]id.ID), nil
+	return udb.ReadTransact(ctx, p.o.DB, f)
 }
 
 // expire declares rid lost if it still has not pinged since before; its actors are lost
@@ -210,7 +206,7 @@ func (p *Runners) forceStop(ctx context.Context, rid id.ID) bool {
 // warn logs a failed transition; it reports whether the failure was benign
 // (the runner is gone).
 func (p *Runners) warn(ctx context.Context, what string, rid id.ID, err error) bool {
-	if rerr.Is(err, "runner", "not_found") {
+	if rerr.Is(err, rerr.CodeRunnerNotFound) {
 		return true
 	}
 	if ctx.Err() == nil {
@@ -225,6 +221,6 @@ func (p *Runners) stopped(rid id.ID, why string, lost []id.ID) {
 	p.o.Metrics.RunnerTransitions.WithLabelValues(why).Inc()
 	p.o.Log.Info("runner stopped", "runner_id", rid.String(), "reason", why, "actors_lost", len(lost))
 	if p.o.Hosts != nil {
-		p.o.Hosts.CloseSocket(actor.RunnerHost(rid), rerr.WS("eviction"))
+		p.o.Hosts.CloseSocket(actor.RunnerHost(rid), rerr.WSEviction())
 	}
 }

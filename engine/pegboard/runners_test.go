@@ -25,14 +25,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // closed records the sockets the lifecycle closes.
 type closed struct {
 	mu   sync.Mutex
-	seen map[id.ID]string
+	seen map[id.ID]rerr.Code
 }
 
 func (c *closed) CloseSocket(h actor.Host, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, _ := rerr.As(err)
-	c.seen[h.RunnerID] = e.Group + "." + e.Code
+	c.seen[h.RunnerID] = rerr.CodeOf(err)
 }
 
 func (c *closed) SendCommands(actor.Host, []actor.Command) {}
@@ -78,11 +77,11 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 	for range n {
 		in := oprunner.RegisterInput{Namespace: ns, Name: "pool", Key: id.New(1).String(),
 			Version: 1, TotalSlots: 1, ProtocolVersion: 7, ConnID: id.New(1), NewRunnerID: id.New(1), NowMs: old}
-		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) { return oprunner.Register(ctx, tx, in) }); err != nil {
+		if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (oprunner.RegisterOutput, error) { return oprunner.Register(ctx, tx, in) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sockets := &closed{seen: map[id.ID]string{}}
+	sockets := &closed{seen: map[id.ID]rerr.Code{}}
 	p := NewRunners(RunnersOptions{DB: db, Hosts: sockets, Log: quiet, LostThreshold: 50 * time.Millisecond,
 		Actors: NewActors(ActorsOptions{DB: db, Hosts: sockets, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig()})})
 	loopCtx, cancel := context.WithCancel(ctx)
@@ -102,14 +101,14 @@ func TestLoopExpiresManyRunners(t *testing.T) {
 	if got := sockets.count(); got != n {
 		t.Fatalf("%d of %d silent runners expired", got, n)
 	}
-	left, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	left, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) ([]id.ID, error) {
 		return oprunner.ListUnpingedSince(ctx, r, 1<<62, 0)
 	})
-	if err != nil || len(left.([]id.ID)) != 0 {
+	if err != nil || len(left) != 0 {
 		t.Fatalf("runners left in the ping index: %v, %v", left, err)
 	}
 	for rid, why := range sockets.seen {
-		if why != "ws.eviction" {
+		if why != rerr.CodeWSEviction {
 			t.Fatalf("runner %s closed with %s, want ws.eviction", rid, why)
 		}
 	}

@@ -180,20 +180,20 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 	}
 	out := make(map[string]actorState, len(ids))
-	_, err := o.DB.ReadTransact(r.Context(), func(rt udb.ReadTransaction) (any, error) {
+	err := udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
 		clear(out)
 		for _, aid := range ids {
 			// Snapshot reads (actor.Lookup): a dashboard may be a moment stale, and it must
 			// not make lifecycle transitions retry.
 			st, found, err := actor.Lookup(r.Context(), rt, aid)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if found {
 				out[aid.String()] = actorState{State: string(st.Phase), Generation: st.Generation}
 			}
 		}
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		http.Error(w, `{"group":"core","code":"internal_error","message":"reading actor states failed"}`, http.StatusInternalServerError)

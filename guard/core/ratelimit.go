@@ -88,7 +88,7 @@ func (l *Limiter) Acquire(ip string) (release func(), err error) {
 		st.windowStart, st.requests = now, 0
 	}
 	if (l.cfg.Requests > 0 && st.requests >= l.cfg.Requests) || (l.cfg.InFlight > 0 && st.inFlight >= l.cfg.InFlight) {
-		return nil, rerr.New("guard", "rate_limit")
+		return nil, rerr.GuardRateLimit()
 	}
 	st.requests++
 	st.inFlight++

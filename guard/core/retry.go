@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/berthhq/berth/pkg/rerr"
@@ -110,15 +109,15 @@ var ErrStaleRoute = errors.New("guard: the route's target does not serve it (sta
 
 // retryableGuardCodes are the guard codes whose 503/504 a retry may cure: the target was not
 // reached or dropped the request before answering (guard-core's is_retryable_guard_http_error).
-var retryableGuardCodes = map[string]bool{
-	"service_unavailable":            true,
-	"actor_ready_timeout":            true,
-	"actor_wake_retries_exceeded":    true,
-	"actor_stopped_while_waiting":    true,
-	"tunnel_request_aborted":         true,
-	"tunnel_message_timeout":         true,
-	"tunnel_response_closed":         true,
-	"gateway_response_start_timeout": true,
+var retryableGuardCodes = map[rerr.Code]bool{
+	rerr.CodeGuardServiceUnavailable:          true,
+	rerr.CodeGuardActorReadyTimeout:           true,
+	rerr.CodeGuardActorWakeRetriesExceeded:    true,
+	rerr.CodeGuardActorStoppedWhileWaiting:    true,
+	rerr.CodeGuardTunnelRequestAborted:        true,
+	rerr.CodeGuardTunnelMessageTimeout:        true,
+	rerr.CodeGuardTunnelResponseClosed:        true,
+	rerr.CodeGuardGatewayResponseStartTimeout: true,
 }
 
 // RetryableResponse reports whether an upstream answer with this status and x-rivet-error
@@ -127,8 +126,7 @@ func RetryableResponse(status int, xRivetError string) bool {
 	if status != http.StatusServiceUnavailable && status != http.StatusGatewayTimeout {
 		return false
 	}
-	group, code, ok := strings.Cut(xRivetError, ".")
-	return ok && group == "guard" && retryableGuardCodes[code]
+	return retryableGuardCodes[rerr.ParseCode(xRivetError)]
 }
 
 // RetryableHTTP is the classifier of HTTP attempts: a stale route, or a guard error with a
@@ -137,8 +135,7 @@ func RetryableHTTP(err error) bool {
 	if errors.Is(err, ErrStaleRoute) {
 		return true
 	}
-	e, ok := rerr.As(err)
-	return ok && e.Group == "guard" && retryableGuardCodes[e.Code]
+	return retryableGuardCodes[rerr.CodeOf(err)]
 }
 
 // RetryableWebSocket is the classifier of WebSocket opens: only a stale route or
@@ -147,8 +144,7 @@ func RetryableWebSocket(err error) bool {
 	if errors.Is(err, ErrStaleRoute) {
 		return true
 	}
-	e, ok := rerr.As(err)
-	return ok && e.Key() == "guard.websocket_service_unavailable"
+	return rerr.Is(err, rerr.CodeGuardWebSocketServiceUnavailable)
 }
 
 // AttemptsExceeded is the error for an Exhausted HTTP request: 502
@@ -158,8 +154,7 @@ func AttemptsExceeded(ex *Exhausted, targetKind string) *rerr.Error {
 	if e, ok := rerr.As(ex.Last); ok {
 		code, status = e.Key(), e.Status
 	} else if errors.Is(ex.Last, ErrStaleRoute) {
-		code, status = "runner.actor_not_found", http.StatusServiceUnavailable
+		code, status = rerr.CodeRunnerActorNotFound.Key(), http.StatusServiceUnavailable
 	}
-	return rerr.New("guard", "retry_attempts_exceeded", "attempts", ex.Attempts, "last_error_code", code,
-		"last_status", status, "last_target_kind", targetKind).WithCause(ex.Last)
+	return rerr.GuardRetryAttemptsExceeded(ex.Attempts, code, status, targetKind).WithCause(ex.Last)
 }

@@ -37,7 +37,7 @@ func TestDo(t *testing.T) {
 		t.Fatalf("waits %v", slept)
 	}
 	e := AttemptsExceeded(ex, "actor")
-	if e.Key() != "guard.retry_attempts_exceeded" || e.Status != 502 || e.Metadata["attempts"] != 7 ||
+	if !rerr.Is(e, rerr.CodeGuardRetryAttemptsExceeded) || e.Status != 502 || e.Metadata["attempts"] != 7 ||
 		e.Metadata["last_error_code"] != "runner.actor_not_found" || e.Metadata["last_status"] != 503 ||
 		e.Metadata["last_target_kind"] != "actor" {
 		t.Fatalf("exceeded: %+v", e)
@@ -48,7 +48,7 @@ func TestDo(t *testing.T) {
 	err = p.Do(context.Background(), RetryableHTTP, func(n int) error {
 		seen = append(seen, n)
 		if n < 3 {
-			return rerr.New("guard", "tunnel_response_closed", "phase", "pre_request")
+			return rerr.GuardTunnelResponseClosed("pre_request")
 		}
 		return nil
 	})
@@ -78,16 +78,16 @@ func TestClassifiers(t *testing.T) {
 		http, ws bool
 	}{
 		{ErrStaleRoute, true, true},
-		{rerr.New("guard", "service_unavailable"), true, false},
-		{rerr.New("guard", "actor_ready_timeout"), true, false},
-		{rerr.New("guard", "actor_wake_retries_exceeded"), true, false},
-		{rerr.New("guard", "actor_stopped_while_waiting", "phase", "x"), true, false},
-		{rerr.New("guard", "tunnel_request_aborted", "phase", "x"), true, false},
-		{rerr.New("guard", "tunnel_message_timeout", "phase", "x"), true, false},
-		{rerr.New("guard", "tunnel_response_closed", "phase", "x"), true, false},
-		{rerr.New("guard", "gateway_response_start_timeout", "phase", "x"), true, false},
-		{rerr.New("guard", "websocket_service_unavailable"), false, true},
-		{rerr.New("guard", "rate_limit"), false, false},
+		{rerr.GuardServiceUnavailable(), true, false},
+		{rerr.GuardActorReadyTimeout("a1"), true, false},
+		{rerr.GuardActorWakeRetriesExceeded(), true, false},
+		{rerr.GuardActorStoppedWhileWaiting("x"), true, false},
+		{rerr.GuardTunnelRequestAborted("x"), true, false},
+		{rerr.GuardTunnelMessageTimeout("x"), true, false},
+		{rerr.GuardTunnelResponseClosed("x"), true, false},
+		{rerr.GuardGatewayResponseStartTimeout("x"), true, false},
+		{rerr.GuardWebSocketServiceUnavailable(), false, true},
+		{rerr.GuardRateLimit(), false, false},
 		{rerr.ActorNotFound("a"), false, false},
 		{errors.New("plain"), false, false},
 	} {

@@ -88,7 +88,7 @@ func Create(ctx context.Context, tx udb.Transaction, in CreateInput) (CreateOutp
 	if _, found, err := keys.Get(ctx, tx, keys.RunnerConfigDataKey{Namespace: in.Namespace, Name: in.Selector}); err != nil {
 		return CreateOutput{}, corrupt.Mark("runner config", err)
 	} else if !found {
-		return CreateOutput{}, rerr.NoRunnerConfigConfigured(in.NamespaceName, in.Selector)
+		return CreateOutput{}, rerr.ActorNoRunnerConfigConfigured(in.NamespaceName, in.Selector)
 	}
 	if in.Key != nil {
 		holder, err := liveByKey(ctx, tx, in.Namespace, in.Name, *in.Key)

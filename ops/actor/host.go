@@ -190,7 +190,7 @@ func (m *machine) release(a *actor, h Host) error {
 		return err
 	}
 	fin, err := oprunner.FinishDrain(m.ctx, m.tx, oprunner.FinishDrainInput{RunnerID: h.RunnerID, NowMs: m.now})
-	if err != nil && !rerr.Is(err, "runner", "not_found") {
+	if err != nil && !rerr.Is(err, rerr.CodeRunnerNotFound) {
 		return err
 	}
 	if fin.Stopped {

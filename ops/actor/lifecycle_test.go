@@ -163,7 +163,7 @@ func TestDestroyAndKeys(t *testing.T) {
 	if _, err := opstest.Transact(w.db, func(tx udb.Transaction) (CreateOutput, error) {
 		return Create(ctx, tx, CreateInput{Namespace: w.ns, ActorID: id.New(1), Name: "counter", Key: strp("k"), Selector: "pool",
 			CrashPolicy: CrashSleep, NowMs: w.now, Config: w.cfg})
-	}); !rerr.Is(err, "actor", "duplicate_key") {
+	}); !rerr.Is(err, rerr.CodeActorDuplicateKey) {
 		t.Fatalf("second create with the key: %v", err)
 	}
 	goc := opstest.Write(t, w.db, func(tx udb.Transaction) (GetOrCreateOutput, error) {

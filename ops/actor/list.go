@@ -50,13 +50,13 @@ type ListInput struct {
 func CheckList(in ListInput) error {
 	switch {
 	case len(in.ActorIDs) > MaxListActorIDs:
-		return rerr.TooManyActorIDs(MaxListActorIDs, len(in.ActorIDs))
+		return rerr.ValidationTooManyActorIDs(MaxListActorIDs, len(in.ActorIDs))
 	case len(in.ActorIDs) > 0 && (in.Name != "" || in.Key != nil):
-		return rerr.InvalidInput("Cannot provide both actor_id and (name + key). Use either actor_id or (name + key).")
+		return rerr.ValidationInvalidInput("Cannot provide both actor_id and (name + key). Use either actor_id or (name + key).")
 	case in.Key != nil && in.Name == "":
-		return rerr.InvalidInput("Name is required when key is provided.")
+		return rerr.ValidationInvalidInput("Name is required when key is provided.")
 	case len(in.ActorIDs) == 0 && in.Name == "":
-		return rerr.InvalidInput("Name is required when not using actor_ids.")
+		return rerr.ValidationInvalidInput("Name is required when not using actor_ids.")
 	}
 	if _, err := page.Limit(in.Limit, DefaultListLimit); err != nil {
 		return err

@@ -48,13 +48,9 @@ func (w *world) destroy(aid id.ID) {
 
 func (w *world) list(in ListInput) (ListOutput, error) {
 	in.Datacenter = "dc"
-	var out ListOutput
-	_, err := w.db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-		var err error
-		out, err = List(ctx, r, in)
-		return nil, err
+	return udb.ReadTransact(ctx, w.db, func(r udb.ReadTransaction) (ListOutput, error) {
+		return List(ctx, r, in)
 	})
-	return out, err
 }
 
 // pageAll follows the cursor from in until the last page and returns the ids listed, in
@@ -248,23 +244,23 @@ func TestListChecks(t *testing.T) {
 	}
 	tests := []struct {
 		in   ListInput
-		want string // group.code
+		want rerr.Code
 		meta string // field or message
 	}{
-		{ListInput{ActorIDs: many}, "validation.too_many_actor_ids", ""},
-		{ListInput{ActorIDs: many[:1], Name: "a"}, "validation.invalid_input", "Cannot provide both actor_id and (name + key). Use either actor_id or (name + key)."},
-		{ListInput{ActorIDs: many[:1], Key: strp("k")}, "validation.invalid_input", "Cannot provide both actor_id and (name + key). Use either actor_id or (name + key)."},
-		{ListInput{Key: strp("k")}, "validation.invalid_input", "Name is required when key is provided."},
-		{ListInput{}, "validation.invalid_input", "Name is required when not using actor_ids."},
-		{ListInput{Name: "a", Limit: -1}, "api.bad_request", "limit"},
-		{ListInput{Name: "a", Cursor: "x!"}, "api.bad_request", "cursor"},
-		{ListInput{Name: "a", Cursor: Cursor(1, id.New(1))[:12]}, "api.bad_request", "cursor"},
+		{ListInput{ActorIDs: many}, rerr.CodeValidationTooManyActorIDs, ""},
+		{ListInput{ActorIDs: many[:1], Name: "a"}, rerr.CodeValidationInvalidInput, "Cannot provide both actor_id and (name + key). Use either actor_id or (name + key)."},
+		{ListInput{ActorIDs: many[:1], Key: strp("k")}, rerr.CodeValidationInvalidInput, "Cannot provide both actor_id and (name + key). Use either actor_id or (name + key)."},
+		{ListInput{Key: strp("k")}, rerr.CodeValidationInvalidInput, "Name is required when key is provided."},
+		{ListInput{}, rerr.CodeValidationInvalidInput, "Name is required when not using actor_ids."},
+		{ListInput{Name: "a", Limit: -1}, rerr.CodeAPIBadRequest, "limit"},
+		{ListInput{Name: "a", Cursor: "x!"}, rerr.CodeAPIBadRequest, "cursor"},
+		{ListInput{Name: "a", Cursor: Cursor(1, id.New(1))[:12]}, rerr.CodeAPIBadRequest, "cursor"},
 	}
 	for _, tt := range tests {
 		tt.in.Namespace = w.ns
 		_, err := w.list(tt.in)
 		e, ok := rerr.As(err)
-		if !ok || e.Key() != tt.want {
+		if !ok || !rerr.Is(e, tt.want) {
 			t.Errorf("%+v: %v, want %s", tt.in, err, tt.want)
 			continue
 		}

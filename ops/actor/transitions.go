@@ -244,7 +244,7 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 		}
 		return nil
 	})
-	if rerr.Is(err, "actor", "not_found") {
+	if rerr.Is(err, rerr.CodeActorNotFound) {
 		return Effects{}, nil
 	}
 	return eff, err

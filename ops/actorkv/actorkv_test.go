@@ -414,7 +414,7 @@ func TestLimits(t *testing.T) {
 			continue
 		}
 		e, ok := rerr.As(err)
-		if !ok || e.Key() != "validation.invalid_input" || e.Message != tt.msg {
+		if !ok || !rerr.Is(e, rerr.CodeValidationInvalidInput) || e.Message != tt.msg {
 			t.Errorf("%s: %v, want validation.invalid_input %q", tt.name, err, tt.msg)
 			continue
 		}
@@ -441,7 +441,7 @@ func TestStorageQuota(t *testing.T) {
 	}
 	err := put(db, aid, 1, "new", "1234567890") // 3+2+10 = 15 > 10
 	e, ok := rerr.As(err)
-	if !ok || e.Key() != "actor.kv_storage_quota_exceeded" || e.Metadata["remaining"] != int64(10) || e.Metadata["payload_size"] != int64(15) {
+	if !ok || !rerr.Is(e, rerr.CodeActorKVStorageQuotaExceeded) || e.Metadata["remaining"] != int64(10) || e.Metadata["payload_size"] != int64(15) {
 		t.Fatalf("over quota: %v (%+v)", err, e)
 	}
 	if es := get(t, db, aid, "new"); len(es) != 0 {
@@ -458,7 +458,7 @@ func TestStorageQuota(t *testing.T) {
 	if err := put(db, aid, 1, "new", "1234"); err != nil {
 		t.Fatalf("shrinking a value in a full store: %v", err)
 	}
-	if err := put(db, aid, 1, "new", "123456"); !rerr.Is(err, "actor", "kv_storage_quota_exceeded") {
+	if err := put(db, aid, 1, "new", "123456"); !rerr.Is(err, rerr.CodeActorKVStorageQuotaExceeded) {
 		t.Fatalf("growing a value past the quota: %v", err)
 	}
 	if err := put(db, aid, 1, "new", "12345"); err != nil {
@@ -620,7 +620,7 @@ func TestCorruptRows(t *testing.T) {
 			return List(bg, tx, ListInput{ActorID: aid, Reverse: true})
 		})
 		for _, err := range []error{err, lerr} {
-			if !rerr.Is(err, "store", "corrupt") {
+			if !rerr.Is(err, rerr.CodeStoreCorrupt) {
 				t.Errorf("%s: %v, want store.corrupt", name, err)
 			}
 		}

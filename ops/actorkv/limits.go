@@ -25,28 +25,28 @@ func keySize(k []byte) int64 { return int64(len(k)) + 2 }
 // a runner sees the message in its KvErrorResponse.
 
 func errTooManyKeys() error {
-	return rerr.InvalidInput(fmt.Sprintf("a maximum of %d keys is allowed", MaxKeys))
+	return rerr.ValidationInvalidInput(fmt.Sprintf("a maximum of %d keys is allowed", MaxKeys))
 }
 
 func errTooManyEntries() error {
-	return rerr.InvalidInput(fmt.Sprintf("A maximum of %d key-value entries is allowed", MaxKeys))
+	return rerr.ValidationInvalidInput(fmt.Sprintf("A maximum of %d key-value entries is allowed", MaxKeys))
 }
 
 // errKeyTooLong names which key: "key", "start key", "end key" or "prefix key".
 func errKeyTooLong(which string) error {
-	return rerr.InvalidInput(fmt.Sprintf("%s is too long (max %d bytes)", which, MaxKeySize))
+	return rerr.ValidationInvalidInput(fmt.Sprintf("%s is too long (max %d bytes)", which, MaxKeySize))
 }
 
 func errValueTooLarge() error {
-	return rerr.InvalidInput(fmt.Sprintf("value is too large (max %d KiB)", MaxValueSize>>10))
+	return rerr.ValidationInvalidInput(fmt.Sprintf("value is too large (max %d KiB)", MaxValueSize>>10))
 }
 
 func errPayloadTooLarge() error {
-	return rerr.InvalidInput(fmt.Sprintf("total payload is too large (max %d KiB)", MaxPutPayloadSize>>10))
+	return rerr.ValidationInvalidInput(fmt.Sprintf("total payload is too large (max %d KiB)", MaxPutPayloadSize>>10))
 }
 
 func errLengthMismatch() error {
-	return rerr.InvalidInput("Keys list length != values list length")
+	return rerr.ValidationInvalidInput("Keys list length != values list length")
 }
 
 // checkKeys checks the key count and each key's size (get and delete).

@@ -57,7 +57,7 @@ func Put(ctx context.Context, tx udb.Transaction, in PutInput) error {
 		return err
 	}
 	if cur-old+added > MaxStorageSize {
-		return rerr.KVStorageQuotaExceeded(max(MaxStorageSize-cur+old, 0), payload)
+		return rerr.ActorKVStorageQuotaExceeded(max(MaxStorageSize-cur+old, 0), payload)
 	}
 	meta := keys.ActorKVMetadata{Version: in.Version, UpdateTs: in.NowMs}
 	for i, k := range in.Keys {

@@ -79,15 +79,15 @@ func TestPingExpireRaceReconnect(t *testing.T) {
 					}
 					err = held[name].Retry(err, bodies[name])
 				}
-				var want string
+				var want rerr.Code
 				switch {
 				case name == "reconnect":
 				case committed["reconnect"]:
-					want = "envoy.stale_connection"
+					want = rerr.CodeEnvoyStaleConnection
 				case name == "ping" && committed["expire"]:
-					want = "envoy.expired"
+					want = rerr.CodeEnvoyExpired
 				}
-				if want == "" && err != nil || want != "" && rerr.Key(err) != want {
+				if want == 0 && err != nil || want != 0 && !rerr.Is(err, want) {
 					t.Fatalf("%s after %v: %v; want %q", name, committed, err, want)
 				}
 				if err == nil {
@@ -155,7 +155,7 @@ func TestConcurrentRegistrations(t *testing.T) {
 		if out.New || out.PrevConnID != firstIn.ConnID {
 			t.Fatalf("retried registration = %+v; want it to evict %s", out, firstIn.ConnID)
 		}
-		if _, err := ping(db, ns, "envoy-1", firstIn.ConnID, 2000); !rerr.Is(err, "envoy", "stale_connection") {
+		if _, err := ping(db, ns, "envoy-1", firstIn.ConnID, 2000); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 			t.Fatalf("ping from the evicted socket: %v", err)
 		}
 		checkIndexes(t, db, ns, []string{"envoy-1"}, []string{"pool"})
@@ -221,7 +221,7 @@ func TestPingReconnectStress(t *testing.T) {
 				_, err := Expire(ctx, tx, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: in.ConnID, NowMs: now.Add(1)})
 				return err
 			})
-			if err != nil && !rerr.Is(err, "envoy", "stale_connection") {
+			if err != nil && !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 				results <- result{socket: s, err: fmt.Errorf("expire: %w", err)}
 			}
 		}()
@@ -238,9 +238,9 @@ func TestPingReconnectStress(t *testing.T) {
 				t.Errorf("socket %d's ping committed at %d, outside its tenure (%d, %d)",
 					r.socket, r.version, regVersion[r.socket], regVersion[r.socket+1])
 			}
-		case rerr.Is(r.err, "envoy", "stale_connection"):
+		case rerr.Is(r.err, rerr.CodeEnvoyStaleConnection):
 			stale++
-		case rerr.Is(r.err, "envoy", "expired"):
+		case rerr.Is(r.err, rerr.CodeEnvoyExpired):
 			expired++
 		default:
 			t.Errorf("socket %d: %v", r.socket, r.err)

@@ -113,9 +113,9 @@ func TestRegisterValidation(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("case %d: %v", i, err)
-		case tc.field == "" && e.Key() != "core.internal_error":
+		case tc.field == "" && !rerr.Is(e, rerr.CodeCoreInternalError):
 			t.Errorf("case %d: %v; want core.internal_error", i, err)
-		case tc.field != "" && (e.Key() != "api.bad_request" || e.Metadata["field"] != tc.field):
+		case tc.field != "" && (!rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != tc.field):
 			t.Errorf("case %d: %v; want api.bad_request naming %s", i, err, tc.field)
 		}
 	}
@@ -145,7 +145,7 @@ func TestRegisterTwiceEvicts(t *testing.T) {
 	if got.CreateTs != 1000 || got.LastPingTs != 2000 || *got.LastConnectedTs != 2000 || got.Version != 2 || got.LastRtt != 4 {
 		t.Fatalf("after the second registration: %+v", got)
 	}
-	if _, err := ping(db, ns, "envoy-1", first.ConnID, 2500); !rerr.Is(err, "envoy", "stale_connection") {
+	if _, err := ping(db, ns, "envoy-1", first.ConnID, 2500); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 		t.Fatalf("ping from the evicted socket = %v; want envoy.stale_connection", err)
 	}
 	if got := get(t, db, ns, "envoy-1"); got.LastPingTs != 2000 || got.LastRtt != 4 {
@@ -173,40 +173,40 @@ func TestPingOutcomes(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, db udb.Database, ns id.ID, conn id.ID) id.ID // returns the conn to ping with
-		err   string
+		err   rerr.Code
 		lb    bool // entry moved to the new ping
 	}{
-		{"current socket", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID { return conn }, "", true},
+		{"current socket", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID { return conn }, 0, true},
 		{"replaced socket", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID {
 			register(t, db, input(ns, "envoy-1", "pool", 1500))
 			return conn
-		}, "envoy.stale_connection", false},
+		}, rerr.CodeEnvoyStaleConnection, false},
 		{"expired", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID {
 			if _, err := expire(db, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", NowMs: 1500}); err != nil {
 				t.Fatal(err)
 			}
 			return conn
-		}, "envoy.expired", false},
+		}, rerr.CodeEnvoyExpired, false},
 		{"replaced and expired", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID {
 			register(t, db, input(ns, "envoy-1", "pool", 1400))
 			if _, err := expire(db, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", NowMs: 1500}); err != nil {
 				t.Fatal(err)
 			}
 			return conn
-		}, "envoy.stale_connection", false},
+		}, rerr.CodeEnvoyStaleConnection, false},
 		{"draining", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID {
 			if _, err := drain(db, DrainInput{Namespace: ns, EnvoyKey: "envoy-1", NowMs: 1500}); err != nil {
 				t.Fatal(err)
 			}
 			return conn
-		}, "", false},
+		}, 0, false},
 		{"never registered", func(t *testing.T, db udb.Database, ns, conn id.ID) id.ID {
 			opstest.Write(t, db, func(tx udb.Transaction) (any, error) {
 				keys.Clear(tx, keys.EnvoyPoolNameKey{Namespace: ns, EnvoyKey: "envoy-1"})
 				return nil, nil
 			})
 			return conn
-		}, "envoy.not_found", false},
+		}, rerr.CodeEnvoyNotFound, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,8 +220,8 @@ func TestPingOutcomes(t *testing.T) {
 				return s, err
 			})
 			out, err := ping(db, ns, "envoy-1", conn, 2000)
-			if tc.err != "" {
-				if e, ok := rerr.As(err); !ok || e.Key() != tc.err {
+			if tc.err != 0 {
+				if !rerr.Is(err, tc.err) {
 					t.Fatalf("ping = %v; want %s", err, tc.err)
 				}
 				after := opstest.Read(t, db, func(r udb.ReadTransaction) (state, error) {
@@ -246,7 +246,7 @@ func TestPingOutcomes(t *testing.T) {
 			if tc.lb != (len(e) == 1 && e[0].LastPingTs == 2000) {
 				t.Fatalf("load-balancer index = %+v", e)
 			}
-			if tc.err != "envoy.not_found" {
+			if tc.err != rerr.CodeEnvoyNotFound {
 				checkIndexes(t, db, ns, []string{"envoy-1"}, []string{"pool"})
 			}
 		})
@@ -261,7 +261,7 @@ func TestExpireDrainReregister(t *testing.T) {
 	all := []string{"envoy-1"}
 
 	// Drain: out of the load balancer, still listed with stop_ts; pings recorded.
-	if _, err := drain(db, DrainInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: id.New(1), NowMs: 1100}); !rerr.Is(err, "envoy", "stale_connection") {
+	if _, err := drain(db, DrainInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: id.New(1), NowMs: 1100}); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 		t.Fatalf("fenced drain from another socket = %v", err)
 	}
 	if out, err := drain(db, DrainInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: in.ConnID, NowMs: 1200}); err != nil || !out.Drained {
@@ -282,7 +282,7 @@ func TestExpireDrainReregister(t *testing.T) {
 	checkIndexes(t, db, ns, all, []string{"pool"})
 
 	// Expire: fenced, skip-if-fresh, then for real.
-	if _, err := expire(db, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: id.New(1), NowMs: 1500}); !rerr.Is(err, "envoy", "stale_connection") {
+	if _, err := expire(db, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", ConnID: id.New(1), NowMs: 1500}); !rerr.Is(err, rerr.CodeEnvoyStaleConnection) {
 		t.Fatalf("fenced expiry from another socket = %v", err)
 	}
 	if out, err := expire(db, ExpireInput{Namespace: ns, EnvoyKey: "envoy-1", PingBeforeMs: 1400, NowMs: 1500}); err != nil || out.Expired {
@@ -300,7 +300,7 @@ func TestExpireDrainReregister(t *testing.T) {
 	if g := get(t, db, ns, "envoy-1"); g.EnvoyKey != "envoy-1" {
 		t.Fatal("Get does not find the expired envoy")
 	}
-	if _, err := ping(db, ns, "envoy-1", in.ConnID, 1700); !rerr.Is(err, "envoy", "expired") {
+	if _, err := ping(db, ns, "envoy-1", in.ConnID, 1700); !rerr.Is(err, rerr.CodeEnvoyExpired) {
 		t.Fatalf("ping after expiry = %v; want envoy.expired", err)
 	}
 	if out, err := drain(db, DrainInput{Namespace: ns, EnvoyKey: "envoy-1", NowMs: 1700}); err != nil || out.Drained {
@@ -340,7 +340,7 @@ func TestUnknownEnvoy(t *testing.T) {
 	_, errs["expire"] = expire(db, ExpireInput{Namespace: ns, EnvoyKey: "nope"})
 	_, errs["drain"] = drain(db, DrainInput{Namespace: ns, EnvoyKey: "nope"})
 	for op, err := range errs {
-		if !rerr.Is(err, "envoy", "not_found") {
+		if !rerr.Is(err, rerr.CodeEnvoyNotFound) {
 			t.Errorf("%s = %v; want envoy.not_found", op, err)
 		}
 	}

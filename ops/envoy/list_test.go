@@ -179,11 +179,11 @@ func TestListCursors(t *testing.T) {
 	}
 	for _, c := range []string{"?", cursor.Encode(1, nil), cursor.Encode(1, []byte{0xff})} {
 		_, err := list(f.db, ListInput{Namespace: f.ns, Cursor: c})
-		if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" || e.Metadata["field"] != "cursor" {
+		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != "cursor" {
 			t.Errorf("cursor %q: %v", c, err)
 		}
 	}
-	if _, err := list(f.db, ListInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+	if _, err := list(f.db, ListInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, rerr.CodeAPIBadRequest) {
 		t.Errorf("limit -1: %v", err)
 	}
 	// The page's last envoy expires before the next page: nothing skipped.

@@ -72,7 +72,7 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	case in.Name != "":
 		ns, err := ResolveByName(ctx, snap, ResolveByNameInput{Name: in.Name})
 		switch {
-		case rerr.Is(err, "namespace", "not_found"):
+		case rerr.Is(err, rerr.CodeNamespaceNotFound):
 		case err != nil:
 			return ListOutput{}, err
 		default:

@@ -64,7 +64,7 @@ func TestCreateValidation(t *testing.T) {
 				return
 			}
 			e, ok := rerr.As(err)
-			if !ok || e.Key() != "namespace.failed_to_create" || e.Metadata["reason"] != tc.reason {
+			if !ok || !rerr.Is(e, rerr.CodeNamespaceFailedToCreate) || e.Metadata["reason"] != tc.reason {
 				t.Fatalf("Create = %v; want namespace.failed_to_create %q", err, tc.reason)
 			}
 			out := opstest.Read(t, db, func(r udb.ReadTransaction) (ListOutput, error) { return List(ctx, r, ListInput{}) })
@@ -81,7 +81,7 @@ func TestCreateDuplicateName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create(db, "prod", "Other", 2); !rerr.Is(err, "namespace", "name_not_unique") {
+	if _, err := create(db, "prod", "Other", 2); !rerr.Is(err, rerr.CodeNamespaceNameNotUnique) {
 		t.Fatalf("second create = %v; want namespace.name_not_unique", err)
 	}
 	got := opstest.Read(t, db, func(r udb.ReadTransaction) (Namespace, error) {
@@ -123,7 +123,7 @@ func TestCreateConcurrentSameName(t *testing.T) {
 			if !opstest.IsConflict(err) {
 				t.Fatalf("second commit = %v; want not_committed", err)
 			}
-			if err := second.Retry(err, doSecond); !rerr.Is(err, "namespace", "name_not_unique") {
+			if err := second.Retry(err, doSecond); !rerr.Is(err, rerr.CodeNamespaceNameNotUnique) {
 				t.Fatalf("retry = %v; want namespace.name_not_unique", err)
 			}
 			out := opstest.Read(t, db, func(r udb.ReadTransaction) (ListOutput, error) { return List(ctx, r, ListInput{}) })
@@ -139,13 +139,13 @@ func TestNotFound(t *testing.T) {
 	_, err := opstest.Transact(db, func(tx udb.Transaction) (Namespace, error) {
 		return Get(ctx, tx, GetInput{NamespaceID: id.New(1)})
 	})
-	if !rerr.Is(err, "namespace", "not_found") {
+	if !rerr.Is(err, rerr.CodeNamespaceNotFound) {
 		t.Errorf("Get(unknown) = %v", err)
 	}
 	_, err = opstest.Transact(db, func(tx udb.Transaction) (Namespace, error) {
 		return ResolveByName(ctx, tx, ResolveByNameInput{Name: "nope"})
 	})
-	if e, ok := rerr.As(err); !ok || e.Key() != "namespace.not_found" || e.Metadata["namespace"] != "nope" {
+	if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeNamespaceNotFound) || e.Metadata["namespace"] != "nope" {
 		t.Errorf("ResolveByName(unknown) = %v; want namespace.not_found naming it", err)
 	}
 }
@@ -253,7 +253,7 @@ func TestList(t *testing.T) {
 			t.Errorf("List(%+v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if _, err := list(ListInput{Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+	if _, err := list(ListInput{Limit: -1}); !rerr.Is(err, rerr.CodeAPIBadRequest) {
 		t.Errorf("List(limit -1) = %v; want api.bad_request", err)
 	}
 }

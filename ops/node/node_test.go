@@ -14,11 +14,11 @@ import (
 
 func tx[T any](t *testing.T, db udb.Database, f func(udb.Transaction) (T, error)) T {
 	t.Helper()
-	v, err := db.Transact(context.Background(), func(tx udb.Transaction) (any, error) { return f(tx) })
+	v, err := udb.Transact(context.Background(), db, func(tx udb.Transaction) (T, error) { return f(tx) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.(T)
+	return v
 }
 
 func owner(t *testing.T, db udb.Database, sock keys.Socket, now int64) (node.Owner, bool) {

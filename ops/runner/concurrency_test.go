@@ -85,7 +85,7 @@ func TestPingsRaceReconnect(t *testing.T) {
 					}
 					reconnected = true
 				case reconnected:
-					if !rerr.Is(err, "runner", "stale_connection") {
+					if !rerr.Is(err, rerr.CodeRunnerStaleConnection) {
 						t.Fatalf("%s after the reconnect: %v; want runner.stale_connection", name, err)
 					}
 				default:
@@ -183,7 +183,7 @@ func TestPingReconnectStress(t *testing.T) {
 				t.Errorf("socket %d's ping committed at %d, outside its tenure (%d, %d)",
 					r.socket, r.version, regVersion[r.socket], regVersion[r.socket+1])
 			}
-		case rerr.Is(r.err, "runner", "stale_connection"):
+		case rerr.Is(r.err, rerr.CodeRunnerStaleConnection):
 			stale++
 			if r.socket == sockets-1 {
 				t.Errorf("the current socket's ping was refused: %v", r.err)

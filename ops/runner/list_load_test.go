@@ -59,7 +59,7 @@ func readRunner(t *testing.T, db udb.Database, rid id.ID) (Runner, bool, int, er
 		ranges = c.ranges
 		want, wantFound, wantErr := load(ctx, r.Snapshot(), rid, dc)
 		if !reflect.DeepEqual(got, want) || found != wantFound || (gotErr == nil) != (wantErr == nil) ||
-			gotErr != nil && !rerr.Is(gotErr, "store", "corrupt") {
+			gotErr != nil && !rerr.Is(gotErr, rerr.CodeStoreCorrupt) {
 			t.Errorf("runner read:\n got %+v, %v, %v\nwant %+v, %v, %v (read one key per field)", got, found, gotErr, want, wantFound, wantErr)
 		}
 		return nil, nil
@@ -201,10 +201,10 @@ func TestRunnerReadCorrupt(t *testing.T) {
 			in.Metadata = json.RawMessage(`{"a":"` + strings.Repeat("x", 15_000) + `"}`) // 2 chunks
 			rid := register(t, db, in).RunnerID
 			opstest.Write(t, db, func(tx udb.Transaction) (any, error) { spoil(tx, rid); return nil, nil })
-			if _, _, _, err := readRunner(t, db, rid); !rerr.Is(err, "store", "corrupt") {
+			if _, _, _, err := readRunner(t, db, rid); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 				t.Errorf("read = %v; want store.corrupt", err)
 			}
-			if _, err := list(db, ListForNsInput{Namespace: ns}); !rerr.Is(err, "store", "corrupt") {
+			if _, err := list(db, ListForNsInput{Namespace: ns}); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 				t.Errorf("list = %v; want store.corrupt", err)
 			}
 		})
@@ -241,7 +241,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		slices.SortFunc(rows, func(a, b udb.KeyValue) int { return bytes.Compare(a.Key, b.Key) })
 		_, _, err := decodeRecord(rid, prefix, rows, &scratch{})
-		if err != nil && !rerr.Is(err, "store", "corrupt") {
+		if err != nil && !rerr.Is(err, rerr.CodeStoreCorrupt) {
 			t.Fatalf("decodeRecord: %v; want store.corrupt", err)
 		}
 	})

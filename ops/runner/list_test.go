@@ -161,12 +161,12 @@ func TestListForNsDefaults(t *testing.T) {
 	if err != nil || len(out.Runners) != DefaultListLimit || out.Cursor == nil {
 		t.Fatalf("default limit: %d runners, cursor %v, %v", len(out.Runners), out.Cursor, err)
 	}
-	if _, err := list(f.db, ListForNsInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, "api", "bad_request") {
+	if _, err := list(f.db, ListForNsInput{Namespace: f.ns, Limit: -1}); !rerr.Is(err, rerr.CodeAPIBadRequest) {
 		t.Errorf("limit -1: %v; want api.bad_request", err)
 	}
 	for _, c := range []string{"x", "-", cursor.Encode(5000, []byte("an-envoy-key"))} {
 		_, err := list(f.db, ListForNsInput{Namespace: f.ns, Cursor: c})
-		if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" || e.Metadata["field"] != "cursor" {
+		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != "cursor" {
 			t.Errorf("cursor %q: %v; want api.bad_request naming cursor", c, err)
 		}
 	}

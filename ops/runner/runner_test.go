@@ -113,9 +113,9 @@ func TestRegisterValidation(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("case %d: Register = %v; want an rerr", i, err)
-		case tc.field == "" && e.Key() != "core.internal_error":
+		case tc.field == "" && !rerr.Is(e, rerr.CodeCoreInternalError):
 			t.Errorf("case %d: Register = %v; want core.internal_error", i, err)
-		case tc.field != "" && (e.Key() != "api.bad_request" || e.Metadata["field"] != tc.field):
+		case tc.field != "" && (!rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != tc.field):
 			t.Errorf("case %d: Register = %v; want api.bad_request naming %s", i, err, tc.field)
 		}
 		if page, _ := list(db, ListForNsInput{Namespace: in.Namespace, IncludeStopped: true}); len(page.Runners) != 0 {
@@ -156,7 +156,7 @@ func TestReconnectKeepsID(t *testing.T) {
 		t.Fatalf("after reconnect: %+v; want create_ts kept, ping and connection 2000, version 2, 3 of 4 slots free", got)
 	}
 	checkAllocIndex(t, db, ns, "pool")
-	if _, err := ping(db, a.RunnerID, first.ConnID, 3000); !rerr.Is(err, "runner", "stale_connection") {
+	if _, err := ping(db, a.RunnerID, first.ConnID, 3000); !rerr.Is(err, rerr.CodeRunnerStaleConnection) {
 		t.Fatalf("ping from the replaced socket = %v; want runner.stale_connection", err)
 	}
 	if _, err := ping(db, a.RunnerID, second.ConnID, 3000); err != nil {
@@ -239,7 +239,7 @@ func TestLifecycle(t *testing.T) {
 	_, err := opstest.Transact(db, func(tx udb.Transaction) (DrainOutput, error) {
 		return Drain(ctx, tx, DrainInput{RunnerID: rid, ConnID: id.New(1), NowMs: 1900})
 	})
-	if !rerr.Is(err, "runner", "stale_connection") {
+	if !rerr.Is(err, rerr.CodeRunnerStaleConnection) {
 		t.Fatalf("fenced drain from another socket = %v", err)
 	}
 	if out := write(func(tx udb.Transaction) (any, error) {
@@ -311,7 +311,7 @@ func TestLifecycle(t *testing.T) {
 	})
 	if _, err := opstest.Transact(db, func(tx udb.Transaction) (any, error) {
 		return nil, Disconnect(ctx, tx, DisconnectInput{RunnerID: rid2.RunnerID, ConnID: id.New(1)})
-	}); !rerr.Is(err, "runner", "stale_connection") {
+	}); !rerr.Is(err, rerr.CodeRunnerStaleConnection) {
 		t.Fatalf("disconnect of another socket = %v", err)
 	}
 	opstest.Write(t, db, func(tx udb.Transaction) (any, error) {
@@ -320,7 +320,7 @@ func TestLifecycle(t *testing.T) {
 	if e := allocEntries(t, db, ns, "pool"); len(e) != 0 {
 		t.Fatalf("disconnected runner still indexed: %+v", e)
 	}
-	if _, err := ping(db, rid2.RunnerID, conn2, 31_000); !rerr.Is(err, "runner", "stale_connection") {
+	if _, err := ping(db, rid2.RunnerID, conn2, 31_000); !rerr.Is(err, rerr.CodeRunnerStaleConnection) {
 		t.Fatalf("ping after disconnect = %v", err)
 	}
 	// Reconnecting brings it back, same id.
@@ -349,7 +349,7 @@ func TestUnknownRunner(t *testing.T) {
 		return nil, Disconnect(ctx, tx, DisconnectInput{RunnerID: rid, ConnID: id.New(1)})
 	})
 	for op, err := range errs {
-		if !rerr.Is(err, "runner", "not_found") {
+		if !rerr.Is(err, rerr.CodeRunnerNotFound) {
 			t.Errorf("%s of an unknown runner = %v; want runner.not_found", op, err)
 		}
 	}
@@ -365,13 +365,13 @@ func TestCorruptRecord(t *testing.T) {
 	})
 	if _, err := opstest.Transact(db, func(tx udb.Transaction) (Runner, error) {
 		return Get(ctx, tx, GetInput{RunnerID: rid})
-	}); !rerr.Is(err, "store", "corrupt") {
+	}); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 		t.Fatalf("Get of a corrupt runner = %v; want store.corrupt", err)
 	}
-	if _, err := ping(db, rid, id.New(1), 2); !rerr.Is(err, "store", "corrupt") {
+	if _, err := ping(db, rid, id.New(1), 2); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 		t.Fatalf("ping of a corrupt runner = %v; want store.corrupt", err)
 	}
-	if _, err := list(db, ListForNsInput{Namespace: ns}); !rerr.Is(err, "store", "corrupt") {
+	if _, err := list(db, ListForNsInput{Namespace: ns}); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 		t.Fatalf("list with a corrupt runner = %v; want store.corrupt", err)
 	}
 }

@@ -72,7 +72,7 @@ func BenchmarkUpdatePing(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		in := UpdatePingInput{RunnerID: rids[i%len(rids)], ConnID: ins[i%len(ins)].ConnID, RttMs: 5, NowMs: 2000 + int64(i)}
-		_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		_, err := udb.Transact(ctx, db, func(tx udb.Transaction) (UpdatePingOutput, error) {
 			return UpdatePing(ctx, tx, in)
 		})
 		if err != nil {

@@ -27,7 +27,7 @@ func FuzzParseRequest(f *testing.F) {
 		c, err := ParseRequest(b, "dc", 0)
 		if err != nil {
 			e, ok := rerr.As(err)
-			if !ok || e.Key() != "api.bad_request" && e.Key() != "runner_config.invalid" {
+			if !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) && !rerr.Is(e, rerr.CodeRunnerConfigInvalid) {
 				t.Fatalf("ParseRequest(%q) = %v", b, err)
 			}
 			if field, _ := e.Metadata["field"].(string); field != "dc" && (len(field) < 3 || field[:3] != "dc.") {

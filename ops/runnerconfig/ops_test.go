@@ -102,7 +102,7 @@ func index(t testing.TB, db udb.Database, ns id.ID) []string {
 
 func TestUpsertGetDelete(t *testing.T) {
 	db := opstest.Open(t)
-	if _, err := get(db, ns1, "pool"); !rerr.Is(err, "runner_config", "not_found") {
+	if _, err := get(db, ns1, "pool"); !rerr.Is(err, rerr.CodeRunnerConfigNotFound) {
 		t.Fatalf("get before upsert: %v", err)
 	}
 	out := upsert(t, db, ns1, "pool", normal(1))
@@ -113,7 +113,7 @@ func TestUpsertGetDelete(t *testing.T) {
 	if err != nil || e.Name != "pool" || show(e.Config) != show(normal(1)) || e.ProtocolVersion != nil {
 		t.Fatalf("get: %+v, %v", e, err)
 	}
-	if _, err := get(db, ns2, "pool"); !rerr.Is(err, "runner_config", "not_found") {
+	if _, err := get(db, ns2, "pool"); !rerr.Is(err, rerr.CodeRunnerConfigNotFound) {
 		t.Errorf("other namespace: %v", err)
 	}
 	if got := index(t, db, ns1); !slices.Equal(got, []string{"normal:pool"}) {
@@ -165,7 +165,7 @@ func TestUpsertGetDelete(t *testing.T) {
 	if out := del(t, db, ns1, "pool"); !out.Existed {
 		t.Errorf("delete: %+v", out)
 	}
-	if _, err := get(db, ns1, "pool"); !rerr.Is(err, "runner_config", "not_found") {
+	if _, err := get(db, ns1, "pool"); !rerr.Is(err, rerr.CodeRunnerConfigNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 	if got := index(t, db, ns1); len(got) != 0 {
@@ -189,17 +189,17 @@ func TestUpsertRefusesBadInput(t *testing.T) {
 	bad.Serverless.SlotsPerRunner = 0
 	for name, tc := range map[string]struct {
 		in   UpsertInput
-		want string
+		want rerr.Code
 	}{
-		"zero namespace": {UpsertInput{Name: "p", Config: normal(0)}, "core.internal_error"},
-		"empty name":     {UpsertInput{Namespace: ns1, Config: normal(0)}, "api.bad_request"},
-		"slash":          {UpsertInput{Namespace: ns1, Name: "a/b", Config: normal(0)}, "api.bad_request"},
-		"invalid config": {UpsertInput{Namespace: ns1, Name: "p", Config: bad}, "runner_config.invalid"},
+		"zero namespace": {UpsertInput{Name: "p", Config: normal(0)}, rerr.CodeCoreInternalError},
+		"empty name":     {UpsertInput{Namespace: ns1, Config: normal(0)}, rerr.CodeAPIBadRequest},
+		"slash":          {UpsertInput{Namespace: ns1, Name: "a/b", Config: normal(0)}, rerr.CodeAPIBadRequest},
+		"invalid config": {UpsertInput{Namespace: ns1, Name: "p", Config: bad}, rerr.CodeRunnerConfigInvalid},
 		"short stop threshold": {UpsertInput{Namespace: ns1, Name: "p", Config: serverless("https://a.example/", nil),
-			ActorStopThresholdMs: 59_999}, "runner_config.invalid"},
+			ActorStopThresholdMs: 59_999}, rerr.CodeRunnerConfigInvalid},
 	} {
 		_, err := opstest.Transact(db, func(tx udb.Transaction) (UpsertOutput, error) { return Upsert(ctx, tx, tc.in) })
-		if e, ok := rerr.As(err); !ok || e.Key() != tc.want {
+		if !rerr.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %s", name, err, tc.want)
 		}
 	}
@@ -209,10 +209,10 @@ func TestUpsertRefusesBadInput(t *testing.T) {
 	for _, name := range []string{"", "a/b"} {
 		if _, err := opstest.Transact(db, func(tx udb.Transaction) (DeleteOutput, error) {
 			return Delete(ctx, tx, DeleteInput{Namespace: ns1, Name: name})
-		}); !rerr.Is(err, "api", "bad_request") {
+		}); !rerr.Is(err, rerr.CodeAPIBadRequest) {
 			t.Errorf("delete %q: %v", name, err)
 		}
-		if _, err := get(db, ns1, name); !rerr.Is(err, "api", "bad_request") {
+		if _, err := get(db, ns1, name); !rerr.Is(err, rerr.CodeAPIBadRequest) {
 			t.Errorf("get %q: %v", name, err)
 		}
 	}
@@ -499,7 +499,7 @@ func TestListRejects(t *testing.T) {
 		"bad name":        {ListInput{Namespace: ns1, Names: []string{"ok", "a/b"}}, "runner_name"},
 	} {
 		_, err := list(db, tc.in)
-		if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" || e.Metadata["field"] != tc.field {
+		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != tc.field {
 			t.Errorf("%s: %v, want api.bad_request naming %s", name, err, tc.field)
 		}
 	}
@@ -528,7 +528,7 @@ func TestCorruptConfig(t *testing.T) {
 			return err
 		},
 	} {
-		if err := f(); !rerr.Is(err, "store", "corrupt") {
+		if err := f(); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 			t.Errorf("%s: %v, want store.corrupt", name, err)
 		}
 	}
@@ -544,7 +544,7 @@ func TestCorruptConfig(t *testing.T) {
 		return struct{}{}, nil
 	})
 	sv := keys.RunnerConfigServerless
-	if _, err := list(db, ListInput{Namespace: ns1, Variant: &sv}); !rerr.Is(err, "store", "corrupt") {
+	if _, err := list(db, ListInput{Namespace: ns1, Variant: &sv}); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 		t.Errorf("mismatched index entry: %v", err)
 	}
 	// Metadata that is not JSON.
@@ -554,7 +554,7 @@ func TestCorruptConfig(t *testing.T) {
 		keys.Set(tx, keys.RunnerConfigDataKey{Namespace: ns2, Name: "m"}, bad)
 		return struct{}{}, nil
 	})
-	if _, err := get(db, ns2, "m"); !rerr.Is(err, "store", "corrupt") {
+	if _, err := get(db, ns2, "m"); !rerr.Is(err, rerr.CodeStoreCorrupt) {
 		t.Errorf("bad metadata: %v", err)
 	}
 }

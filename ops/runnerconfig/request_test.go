@@ -163,7 +163,7 @@ func TestValidateStoredForms(t *testing.T) {
 		"metadata not UTF-8": {keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}, Metadata: strp("\"\xff\"")}, "metadata"},
 	} {
 		err := Validate(tc.c, "", 0)
-		if e, ok := rerr.As(err); !ok || e.Key() != "runner_config.invalid" || e.Metadata["field"] != tc.field {
+		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeRunnerConfigInvalid) || e.Metadata["field"] != tc.field {
 			t.Errorf("%s: %v; want runner_config.invalid naming %q", name, err, tc.field)
 		}
 	}
@@ -234,7 +234,7 @@ func TestCheckName(t *testing.T) {
 	}
 	for _, name := range []string{"", strings.Repeat("a", MaxNameLen+1), "a/b", "a\nb", "\x00", "\xff"} {
 		err := CheckName("runner_name", name)
-		if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" || e.Metadata["field"] != "runner_name" {
+		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != "runner_name" {
 			t.Errorf("%q: %v", name, err)
 		}
 	}

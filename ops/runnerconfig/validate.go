@@ -141,5 +141,5 @@ func invalid(field, format string, args ...any) error {
 	if field != "" {
 		reason = field + ": " + reason
 	}
-	return rerr.RunnerConfigInvalid(reason).WithMeta("field", field)
+	return rerr.RunnerConfigInvalid(reason, field)
 }

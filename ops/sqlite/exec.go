@@ -89,13 +89,9 @@ type snapshotDB struct {
 // Exec runs the statements (see the comment at the top of this file).
 func (s *Store) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	snap, err := retryApply(ctx, s, in.Fence.ActorID, func() (snapshotDB, error) {
-		var out snapshotDB
-		_, err := s.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			var err error
-			out, err = readSnapshot(ctx, r, in.Fence)
-			return nil, err
+		return udb.ReadTransact(ctx, s.DB, func(r udb.ReadTransaction) (snapshotDB, error) {
+			return readSnapshot(ctx, r, in.Fence)
 		})
-		return out, err
 	})
 	if err != nil {
 		return ExecOutput{}, err
@@ -177,11 +173,10 @@ func readSnapshot(ctx context.Context, r udb.ReadTransaction, f Fence) (snapshot
 		snap.writable = true
 	case f.Host != nil:
 		err := f.Host(ctx, r, st)
-		var e *rerr.Error
 		switch {
 		case err == nil:
 			snap.writable, snap.online = true, true
-		case errors.As(err, &e) && e.Group == "sqlite" && e.Code == "fenced":
+		case rerr.Is(err, rerr.CodeSQLiteFenced):
 			// Placed on another envoy: read-only.
 		default:
 			return snapshotDB{}, err
@@ -342,9 +337,9 @@ func sqlErr(err error, readOnly bool) error {
 		msg = se.Error()
 	}
 	if readOnly && (strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only") || strings.Contains(msg, "query_only")) {
-		return rerr.New("sqlite", "read_only", "reason", msg)
+		return rerr.SQLiteReadOnly(msg)
 	}
-	return rerr.New("sqlite", "statement_failed", "reason", msg)
+	return rerr.SQLiteStatementFailed(msg)
 }
 
 // diffFile returns the pages of the file that differ from those read, and its size in pages.

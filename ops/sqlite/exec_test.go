@@ -63,14 +63,14 @@ func TestExecWhileAsleep(t *testing.T) {
 		// A batch runs in one transaction: a failing statement leaves nothing.
 		_, err = s.Exec(bg, ExecInput{Fence: f, Statements: []Statement{
 			{SQL: "INSERT INTO t (name) VALUES ('c')"}, {SQL: "INSERT INTO nope VALUES (1)"}}})
-		wantCode(t, err, "sqlite", "statement_failed")
+		wantCode(t, err, rerr.CodeSQLiteStatementFailed)
 		out, err = s.Exec(bg, ExecInput{Fence: f, Script: "SELECT count(*) FROM t"})
 		if err != nil || out.Results[0].Rows[0][0] != int64(2) {
 			t.Fatalf("after the failed batch: %v %+v", err, out)
 		}
 		// Another generation is fenced.
 		_, err = s.Exec(bg, ExecInput{Fence: Fence{ActorID: aid, Generation: 3}, Script: "SELECT 1"})
-		wantCode(t, err, "sqlite", "fenced")
+		wantCode(t, err, rerr.CodeSQLiteFenced)
 	})
 }
 
@@ -87,7 +87,7 @@ func TestExecWhileRunning(t *testing.T) {
 	}
 	place(t, db, aid, 0, keys.PhaseRunning)
 	notHost := Fence{ActorID: aid, Host: func(context.Context, udb.ReadTransaction, keys.ActorState) error {
-		return rerr.New("sqlite", "fenced", "reason", "another envoy")
+		return rerr.SQLiteFenced(aid.String(), 0, "another envoy")
 	}}
 	for _, fc := range []Fence{f, notHost} {
 		out, err := s.Exec(bg, ExecInput{Fence: fc, Script: "SELECT v FROM t"})
@@ -95,7 +95,7 @@ func TestExecWhileRunning(t *testing.T) {
 			t.Fatalf("read while running: %v %+v", err, out)
 		}
 		_, err = s.Exec(bg, ExecInput{Fence: fc, Script: "INSERT INTO t VALUES (2)"})
-		wantCode(t, err, "sqlite", "read_only")
+		wantCode(t, err, rerr.CodeSQLiteReadOnly)
 	}
 	host := Fence{ActorID: aid, Host: func(context.Context, udb.ReadTransaction, keys.ActorState) error { return nil }}
 	out, err := s.Exec(bg, ExecInput{Fence: host, Statements: []Statement{{SQL: "INSERT INTO t VALUES (?)", Params: []any{int64(3)}}}})

@@ -39,7 +39,7 @@ func GenerationFromWire(g uint64) (uint32, bool) {
 }
 
 func errFenced(aid id.ID, gen uint32, format string, args ...any) error {
-	return rerr.New("sqlite", "fenced", "actor_id", aid.String(), "generation", gen, "reason", fmt.Sprintf(format, args...))
+	return rerr.SQLiteFenced(aid.String(), gen, fmt.Sprintf(format, args...))
 }
 
 // placed reports whether an actor in phase p is on a host (the host owns its database).

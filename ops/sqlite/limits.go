@@ -34,19 +34,19 @@ const (
 )
 
 func errInvalid(format string, args ...any) error {
-	return rerr.New("sqlite", "invalid_request", "reason", fmt.Sprintf(format, args...))
+	return rerr.SQLiteInvalidRequest(fmt.Sprintf(format, args...))
 }
 
 func errTooLarge(format string, args ...any) error {
-	return rerr.New("sqlite", "too_large", "reason", fmt.Sprintf(format, args...))
+	return rerr.SQLiteTooLarge(fmt.Sprintf(format, args...))
 }
 
 func errStageNotFound(txid uint64, format string, args ...any) error {
-	return rerr.New("sqlite", "stage_not_found", "txid", txid, "reason", fmt.Sprintf(format, args...))
+	return rerr.SQLiteStageNotFound(txid, fmt.Sprintf(format, args...))
 }
 
 func errHeadMismatch(head, expected uint64) error {
-	return rerr.New("sqlite", "head_mismatch", "head_txid", head, "expected_head_txid", expected)
+	return rerr.SQLiteHeadMismatch(head, expected)
 }
 
 // Page is one page: Bytes is nil for a page that does not exist (GetPages only).

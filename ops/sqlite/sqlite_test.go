@@ -94,10 +94,10 @@ func pages(first, last uint32, size int) []Page {
 
 func ptr[T any](v T) *T { return &v }
 
-func wantCode(t *testing.T, err error, group, code string) {
+func wantCode(t *testing.T, err error, code rerr.Code) {
 	t.Helper()
-	if !rerr.Is(err, group, code) {
-		t.Fatalf("error %v, want %s.%s", err, group, code)
+	if !rerr.Is(err, code) {
+		t.Fatalf("error %v, want %s", err, code)
 	}
 }
 
@@ -155,9 +155,9 @@ func TestCommitAndGetPages(t *testing.T) {
 		readCheck(t, s, f, want, 7)
 		// A stale expected head is refused and writes nothing.
 		_, err = s.Commit(bg, CommitInput{Fence: f, Pages: []Page{page(1, 10)}, DbSizePages: 5, ExpectedHead: ptr(uint64(1))})
-		wantCode(t, err, "sqlite", "head_mismatch")
+		wantCode(t, err, rerr.CodeSQLiteHeadMismatch)
 		_, err = s.GetPages(bg, GetPagesInput{Fence: f, Pgnos: []uint32{1}, ExpectedHead: ptr(uint64(7))})
-		wantCode(t, err, "sqlite", "head_mismatch")
+		wantCode(t, err, rerr.CodeSQLiteHeadMismatch)
 		// Duplicate and unordered page numbers are answered in the request's order.
 		got, err := s.GetPages(bg, GetPagesInput{Fence: f, Pgnos: []uint32{4, 1, 4}})
 		if err != nil || len(got.Pages) != 3 || got.Pages[0].Pgno != 4 || got.Pages[1].Pgno != 1 || !bytes.Equal(got.Pages[2].Bytes, want[4]) {
@@ -194,21 +194,21 @@ func TestCommitLimits(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		pages []Page
-		code  string
+		code  rerr.Code
 	}{
-		{"page 0", []Page{{Pgno: 0, Bytes: []byte{1}}}, "invalid_request"},
-		{"empty page", []Page{{Pgno: 1}}, "invalid_request"},
-		{"twice", []Page{page(1, 10), page(1, 10)}, "invalid_request"},
-		{"page too large", []Page{page(1, MaxPageSize+1)}, "too_large"},
-		{"commit too large", pages(1, MaxCommitBytes/4096+1, 4096), "too_large"},
+		{"page 0", []Page{{Pgno: 0, Bytes: []byte{1}}}, rerr.CodeSQLiteInvalidRequest},
+		{"empty page", []Page{{Pgno: 1}}, rerr.CodeSQLiteInvalidRequest},
+		{"twice", []Page{page(1, 10), page(1, 10)}, rerr.CodeSQLiteInvalidRequest},
+		{"page too large", []Page{page(1, MaxPageSize+1)}, rerr.CodeSQLiteTooLarge},
+		{"commit too large", pages(1, MaxCommitBytes/4096+1, 4096), rerr.CodeSQLiteTooLarge},
 	} {
 		_, err := s.Commit(bg, CommitInput{Fence: f, Pages: c.pages, DbSizePages: 100000})
-		if !rerr.Is(err, "sqlite", c.code) {
-			t.Errorf("%s: %v, want sqlite.%s", c.name, err, c.code)
+		if !rerr.Is(err, c.code) {
+			t.Errorf("%s: %v, want %s", c.name, err, c.code)
 		}
 	}
 	_, err := s.GetPages(bg, GetPagesInput{Fence: f, Pgnos: make([]uint32, MaxGetPages+1)})
-	wantCode(t, err, "sqlite", "too_large")
+	wantCode(t, err, rerr.CodeSQLiteTooLarge)
 	if h := opstest.Read(t, db, func(r udb.ReadTransaction) (Head, error) { return ReadHead(bg, r, aid) }); h.HeadTxid != 0 {
 		t.Fatalf("a refused commit moved the head to %d", h.HeadTxid)
 	}
@@ -227,25 +227,25 @@ func TestFence(t *testing.T) {
 		// nor write; the new one sees what the old one committed.
 		place(t, db, aid, 2, keys.PhaseRunning)
 		_, err := s.Commit(bg, CommitInput{Fence: old, Pages: []Page{page(1, 10)}, DbSizePages: 1})
-		wantCode(t, err, "sqlite", "fenced")
+		wantCode(t, err, rerr.CodeSQLiteFenced)
 		_, err = s.GetPages(bg, GetPagesInput{Fence: old, Pgnos: []uint32{1}})
-		wantCode(t, err, "sqlite", "fenced")
+		wantCode(t, err, rerr.CodeSQLiteFenced)
 		_, err = s.StageBegin(bg, old, nil)
-		wantCode(t, err, "sqlite", "fenced")
+		wantCode(t, err, rerr.CodeSQLiteFenced)
 		cur := Fence{ActorID: aid, Generation: 2}
 		readCheck(t, s, cur, map[uint32][]byte{1: page(1, 512).Bytes}, 1)
 		// Asleep, no placement writes; destroyed, the actor is gone.
 		place(t, db, aid, 2, keys.PhaseSleeping)
 		_, err = s.Commit(bg, CommitInput{Fence: cur, DbSizePages: 1})
-		wantCode(t, err, "sqlite", "fenced")
+		wantCode(t, err, rerr.CodeSQLiteFenced)
 		place(t, db, aid, 2, keys.PhaseDestroyed)
 		_, err = s.Commit(bg, CommitInput{Fence: cur, DbSizePages: 1})
-		wantCode(t, err, "actor", "not_found")
+		wantCode(t, err, rerr.CodeActorNotFound)
 		_, err = s.Commit(bg, CommitInput{Fence: Fence{ActorID: id.New(1)}, DbSizePages: 1})
-		wantCode(t, err, "actor", "not_found")
+		wantCode(t, err, rerr.CodeActorNotFound)
 		// The host check runs on the record.
 		place(t, db, aid, 2, keys.PhaseRunning)
-		errHost := rerr.New("sqlite", "fenced", "reason", "not this envoy")
+		errHost := rerr.SQLiteFenced(aid.String(), 2, "not this envoy")
 		_, err = s.Commit(bg, CommitInput{Fence: Fence{ActorID: aid, Generation: 2, Host: func(context.Context, udb.ReadTransaction, keys.ActorState) error { return errHost }}, DbSizePages: 1})
 		if !errors.Is(err, errHost) {
 			t.Fatalf("host check: %v", err)
@@ -278,7 +278,7 @@ func TestFenceConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Commit(bg, tx, CommitInput{Fence: f, Pages: []Page{page(1, 64)}, DbSizePages: 1})
-	wantCode(t, err, "sqlite", "fenced")
+	wantCode(t, err, rerr.CodeSQLiteFenced)
 }
 
 func TestStagedCommit(t *testing.T) {
@@ -344,7 +344,7 @@ func TestStagedCommitRefusals(t *testing.T) {
 	place(t, db, aid, 5, keys.PhaseRunning)
 	f := Fence{ActorID: aid, Generation: 5}
 	_, err := s.StageSegment(bg, StageSegmentInput{Fence: f, Txid: 1, FirstPgno: 1, Pages: pages(1, 1, 10)})
-	wantCode(t, err, "sqlite", "stage_not_found")
+	wantCode(t, err, rerr.CodeSQLiteStageNotFound)
 	if _, err := s.StageBegin(bg, f, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -361,19 +361,19 @@ func TestStagedCommitRefusals(t *testing.T) {
 		{"page before first", 20, pages(19, 21, 10)},
 	} {
 		_, err := s.StageSegment(bg, StageSegmentInput{Fence: f, Txid: 1, FirstPgno: c.first, Pages: c.pages})
-		if !rerr.Is(err, "sqlite", "invalid_request") {
+		if !rerr.Is(err, rerr.CodeSQLiteInvalidRequest) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
 	_, err = s.StageSegment(bg, StageSegmentInput{Fence: f, Txid: 2, FirstPgno: 20, Pages: pages(20, 20, 10)})
-	wantCode(t, err, "sqlite", "stage_not_found")
+	wantCode(t, err, rerr.CodeSQLiteStageNotFound)
 	if _, err := s.StageSegment(bg, StageSegmentInput{Fence: f, Txid: 1, FirstPgno: 20, Pages: pages(20, 21, 10)}); err != nil {
 		t.Fatal(err)
 	}
 	// Finalize must list exactly what was staged.
 	for _, firsts := range [][]uint32{{10}, {10, 20, 30}, {10, 10, 20}, {}} {
 		_, err := s.StageFinalize(bg, StageFinalizeInput{Fence: f, Txid: 1, NewDbSizePages: 21, SegmentFirstPgnos: firsts})
-		if !rerr.Is(err, "sqlite", "invalid_request") {
+		if !rerr.Is(err, rerr.CodeSQLiteInvalidRequest) {
 			t.Errorf("finalize %v: %v", firsts, err)
 		}
 	}
@@ -382,7 +382,7 @@ func TestStagedCommitRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.StageFinalize(bg, StageFinalizeInput{Fence: f, Txid: 1, NewDbSizePages: 21, SegmentFirstPgnos: []uint32{10, 20}})
-	wantCode(t, err, "sqlite", "stage_not_found")
+	wantCode(t, err, rerr.CodeSQLiteStageNotFound)
 	readCheck(t, s, f, map[uint32][]byte{1: page(1, 10).Bytes}, 25)
 	// A stage begun by one generation is not the next generation's.
 	if _, err := s.StageBegin(bg, f, nil); err != nil {
@@ -390,7 +390,7 @@ func TestStagedCommitRefusals(t *testing.T) {
 	}
 	place(t, db, aid, 6, keys.PhaseRunning)
 	_, err = s.StageSegment(bg, StageSegmentInput{Fence: Fence{ActorID: aid, Generation: 6}, Txid: 2, FirstPgno: 1, Pages: pages(1, 1, 10)})
-	wantCode(t, err, "sqlite", "stage_not_found")
+	wantCode(t, err, rerr.CodeSQLiteStageNotFound)
 }
 
 func TestAbandonedStageSwept(t *testing.T) {
@@ -429,7 +429,7 @@ func TestAbandonedStageSwept(t *testing.T) {
 		t.Fatalf("%d rows of the abandoned stage left", n)
 	}
 	_, err := s.StageFinalize(bg, StageFinalizeInput{Fence: f, Txid: 1, NewDbSizePages: 50, SegmentFirstPgnos: []uint32{1}})
-	wantCode(t, err, "sqlite", "stage_not_found")
+	wantCode(t, err, rerr.CodeSQLiteStageNotFound)
 	readCheck(t, s, f, nil, 3)
 }
 

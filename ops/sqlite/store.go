@@ -42,33 +42,19 @@ func retryApply[T any](ctx context.Context, s *Store, aid id.ID, op func() (T, e
 	}
 }
 
-func transact[T any](ctx context.Context, db udb.Database, f func(tx udb.Transaction) (T, error)) (T, error) {
-	var out T
-	_, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
-		var err error
-		out, err = f(tx)
-		return nil, err
-	})
-	return out, err
-}
-
 // GetPages reads pages (GetPages) in a read-only transaction.
 func (s *Store) GetPages(ctx context.Context, in GetPagesInput) (GetPagesOutput, error) {
 	return retryApply(ctx, s, in.Fence.ActorID, func() (GetPagesOutput, error) {
-		var out GetPagesOutput
-		_, err := s.DB.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
-			var err error
-			out, err = GetPages(ctx, r, in)
-			return nil, err
+		return udb.ReadTransact(ctx, s.DB, func(r udb.ReadTransaction) (GetPagesOutput, error) {
+			return GetPages(ctx, r, in)
 		})
-		return out, err
 	})
 }
 
 // Commit writes a single commit (Commit).
 func (s *Store) Commit(ctx context.Context, in CommitInput) (CommitOutput, error) {
 	return retryApply(ctx, s, in.Fence.ActorID, func() (CommitOutput, error) {
-		return transact(ctx, s.DB, func(tx udb.Transaction) (CommitOutput, error) { return Commit(ctx, tx, in) })
+		return udb.Transact(ctx, s.DB, func(tx udb.Transaction) (CommitOutput, error) { return Commit(ctx, tx, in) })
 	})
 }
 
@@ -78,7 +64,7 @@ func (s *Store) StageBegin(ctx context.Context, f Fence, expectedHead *uint64) (
 	in := StageBeginInput{Fence: f, ExpectedHead: expectedHead, StageID: make([]byte, 16), NowMs: s.now()}
 	_, _ = rand.Read(in.StageID) // never fails (crypto/rand)
 	out, err := retryApply(ctx, s, f.ActorID, func() (StageBeginOutput, error) {
-		return transact(ctx, s.DB, func(tx udb.Transaction) (StageBeginOutput, error) { return StageBegin(ctx, tx, in) })
+		return udb.Transact(ctx, s.DB, func(tx udb.Transaction) (StageBeginOutput, error) { return StageBegin(ctx, tx, in) })
 	})
 	if err == nil {
 		_, _ = s.Sweep(ctx, 8)
@@ -89,7 +75,7 @@ func (s *Store) StageBegin(ctx context.Context, f Fence, expectedHead *uint64) (
 // StageSegment stages one segment (StageSegment).
 func (s *Store) StageSegment(ctx context.Context, in StageSegmentInput) (StageSegmentOutput, error) {
 	return retryApply(ctx, s, in.Fence.ActorID, func() (StageSegmentOutput, error) {
-		return transact(ctx, s.DB, func(tx udb.Transaction) (StageSegmentOutput, error) { return StageSegment(ctx, tx, in) })
+		return udb.Transact(ctx, s.DB, func(tx udb.Transaction) (StageSegmentOutput, error) { return StageSegment(ctx, tx, in) })
 	})
 }
 
@@ -97,7 +83,7 @@ func (s *Store) StageSegment(ctx context.Context, in StageSegmentInput) (StageSe
 // before returning.
 func (s *Store) StageFinalize(ctx context.Context, in StageFinalizeInput) (StageFinalizeOutput, error) {
 	out, err := retryApply(ctx, s, in.Fence.ActorID, func() (StageFinalizeOutput, error) {
-		return transact(ctx, s.DB, func(tx udb.Transaction) (StageFinalizeOutput, error) { return StageFinalize(ctx, tx, in) })
+		return udb.Transact(ctx, s.DB, func(tx udb.Transaction) (StageFinalizeOutput, error) { return StageFinalize(ctx, tx, in) })
 	})
 	if err != nil {
 		return out, err
@@ -108,7 +94,7 @@ func (s *Store) StageFinalize(ctx context.Context, in StageFinalizeInput) (Stage
 // Apply runs ApplyBatch until the actor has no finalized stage left to move.
 func (s *Store) Apply(ctx context.Context, aid id.ID) error {
 	for {
-		done, err := transact(ctx, s.DB, func(tx udb.Transaction) (bool, error) { return ApplyBatch(ctx, tx, aid) })
+		done, err := udb.Transact(ctx, s.DB, func(tx udb.Transaction) (bool, error) { return ApplyBatch(ctx, tx, aid) })
 		if err != nil || done {
 			return err
 		}
@@ -118,7 +104,7 @@ func (s *Store) Apply(ctx context.Context, aid id.ID) error {
 // Sweep discards up to limit staged commits older than StageMaxAge (Sweep).
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	before := s.now() - StageMaxAge.Milliseconds()
-	return transact(ctx, s.DB, func(tx udb.Transaction) (int, error) {
+	return udb.Transact(ctx, s.DB, func(tx udb.Transaction) (int, error) {
 		return Sweep(ctx, tx, SweepInput{BeforeMs: before, Limit: limit})
 	})
 }

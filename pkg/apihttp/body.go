@@ -30,7 +30,7 @@ func BindJSON(c echo.Context, dst any) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return rerr.New("guard", "invalid_request_body").WithCause(err)
+			return rerr.GuardInvalidRequestBody().WithCause(err)
 		}
 		return rerr.BadRequest("", "reading the body failed").WithCause(err)
 	}

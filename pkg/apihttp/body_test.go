@@ -47,7 +47,7 @@ func TestDecodeJSON(t *testing.T) {
 		t.Run(tt.body, func(t *testing.T) {
 			err := DecodeJSON([]byte(tt.body), &createBody{})
 			e, ok := rerr.As(err)
-			if !ok || e.Key() != "api.bad_request" {
+			if !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) {
 				t.Fatalf("error = %v, want api.bad_request", err)
 			}
 			field, _ := e.Metadata["field"].(string)
@@ -64,7 +64,7 @@ func TestBindJSONTooLarge(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"name":"`+strings.Repeat("a", MaxBodySize)+`"}`))
 	c := e.NewContext(req, httptest.NewRecorder())
 	err := BindJSON(c, &createBody{})
-	if !rerr.Is(err, "guard", "invalid_request_body") || rerr.HTTPStatus(err) != 413 {
+	if !rerr.Is(err, rerr.CodeGuardInvalidRequestBody) || rerr.HTTPStatus(err) != 413 {
 		t.Errorf("error = %v", err)
 	}
 }
@@ -74,7 +74,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`{"name":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		err := DecodeJSON(body, &createBody{})
-		if err != nil && !rerr.Is(err, "api", "bad_request") {
+		if err != nil && !rerr.Is(err, rerr.CodeAPIBadRequest) {
 			t.Fatalf("error %v is not api.bad_request", err)
 		}
 	})

@@ -83,7 +83,7 @@ func TestFanOutHungPeer(t *testing.T) {
 		t.Errorf("good datacenter: %+v", res[0])
 	}
 	e, isR := rerr.As(res[1].Err)
-	if !isR || e.Key() != "datacenter.unreachable" || e.Metadata["datacenter"] != "stuck" ||
+	if !isR || !rerr.Is(e, rerr.CodeDatacenterUnreachable) || e.Metadata["datacenter"] != "stuck" ||
 		!strings.Contains(res[1].Err.Error(), "no answer within ") { // the budget left when the request started
 		t.Errorf("hung datacenter: %v", res[1].Err)
 	}
@@ -109,17 +109,17 @@ func TestFanOutErrors(t *testing.T) {
 		}
 		return 0, rerr.NamespaceNotFound("x")
 	})
-	if e, ok := rerr.As(res[0].Err); !ok || e.Key() != "datacenter.unreachable" || e.Metadata["datacenter"] != "dc0" {
+	if e, ok := rerr.As(res[0].Err); !ok || !rerr.Is(e, rerr.CodeDatacenterUnreachable) || e.Metadata["datacenter"] != "dc0" {
 		t.Errorf("timed out: %v", res[0].Err)
 	}
-	if !rerr.Is(res[1].Err, "core", "internal_error") || !strings.Contains(res[1].Err.Error(), "panicked: bug") {
+	if !rerr.Is(res[1].Err, rerr.CodeCoreInternalError) || !strings.Contains(res[1].Err.Error(), "panicked: bug") {
 		t.Errorf("panic: %v", res[1].Err)
 	}
 	// Every datacenter failed: a 4xx answer wins over 5xx failures.
-	if _, err := Succeeded(ctx, res); !rerr.Is(err, "namespace", "not_found") {
+	if _, err := Succeeded(ctx, res); !rerr.Is(err, rerr.CodeNamespaceNotFound) {
 		t.Errorf("Succeeded all failed = %v", err)
 	}
-	if _, err := Succeeded(ctx, res[:1]); !rerr.Is(err, "datacenter", "unreachable") {
+	if _, err := Succeeded(ctx, res[:1]); !rerr.Is(err, rerr.CodeDatacenterUnreachable) {
 		t.Errorf("Succeeded only unreachable = %v", err)
 	}
 	if got, err := Succeeded[int](ctx, nil); err != nil || len(got) != 0 {

@@ -75,7 +75,7 @@ func TestPeerClient(t *testing.T) {
 	// A peer's error comes back as the same rerr error, with the same status.
 	err := p.Delete(ctx, dc, "/things/ghost", nil, nil)
 	e, ok := rerr.As(err)
-	if !ok || e.Key() != "namespace.not_found" || e.Status != 404 || e.Metadata["namespace"] != "ghost" ||
+	if !ok || !rerr.Is(e, rerr.CodeNamespaceNotFound) || e.Status != 404 || e.Metadata["namespace"] != "ghost" ||
 		e.Message != "Namespace 'ghost' does not exist." {
 		t.Errorf("DELETE error = %#v", err)
 	}
@@ -85,18 +85,18 @@ func TestPeerClient(t *testing.T) {
 
 	// A bad query is the peer's 400, naming the field.
 	err = p.Get(ctx, dc, "/things", url.Values{"bogus": {"1"}}, nil)
-	if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" || e.Metadata["field"] != "bogus" {
+	if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != "bogus" {
 		t.Errorf("bad query error = %v", err)
 	}
 
 	// The caller's token wins over the configured one: a wrong one is the peer's 403.
 	err = p.Get(WithToken(ctx, "wrong"), dc, "/things", nil, nil)
-	if !rerr.Is(err, "api", "forbidden") || rerr.HTTPStatus(err) != 403 {
+	if !rerr.Is(err, rerr.CodeAPIForbidden) || rerr.HTTPStatus(err) != 403 {
 		t.Errorf("forwarded wrong token: %v", err)
 	}
 	noTok := NewPeerClient(PeerOptions{})
 	defer noTok.Close()
-	if err := noTok.Get(ctx, dc, "/things", nil, nil); !rerr.Is(err, "api", "unauthorized") {
+	if err := noTok.Get(ctx, dc, "/things", nil, nil); !rerr.Is(err, rerr.CodeAPIUnauthorized) {
 		t.Errorf("no token: %v", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestPeerClientUnreachable(t *testing.T) {
 			var out map[string]any
 			err := p.Get(context.Background(), Datacenter{Name: "dc-" + tt.name, PeerURL: tt.url}, tt.path, nil, &out)
 			e, ok := rerr.As(err)
-			if !ok || e.Key() != "datacenter.unreachable" || e.Status != 502 || e.Metadata["datacenter"] != "dc-"+tt.name {
+			if !ok || !rerr.Is(e, rerr.CodeDatacenterUnreachable) || e.Status != 502 || e.Metadata["datacenter"] != "dc-"+tt.name {
 				t.Fatalf("error = %v, want datacenter.unreachable naming dc-%s", err, tt.name)
 			}
 			if !strings.Contains(e.Message, "dc-"+tt.name) || !strings.Contains(err.Error(), tt.cause) {
@@ -212,12 +212,12 @@ func TestPeerClientInProcess(t *testing.T) {
 		t.Errorf("in-process call = %v", out)
 	}
 	err := p.Get(context.Background(), Datacenter{Name: "me", Label: 1, PeerURL: "http://x"}, "/nope", nil, nil)
-	if !rerr.Is(err, "api", "not_found") {
+	if !rerr.Is(err, rerr.CodeAPINotFound) {
 		t.Errorf("in-process 404 = %v", err)
 	}
 	// Another label goes over the network (and fails here).
 	err = p.Get(context.Background(), Datacenter{Name: "other", Label: 2, PeerURL: "http://127.0.0.1:1"}, "/who", nil, nil)
-	if !rerr.Is(err, "datacenter", "unreachable") {
+	if !rerr.Is(err, rerr.CodeDatacenterUnreachable) {
 		t.Errorf("remote call = %v", err)
 	}
 }

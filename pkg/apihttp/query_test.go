@@ -92,7 +92,7 @@ func TestDecodeQueryErrors(t *testing.T) {
 			q, _ := url.ParseQuery(tt.query)
 			err := DecodeQuery(q, &listQuery{})
 			e, ok := rerr.As(err)
-			if !ok || e.Key() != "api.bad_request" || e.Status != 400 {
+			if !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Status != 400 {
 				t.Fatalf("error = %v, want api.bad_request", err)
 			}
 			if e.Metadata["field"] != tt.field {
@@ -133,7 +133,7 @@ func TestDecodeQueryBadSpecs(t *testing.T) {
 	}
 	for _, dst := range []any{&noName{}, &csvOnScalar{}, &badType{}, &dup{}, &badDefault{}, &outOfBoundsDefault{}, &minOnString{}, &unknownOpt{}, listQuery{}, new(int)} {
 		err := DecodeQuery(url.Values{}, dst)
-		if !rerr.Is(err, "core", "internal_error") {
+		if !rerr.Is(err, rerr.CodeCoreInternalError) {
 			t.Errorf("%T: error = %v, want core.internal_error", dst, err)
 		}
 	}
@@ -178,7 +178,7 @@ func FuzzDecodeQuery(f *testing.F) {
 		}
 		var out listQuery
 		if err := DecodeQuery(q, &out); err != nil {
-			if e, ok := rerr.As(err); !ok || e.Key() != "api.bad_request" {
+			if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) {
 				t.Fatalf("error %v is not api.bad_request", err)
 			}
 			return

@@ -71,7 +71,7 @@ func New(opts Options) *echo.Echo {
 func refuseLargeBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().ContentLength > MaxBodySize {
-			return rerr.New("guard", "invalid_request_body")
+			return rerr.GuardInvalidRequestBody()
 		}
 		return next(c)
 	}
@@ -150,19 +150,19 @@ func fromEcho(err error) error {
 	}
 	switch he.Code {
 	case http.StatusNotFound:
-		return rerr.NotFound().WithCause(err)
+		return rerr.APINotFound().WithCause(err)
 	case http.StatusMethodNotAllowed:
-		return rerr.MethodNotAllowed().WithCause(err)
+		return rerr.APIMethodNotAllowed().WithCause(err)
 	case http.StatusBadRequest:
 		return rerr.BadRequest("", fmt.Sprint(he.Message)).WithCause(err)
 	case http.StatusUnauthorized:
-		return rerr.Unauthorized().WithCause(err)
+		return rerr.APIUnauthorized().WithCause(err)
 	case http.StatusForbidden:
-		return rerr.Forbidden().WithCause(err)
+		return rerr.APIForbidden().WithCause(err)
 	case http.StatusRequestEntityTooLarge:
-		return rerr.New("guard", "invalid_request_body").WithCause(err)
+		return rerr.GuardInvalidRequestBody().WithCause(err)
 	case http.StatusServiceUnavailable:
-		return rerr.ServiceUnavailable().WithCause(err)
+		return rerr.GuardServiceUnavailable().WithCause(err)
 	}
 	return rerr.Internal(err)
 }
@@ -202,12 +202,12 @@ func bearerAuth(token string, public []string) echo.MiddlewareFunc {
 			}
 			if !ok {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
-				return rerr.Unauthorized()
+				return rerr.APIUnauthorized()
 			}
 			// Hashing first makes the comparison independent of both lengths.
 			got := sha256.Sum256([]byte(given))
 			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				return rerr.Forbidden()
+				return rerr.APIForbidden()
 			}
 			return next(c)
 		}

@@ -14,7 +14,7 @@ func TestLimit(t *testing.T) {
 		}
 	}
 	_, err := Limit(-1, 100)
-	if e, ok := rerr.As(err); !ok || e.Code != "bad_request" {
+	if !rerr.Is(err, rerr.CodeAPIBadRequest) {
 		t.Errorf("Limit(-1) = %v, want api.bad_request", err)
 	}
 }

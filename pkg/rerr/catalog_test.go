@@ -43,8 +43,16 @@ func TestCatalogWellFormed(t *testing.T) {
 		if e.Close != 0 && !slices.Contains([]int{CloseNormal, CloseProtocol, ClosePolicy, CloseTooBig}, e.Close) {
 			t.Errorf("%s: close code %d", key, e.Close)
 		}
+		for _, o := range e.Optional {
+			if !slices.Contains(e.Meta, o) {
+				t.Errorf("%s: optional key %q is not in Meta %v", key, o, e.Meta)
+			}
+		}
 		if got, ok := Lookup(e.Group, e.Code); !ok || got.Message != e.Message {
 			t.Errorf("%s: Lookup does not find it", key)
+		}
+		if c := ParseCode(key); c.Key() != key || c.String() != key || catalog[c-1].Message != e.Message {
+			t.Errorf("%s: ParseCode gives %v", key, c)
 		}
 	}
 	if len(index) != len(catalog) {
@@ -96,7 +104,7 @@ func TestCatalogCovers(t *testing.T) {
 		want = append(want, "guard."+c)
 	}
 	for _, k := range want {
-		if index[k] == nil {
+		if index[k] == 0 {
 			t.Errorf("catalog lacks %s", k)
 		}
 	}
@@ -146,8 +154,30 @@ func TestStatuses(t *testing.T) {
 		"actor.input_too_large": 413, "datacenter.unreachable": 502, "envoy.expired": 410,
 		"ws.going_away": 503, "ws.eviction": 409,
 	} {
-		if got := index[key].Status; got != want {
+		if got := catalog[index[key]-1].Status; got != want {
 			t.Errorf("%s: status %d, want %d", key, got, want)
 		}
+	}
+}
+
+func TestCode(t *testing.T) {
+	if CodeActorDuplicateKey.Key() != "actor.duplicate_key" || CodeWSEviction.String() != "ws.eviction" {
+		t.Fatal("Key or String wrong")
+	}
+	if e, ok := CodeNamespaceNotFound.Entry(); !ok || e.Status != 404 || e.Meta[0] != "namespace" {
+		t.Fatalf("Entry = %+v, %v", e, ok)
+	}
+	var none Code
+	if none.Key() != "" || none.String() != "rerr.Code(0)" || Code(len(catalog)+1).Key() != "" {
+		t.Fatal("a Code outside the catalog has a key")
+	}
+	if _, ok := none.Entry(); ok {
+		t.Fatal("the zero Code has an entry")
+	}
+	if ParseCode("actor.nope") != 0 || ParseCode("") != 0 || ParseCode("runner.actor_not_found") != CodeRunnerActorNotFound {
+		t.Fatal("ParseCode wrong")
+	}
+	if int(CodeWSMessageIndexSkip) != len(catalog) || CodeCoreInternalError != 1 {
+		t.Fatal("the constants do not follow the catalog's order")
 	}
 }

@@ -19,19 +19,19 @@ func TestCloseReason(t *testing.T) {
 		code  int
 		limit bool // the result was cut
 	}{
-		{"eviction", WS("eviction"), ray, "ws.eviction#" + ray, 1000, false},
+		{"eviction", WSEviction(), ray, "ws.eviction#" + ray, 1000, false},
 		{"wrapped", fmt.Errorf("x: %w", NamespaceNotFound("a")), ray, "namespace.not_found#" + ray, 1011, false},
 		{"outside the catalog", io.EOF, ray, "core.internal_error#" + ray, 1011, false},
 		{"nil", nil, ray, "ws.connection_closed#" + ray, 1000, false},
-		{"no ray", WS("invalid_url"), "", "ws.invalid_url", 1011, false},
-		{"runner shutdown", New("pegboard", "runner_shutdown"), "", "pegboard.runner_shutdown", 1000, false},
-		{"index skip", WS("message_index_skip"), "", "ws.message_index_skip", 1008, false},
-		{"long ray", WS("going_away"), long, ("ws.going_away#" + long)[:123], 1011, true},
+		{"no ray", WSInvalidURL(), "", "ws.invalid_url", 1011, false},
+		{"runner shutdown", PegboardRunnerShutdown(), "", "pegboard.runner_shutdown", 1000, false},
+		{"index skip", WSMessageIndexSkip(), "", "ws.message_index_skip", 1008, false},
+		{"long ray", WSGoingAway(), long, ("ws.going_away#" + long)[:123], 1011, true},
 		// "é" is 2 bytes: "ws.timed_out#" is 13 bytes, so byte 123 falls inside the 56th é.
-		{"multibyte at the limit", WS("timed_out"), strings.Repeat("é", 100), "ws.timed_out#" + strings.Repeat("é", 55), 1011, true},
+		{"multibyte at the limit", WSTimedOut(), strings.Repeat("é", 100), "ws.timed_out#" + strings.Repeat("é", 55), 1011, true},
 		// "€" is 3 bytes.
-		{"3-byte runes", WS("timed_out"), strings.Repeat("€", 60), "ws.timed_out#" + strings.Repeat("€", 36), 1011, true},
-		{"invalid UTF-8 in ray", WS("eviction"), "a\xffb", "ws.eviction#a\uFFFDb", 1000, false},
+		{"3-byte runes", WSTimedOut(), strings.Repeat("€", 60), "ws.timed_out#" + strings.Repeat("€", 36), 1011, true},
+		{"invalid UTF-8 in ray", WSEviction(), "a\xffb", "ws.eviction#a\uFFFDb", 1000, false},
 		{"remote code unknown here", &Error{Group: "future", Code: "thing"}, "r", "future.thing#r", 1011, false},
 	}
 	for _, tt := range tests {

@@ -1,12 +1,20 @@
 // Package rerr is berth's error catalog: every error a client can see is a (group, code) pair with
 // an HTTP status, a message template filled from metadata, and a WebSocket close reason.
 //
-// The catalog is data (catalog.go); New and the constructors build an *Error from it, and a
-// test keeps codes unique. Callers match on group and code, never on message text:
+// The catalog is data, catalog.yaml, from which go generate writes catalog_gen.go: the table,
+// a Code constant per code, and a constructor per code taking the code's metadata keys as
+// parameters, so that a misspelt code or key does not compile:
 //
-//	if rerr.Is(err, "namespace", "not_found") { … }
-//	if e, ok := rerr.As(err); ok && e.Code == "duplicate_key" { … }
-//	errors.Is(err, rerr.New("actor", "not_found")) // Is compares group and code only
+//	return rerr.ActorDuplicateKey(key, existing.String())
+//
+// A few codes are built by hand-written constructors that add to the generated one
+// (BadRequest, Internal, Corrupt, ActorKeyTooLarge, DatacenterUnreachable). Callers match on
+// the Code, never on message text:
+//
+//	if rerr.Is(err, rerr.CodeNamespaceNotFound) { … }
+//	switch rerr.CodeOf(err) { case rerr.CodeEnvoyExpired, rerr.CodeEnvoyNotFound: … }
+//
+// Codes received as text from a peer are matched with ParseCode and rebuilt with FromWire.
 //
 // An *Error keeps the error that caused it (WithCause, Unwrap) for logs; the cause never
 // reaches a client. The client sees JSON {"group", "code", "message", "metadata"?} (MarshalJSON),

@@ -40,7 +40,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is an *Error with the same group and code; metadata, message and
-// cause do not matter. It makes errors.Is(err, rerr.New(group, code)) match by code.
+// cause do not matter. It makes errors.Is(err, rerr.NamespaceNotFound("")) match by code; the
+// package's Is(err, CodeNamespaceNotFound) says the same without building an error.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && e != nil && t != nil && e.Group == t.Group && e.Code == t.Code
@@ -127,10 +128,21 @@ func As(err error) (*Error, bool) {
 	return nil, false
 }
 
-// Is reports whether err's chain holds an *Error with this group and code.
-func Is(err error, group, code string) bool {
+// Is reports whether err's first *Error (see As) is the catalog code c. It compares group and
+// code, so an error received from a peer (Parse) matches too.
+func Is(err error, c Code) bool {
 	e, ok := As(err)
-	return ok && e.Group == group && e.Code == code
+	ent := c.entry()
+	return ok && ent != nil && e.Group == ent.Group && e.Code == ent.Code
+}
+
+// CodeOf returns the catalog code of err's first *Error, for a switch over codes; the zero Code
+// for an error without one, or whose group.code this node's catalog lacks.
+func CodeOf(err error) Code {
+	if e, ok := As(err); ok {
+		return index[e.Group+"."+e.Code]
+	}
+	return 0
 }
 
 // Key returns "group.code" of err's first *Error, "core.internal_error" for an error outside
@@ -142,7 +154,7 @@ func Key(err error) string {
 	if e, ok := As(err); ok {
 		return e.Key()
 	}
-	return keyInternal
+	return CodeCoreInternalError.Key()
 }
 
 // HTTPStatus returns the HTTP status for err: its *Error's Status, or 500 for an error outside
@@ -170,5 +182,5 @@ func Public(err error) *Error {
 			return e
 		}
 	}
-	return New("core", "internal_error")
+	return coreInternalError("")
 }

@@ -59,7 +59,7 @@ func TestParse(t *testing.T) {
 
 // TestParseRoundTrip: what berth sends, another berth parses back to the same body and status.
 func TestParseRoundTrip(t *testing.T) {
-	for _, e := range []*Error{NamespaceNotFound("a"), TooManyActorIDs(1, 2), Forbidden(), InvalidInput("<x> & y")} {
+	for _, e := range []*Error{NamespaceNotFound("a"), ValidationTooManyActorIDs(1, 2), APIForbidden(), ValidationInvalidInput("<x> & y")} {
 		p, err := Parse(e.Status, e.JSON())
 		if err != nil || string(p.JSON()) != string(e.JSON()) || p.Status != e.Status {
 			t.Errorf("round trip of %s: %v, %s", e.JSON(), err, p.JSON())

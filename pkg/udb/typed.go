@@ -33,3 +33,17 @@ func ReadTransact[T any](ctx context.Context, db Database, f func(ReadTransactio
 	}
 	return out, nil
 }
+
+// Update runs f in a transaction of db (Database.Transact), for a transaction whose only
+// result is its error.
+func Update(ctx context.Context, db Database, f func(Transaction) error) error {
+	_, err := db.Transact(ctx, func(tx Transaction) (any, error) { return nil, f(tx) })
+	return err
+}
+
+// View runs f in a read transaction of db (Database.ReadTransact), for a read whose only
+// result is its error.
+func View(ctx context.Context, db Database, f func(ReadTransaction) error) error {
+	_, err := db.ReadTransact(ctx, func(r ReadTransaction) (any, error) { return nil, f(r) })
+	return err
+}

@@ -183,11 +183,11 @@ func TestStoredLayout(t *testing.T) {
 	for _, v := range append(slices.Clone(f.Vectors), f.Sorted...) {
 		want = append(want, unhex(t, v.Hex))
 	}
-	if _, err := src.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(ctx, src, func(tx udb.Transaction) error {
 		for i, k := range want {
 			tx.Set(k, binary.BigEndian.AppendUint32(nil, uint32(i)))
 		}
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +234,8 @@ func TestStoredLayout(t *testing.T) {
 	}
 	wantKey := slices.Clone(tmpl[:len(tmpl)-4])
 	copy(wantKey[offset:], stamp[:])
-	v, err := dst.ReadTransact(ctx, func(tr udb.ReadTransaction) (any, error) { return tr.Get(ctx, wantKey) })
-	if err != nil || !bytes.Equal(v.([]byte), []byte("v")) {
+	v, err := udb.ReadTransact(ctx, dst, func(tr udb.ReadTransaction) ([]byte, error) { return tr.Get(ctx, wantKey) })
+	if err != nil || !bytes.Equal(v, []byte("v")) {
 		t.Fatalf("the versionstamped key %x (template %x, offset %d, prefix %d bytes) was not stored as FoundationDB would: %v %q",
 			wantKey, tmpl, offset, prefixLen, err, v)
 	}
@@ -260,14 +260,14 @@ func openStore(t *testing.T, url string) udb.Database {
 
 func keys(t *testing.T, db udb.Database) [][]byte {
 	t.Helper()
-	v, err := db.ReadTransact(t.Context(), func(tr udb.ReadTransaction) (any, error) {
+	v, err := udb.ReadTransact(t.Context(), db, func(tr udb.ReadTransaction) ([]udb.KeyValue, error) {
 		return tr.GetRange(udb.FirstGreaterOrEqual(nil), udb.FirstGreaterOrEqual([]byte{0xff}), udb.RangeOptions{}).All(t.Context())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][]byte
-	for _, kv := range v.([]udb.KeyValue) {
+	for _, kv := range v {
 		out = append(out, kv.Key)
 	}
 	return out

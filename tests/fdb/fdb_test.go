@@ -241,9 +241,9 @@ func TestEngineSmoke(t *testing.T) {
 	url := "fdb://" + cf
 	db := openFDB(t, url)
 	defer db.Close()
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
 		tx.ClearRange(nil, []byte{0xff}) // a fresh key space for the engine
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

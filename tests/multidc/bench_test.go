@@ -89,16 +89,16 @@ func seedBench(b *testing.B, e *engine.Engine, label uint16, ns id.ID, n int) {
 	now := time.Now().UnixMilli()
 	const batch = 500
 	for start := 0; start < n; start += batch {
-		if _, err := e.DB().Transact(ctx, func(tx udb.Transaction) (any, error) {
+		if err := udb.Update(ctx, e.DB(), func(tx udb.Transaction) error {
 			for i := start; i < start+batch; i++ {
 				if _, err := runner.Register(ctx, tx, runner.RegisterInput{
 					Namespace: ns, Name: fmt.Sprintf("pool-%d", i%5), Key: fmt.Sprintf("k%d", i), Version: 1, TotalSlots: 8,
 					ProtocolVersion: 7, ConnID: id.New(label), NewRunnerID: id.New(label), NowMs: now + int64(i/100),
 				}); err != nil {
-					return nil, err
+					return err
 				}
 			}
-			return nil, nil
+			return nil
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -109,13 +109,13 @@ func seedBench(b *testing.B, e *engine.Engine, label uint16, ns id.ID, n int) {
 func defaultNamespace(b *testing.B, leader *engine.Engine) id.ID {
 	b.Helper()
 	ctx := context.Background()
-	v, err := leader.DB().ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	v, err := udb.ReadTransact(ctx, leader.DB(), func(r udb.ReadTransaction) (namespace.Namespace, error) {
 		return namespace.ResolveByName(ctx, r, namespace.ResolveByNameInput{Name: namespace.DefaultName})
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return v.(namespace.Namespace).NamespaceID
+	return v.NamespaceID
 }
 
 // benchGet sends GET url one request at a time, checks each answer lists want runners, and

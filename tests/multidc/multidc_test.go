@@ -92,12 +92,8 @@ func seed(t *testing.T, c *cluster, n int) *world {
 
 func transact[T any](t *testing.T, db udb.Database, f func(tx udb.Transaction) (T, error)) T {
 	t.Helper()
-	var out T
-	if _, err := db.Transact(bg, func(tx udb.Transaction) (any, error) {
-		var err error
-		out, err = f(tx)
-		return nil, err
-	}); err != nil {
+	out, err := udb.Transact(bg, db, f)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

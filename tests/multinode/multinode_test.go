@@ -33,13 +33,13 @@ func held(t testing.TB, dbURL, node string) []opnode.Held {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	res, err := db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) ([]opnode.Held, error) {
 		return opnode.ListHeld(ctx, r, opnode.ListHeldInput{NodeID: node})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.([]opnode.Held)
+	return res
 }
 
 // awaitCond polls cond every 50 ms until it holds or within passes.
@@ -385,13 +385,13 @@ func seedHeld(t testing.TB, dbURL, node string, count int) {
 	}
 	defer db.Close()
 	for i := 0; i < count; i += 500 {
-		if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
 			for range min(500, count-i) {
 				if _, err := opnode.ClaimSocket(ctx, tx, opnode.ClaimSocketInput{Socket: keys.RunnerSocket(id.New(1)), NodeID: node}); err != nil {
-					return nil, err
+					return err
 				}
 			}
-			return nil, nil
+			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -402,11 +402,11 @@ func TestExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
 		for i := range 100 {
 			tx.Set([]byte(fmt.Sprintf("key-%03d", i)), []byte(fmt.Sprintf("value-%d", i)))
 		}
-		return nil, nil
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -434,8 +434,8 @@ func TestExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	v, err := db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) { return tx.Get(ctx, []byte("key-042")) })
-	if err != nil || string(v.([]byte)) != "value-42" {
+	v, err := udb.ReadTransact(ctx, db, func(tx udb.ReadTransaction) ([]byte, error) { return tx.Get(ctx, []byte("key-042")) })
+	if err != nil || string(v) != "value-42" {
 		t.Errorf("key-042 after import = %q, %v", v, err)
 	}
 

@@ -60,7 +60,7 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 		}
 	}
 	if errors.Is(err, io.EOF) && (g.have > 0 || g.payload > 0) {
-		g.err = rerr.WS("protocol_error").WithCause(errors.New("the stream ended inside a frame"))
+		g.err = rerr.WSProtocolError().WithCause(errors.New("the stream ended inside a frame"))
 		return n, g.err
 	}
 	return n, err
@@ -100,12 +100,12 @@ func (g *frameGuard) header() (done bool, violation error) {
 		length = binary.BigEndian.Uint64(h[2:10])
 	}
 	if length > g.max {
-		return false, rerr.WS("message_too_big").WithCause(errors.New("a frame over the limit"))
+		return false, rerr.WSMessageTooBig().WithCause(errors.New("a frame over the limit"))
 	}
 	g.payload = length
 	return true, nil
 }
 
 func protocolError(what string) error {
-	return rerr.WS("protocol_error").WithCause(errors.New(what))
+	return rerr.WSProtocolError().WithCause(errors.New(what))
 }

@@ -44,17 +44,17 @@ func TestFrameGuard(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		stream []byte
-		want   string // the error key, "" for none
+		want   rerr.Code // the error, 0 for none
 	}{
-		{"good frames", good, ""},
-		{"unmasked", append(clientFrame(0x82, []byte("a"), false), clientFrame(0x82, []byte("b"), true)...), "ws.protocol_error"},
-		{"reserved bit", clientFrame(0xc2, []byte("a"), false), "ws.protocol_error"},
-		{"unknown opcode", clientFrame(0x83, nil, false), "ws.protocol_error"},
-		{"fragmented control", clientFrame(0x09, nil, false), "ws.protocol_error"},
-		{"long control", clientFrame(0x89, make([]byte, 126), false), "ws.protocol_error"},
-		{"over the limit", append(long, 1, 2, 3, 4), "ws.message_too_big"},
-		{"ends in a header", good[:1], "ws.protocol_error"},
-		{"ends in a payload", clientFrame(0x82, []byte("abcdef"), false)[:8], "ws.protocol_error"},
+		{"good frames", good, 0},
+		{"unmasked", append(clientFrame(0x82, []byte("a"), false), clientFrame(0x82, []byte("b"), true)...), rerr.CodeWSProtocolError},
+		{"reserved bit", clientFrame(0xc2, []byte("a"), false), rerr.CodeWSProtocolError},
+		{"unknown opcode", clientFrame(0x83, nil, false), rerr.CodeWSProtocolError},
+		{"fragmented control", clientFrame(0x09, nil, false), rerr.CodeWSProtocolError},
+		{"long control", clientFrame(0x89, make([]byte, 126), false), rerr.CodeWSProtocolError},
+		{"over the limit", append(long, 1, 2, 3, 4), rerr.CodeWSMessageTooBig},
+		{"ends in a header", good[:1], rerr.CodeWSProtocolError},
+		{"ends in a payload", clientFrame(0x82, []byte("abcdef"), false)[:8], rerr.CodeWSProtocolError},
 	} {
 		for _, split := range []bool{false, true} {
 			var r io.Reader = newFrameGuard(bytes.NewReader(tc.stream), 1<<20)
@@ -63,11 +63,11 @@ func TestFrameGuard(t *testing.T) {
 			}
 			got, err := io.ReadAll(r)
 			switch {
-			case tc.want == "" && (err != nil || !bytes.Equal(got, tc.stream)):
+			case tc.want == 0 && (err != nil || !bytes.Equal(got, tc.stream)):
 				t.Errorf("%s (split %v): read %d of %d bytes, %v", tc.name, split, len(got), len(tc.stream), err)
-			case tc.want != "" && rerr.Key(err) != tc.want:
+			case tc.want != 0 && !rerr.Is(err, tc.want):
 				t.Errorf("%s (split %v): %v, want %s", tc.name, split, err, tc.want)
-			case tc.want != "" && !bytes.HasPrefix(tc.stream, got):
+			case tc.want != 0 && !bytes.HasPrefix(tc.stream, got):
 				t.Errorf("%s (split %v): passed bytes the stream does not start with", tc.name, split)
 			}
 		}
@@ -75,7 +75,7 @@ func TestFrameGuard(t *testing.T) {
 	// The violating frame's header does not reach the library.
 	g := newFrameGuard(bytes.NewReader(append(clientFrame(0x82, []byte("ok"), false), clientFrame(0x82, nil, true)...)), 1<<20)
 	got, err := io.ReadAll(g)
-	if want := clientFrame(0x82, []byte("ok"), false); !bytes.Equal(got, want) || rerr.Key(err) != "ws.protocol_error" {
+	if want := clientFrame(0x82, []byte("ok"), false); !bytes.Equal(got, want) || !rerr.Is(err, rerr.CodeWSProtocolError) {
 		t.Fatalf("read %x, %v; want %x then ws.protocol_error", got, err, want)
 	}
 }

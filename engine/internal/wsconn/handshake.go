@@ -54,7 +54,7 @@ func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string, lab
 		return false
 	}
 	if r.Method != http.MethodGet {
-		WriteHTTPError(w, rerr.MethodNotAllowed())
+		WriteHTTPError(w, rerr.APIMethodNotAllowed())
 		return false
 	}
 	return true
@@ -77,10 +77,10 @@ func checkToken(r *http.Request, adminToken string) *rerr.Error {
 		tok, has = r.Header.Get("X-Rivet-Token"), r.Header.Get("X-Rivet-Token") != ""
 	}
 	if !has {
-		return rerr.Unauthorized()
+		return rerr.APIUnauthorized()
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(adminToken)) != 1 {
-		return rerr.Forbidden()
+		return rerr.APIForbidden()
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestMark(t *testing.T) {
 		fmt.Errorf("%w: ActiveRunnerKey: 2 segments", keys.ErrBadKey),
 	} {
 		got := Mark("runner", err)
-		if !rerr.Is(got, "store", "corrupt") || !errors.Is(got, err) {
+		if !rerr.Is(got, rerr.CodeStoreCorrupt) || !errors.Is(got, err) {
 			t.Errorf("Mark(%v) = %v; want store.corrupt wrapping it", err, got)
 		}
 	}

@@ -59,7 +59,7 @@ func TestDecodeErrors(t *testing.T) {
 		strings.Repeat("A", MaxLen+1),
 	} {
 		_, err := Decode(s)
-		if !rerr.Is(err, "api", "bad_request") {
+		if !rerr.Is(err, rerr.CodeAPIBadRequest) {
 			t.Errorf("Decode(%q) = %v; want api.bad_request", s, err)
 			continue
 		}
@@ -106,7 +106,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := Decode(s)
 		if err != nil {
-			if !rerr.Is(err, "api", "bad_request") {
+			if !rerr.Is(err, rerr.CodeAPIBadRequest) {
 				t.Fatalf("Decode(%q) = %v; want api.bad_request", s, err)
 			}
 			return

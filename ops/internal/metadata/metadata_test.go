@@ -25,7 +25,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%.20q) = %v", md, err)
 		}
 		if err != nil {
-			if e, _ := rerr.As(err); e == nil || e.Key() != "api.bad_request" || e.Metadata["field"] != Field {
+			if e, _ := rerr.As(err); e == nil || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != Field {
 				t.Errorf("Check(%.20q) = %v; want api.bad_request naming metadata", md, err)
 			}
 		}

@@ -33,29 +33,14 @@ func Write[T any](t testing.TB, db udb.Database, f func(tx udb.Transaction) (T, 
 
 // Transact runs f through the store's retry loop and returns its result.
 func Transact[T any](db udb.Database, f func(tx udb.Transaction) (T, error)) (T, error) {
-	var out T
-	_, err := db.Transact(context.Background(), func(tx udb.Transaction) (any, error) {
-		var err error
-		out, err = f(tx)
-		return nil, err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
+	return udb.Transact(context.Background(), db, f)
 }
 
 // Read runs f in a transaction that is never committed; any error fails the
 // test.
 func Read[T any](t testing.TB, db udb.Database, f func(r udb.ReadTransaction) (T, error)) T {
 	t.Helper()
-	var out T
-	_, err := db.ReadTransact(context.Background(), func(r udb.ReadTransaction) (any, error) {
-		var err error
-		out, err = f(r)
-		return nil, err
-	})
+	out, err := udb.ReadTransact(context.Background(), db, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,12 +46,12 @@ func TestReader(t *testing.T) {
 		}
 		Must(rd, keys.RunnerKeyKey{RunnerID: rid}, "key")
 		Must(rd, keys.RunnerTotalSlotsKey{RunnerID: rid}, "total_slots")
-		if e, ok := rerr.As(rd.Err()); !ok || e.Key() != "store.corrupt" || e.Metadata["reason"] != "the record has no key" {
+		if e, ok := rerr.As(rd.Err()); !ok || !rerr.Is(e, rerr.CodeStoreCorrupt) || e.Metadata["reason"] != "the record has no key" {
 			t.Errorf("Err after a missing field = %v; want store.corrupt naming the first missing field", rd.Err())
 		}
 		Must(rd, keys.RunnerVersionKey{RunnerID: rid}, "version")
 		err := rd.Err()
-		if !rerr.Is(err, "store", "corrupt") || !errors.Is(err, keys.ErrBadValue) {
+		if !rerr.Is(err, rerr.CodeStoreCorrupt) || !errors.Is(err, keys.ErrBadValue) {
 			t.Errorf("Err after a bad value = %v; want store.corrupt wrapping keys.ErrBadValue", err)
 		}
 		// Sticky: later reads return zero values and keep the first error.
@@ -135,7 +135,7 @@ func TestPrefetch(t *testing.T) {
 	opstest.Read(t, db, func(r udb.ReadTransaction) (any, error) {
 		rd := NewReader(ctx, r, "runner")
 		rd.Prefetch(whole)
-		if _, found := Chunked(rd, keys.RunnerMetadataKey{RunnerID: rid}); found || !rerr.Is(rd.Err(), "store", "corrupt") {
+		if _, found := Chunked(rd, keys.RunnerMetadataKey{RunnerID: rid}); found || !rerr.Is(rd.Err(), rerr.CodeStoreCorrupt) {
 			t.Errorf("chunk gap: found %v, %v; want store.corrupt", found, rd.Err())
 		}
 		return nil, nil

@@ -94,9 +94,9 @@ func clearStore(tb testing.TB, url string) {
 		return
 	}
 	defer db.Close()
-	_, err = db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	err = udb.Update(ctx, db, func(tx udb.Transaction) error {
 		tx.ClearRange(nil, []byte{0xff})
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		tb.Logf("harness: clearing the test's keys: %v", err)

@@ -38,10 +38,10 @@ func actorsEngine(t *testing.T) (*client.Client, udb.Database) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (keys.RunnerConfig, error) {
 		out, err := namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: 1000})
 		if err != nil {
-			return nil, err
+			return keys.RunnerConfig{}, err
 		}
 		return runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: out.Namespace.NamespaceID, Name: "pool"})
 	}); err != nil {
@@ -77,12 +77,12 @@ func TestActors(t *testing.T) {
 	}
 	// The input arrived as bytes.
 	aid, _ := id.Parse(a.ActorId)
-	_, err = db.ReadTransact(ctx, func(r udb.ReadTransaction) (any, error) {
+	err = udb.View(ctx, db, func(r udb.ReadTransaction) error {
 		b, _, err := keys.GetChunked(ctx, r, keys.ActorInputKey{ActorID: aid})
 		if err == nil && string(b) != "\x00\x01\x02\xff" {
 			err = fmt.Errorf("input stored as %q", b)
 		}
-		return nil, err
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

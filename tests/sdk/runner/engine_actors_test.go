@@ -34,13 +34,13 @@ func startActorEnv(t *testing.T) *actorEnv {
 	e := &actorEnv{socketEnv: startSocket(t, hostsocktest.Config{})}
 	e.actors = e.cur.Load().Lifecycle.Actors
 	ctx := context.Background()
-	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, e.db, func(tx udb.ReadTransaction) (namespace.Namespace, error) {
 		return namespace.ResolveByName(ctx, tx, namespace.ResolveByNameInput{Name: "default"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.ns = res.(namespace.Namespace).NamespaceID
+	e.ns = res.NamespaceID
 	return e
 }
 
@@ -60,14 +60,14 @@ func (e *actorEnv) create(t *testing.T, name, policy string, input []byte) id.ID
 
 func (e *actorEnv) state(t *testing.T, aid id.ID) keys.ActorState {
 	t.Helper()
-	res, err := e.db.ReadTransact(context.Background(), func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (keys.ActorState, error) {
 		st, _, err := keys.Get(context.Background(), tx.Snapshot(), keys.ActorStateKey{ActorID: aid})
 		return st, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(keys.ActorState)
+	return res
 }
 
 // waitPhase polls the engine until the actor is in phase.

@@ -188,7 +188,7 @@ func startSocket(t *testing.T, c hostsocktest.Config) *socketEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Transact(ctx, func(tx udb.Transaction) (any, error) {
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: time.Now().UnixMilli()})
 	}); err != nil {
 		t.Fatal(err)
@@ -223,13 +223,13 @@ func (e *socketEnv) runner(rid string) oprunner.Runner {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
-	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
+	res, err := udb.ReadTransact(ctx, e.db, func(tx udb.ReadTransaction) (oprunner.Runner, error) {
 		return oprunner.Get(ctx, tx, oprunner.GetInput{RunnerID: id.MustParse(rid)})
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return res.(oprunner.Runner)
+	return res
 }
 
 // eventually polls cond until it holds, failing after wait.
