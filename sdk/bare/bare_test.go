@@ -21,7 +21,7 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // TestVectors checks each primitive against its encoding from the BARE specification (and, for
-// the fixed-width ones, the examples in reference/rivet-protocol.md §4), in both directions.
+// the fixed-width ones, the frames of docs/protocol.md, "Known-good frames"), in both directions.
 func TestVectors(t *testing.T) {
 	str300 := strings.Repeat("x", 300)
 	tests := []struct {
@@ -128,7 +128,7 @@ func TestVectors(t *testing.T) {
 }
 
 // TestRivetFrames decodes the known-good runner protocol v7 frames of
-// reference/rivet-protocol.md §4 (encoded by @rivetkit/engine-runner-protocol 2.2.1 with bare-ts)
+// docs/protocol.md, "Known-good frames" (encoded by @rivetkit/engine-runner-protocol 2.2.1 with bare-ts)
 // and checks that re-encoding the decoded tree gives the same bytes.
 func TestRivetFrames(t *testing.T) {
 	tests := []struct {

@@ -198,7 +198,7 @@ func (u union) encode(w *Writer, v any) {
 	}
 }
 
-// Runner protocol v7 (reference/rivet-protocol.md §3), as far as the known-good vectors need.
+// Runner protocol v7 (docs/protocol.md, "Message families"), as far as the known-good vectors need.
 var (
 	checkpoint = record{prim("str"), prim("u32"), prim("i64")} // actorId, generation, index
 	messageID  = record{fixed(4), fixed(4), prim("u16")}       // gatewayId, requestId, messageIndex

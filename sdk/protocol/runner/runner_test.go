@@ -27,7 +27,7 @@ var (
 	req = RequestID{0x0a, 0x0b, 0x0c, 0x0d}
 )
 
-// TestReferenceVectors decodes every frame of reference/rivet-protocol.md §4 (encoded by
+// TestReferenceVectors decodes every frame of docs/protocol.md, "Known-good frames" (encoded by
 // @rivetkit/engine-runner-protocol 2.2.1), compares it with the expected message and re-encodes it
 // byte for byte.
 func TestReferenceVectors(t *testing.T) {
