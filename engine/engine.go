@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/internal/multilisten"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -122,6 +124,12 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.startLoops(ctx, opts.Observability.CensusInterval)
+	if cfg.Anonymous() {
+		e.log.Warn("berth serves without an admin token on addresses other machines can reach (auth.allow_anonymous): " +
+			"anyone who reaches them can create and destroy actors, read their KV and drain runners; set auth.admin_token")
+	} else if !cfg.Open() {
+		e.log.Info("no admin token: listening on loopback only; set auth.admin_token to serve other machines")
+	}
 	local, _ := cfg.Topology.Local()
 	e.log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
 		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", cfg.Pegboard.RunnerLostThreshold,
@@ -232,11 +240,11 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 // other nodes relay to, before any socket can be claimed.
 func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
 	var err error
-	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), e.admit.wrap(svc.public), e.log); err != nil {
+	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), e.log); err != nil {
 		return undo, err
 	}
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), svc.peer, e.log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err
 	}
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
@@ -244,7 +252,7 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
 		return undo, err
 	}
 	return undo, nil
@@ -457,11 +465,16 @@ func (l *listener) closeFresh() {
 	}
 }
 
-func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger) (*listener, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+// listen opens the listener name on addrs (config.ListenAddrs): the first must bind, the
+// others (the IPv6 loopback beside the IPv4 one) are left out, with a log line, when they
+// cannot.
+func listen(ctx context.Context, name string, addrs []string, h http.Handler, log *slog.Logger) (*listener, error) {
+	ln, skipped, err := multilisten.Listen(ctx, addrs)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, addr, err)
+		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, strings.Join(addrs, " and "), err)
+	}
+	for _, err := range skipped {
+		log.Info("listener: an address left out", "server", name, "error", err)
 	}
 	l := &listener{
 		name: name,

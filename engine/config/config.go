@@ -60,12 +60,20 @@ type Auth struct {
 	// endpoint except /health and /metadata. Unset means the API is open. It may not be set
 	// to the empty string: leave it out instead.
 	AdminToken string `json:"admin_token,omitempty"`
+	// AllowAnonymous lets the listeners face other machines without an admin token: anyone
+	// who reaches them can then create and destroy actors, read their KV and drain runners.
+	// Without it (the default), an engine with no admin token listens on loopback only, and a
+	// host key naming another interface is an error. berth logs a warning at start when it
+	// serves anonymously beyond loopback.
+	AllowAnonymous bool `json:"allow_anonymous"`
 }
 
 // Guard is the ingress listener, which also serves the public API.
 type Guard struct {
-	// Host to listen on: an IP address or host name; "::" (the default) and "" mean every
-	// interface, IPv4 and IPv6.
+	// Host to listen on: an IP address or host name. "" (the default) means every interface,
+	// IPv4 and IPv6, when auth.admin_token is set (or auth.allow_anonymous), and loopback only
+	// (127.0.0.1 and ::1) when the API has no token. "::" and "0.0.0.0" name every interface
+	// explicitly, and need a token too (or auth.allow_anonymous).
 	Host string `json:"host"`
 	// Port to listen on; default 6420. 0 picks a free port.
 	Port uint16 `json:"port"`
@@ -107,7 +115,7 @@ func (a APIPublic) DatacenterTimeout() time.Duration {
 
 // APIPeer is the listener of the api-peer, the API other datacenters call.
 type APIPeer struct {
-	// Host to listen on, as for Guard.Host. Default "::".
+	// Host to listen on, as for Guard.Host. Default "".
 	Host string `json:"host"`
 	// Port to listen on; default 6421. 0 picks a free port.
 	Port uint16 `json:"port"`
@@ -118,7 +126,7 @@ func (a APIPeer) Addr() string { return listenAddr(a.Host, a.Port) }
 
 // Metrics is the listener of the Prometheus endpoint, GET /metrics.
 type Metrics struct {
-	// Host to listen on, as for Guard.Host. Default "::".
+	// Host to listen on, as for Guard.Host. Default "".
 	Host string `json:"host"`
 	// Port to listen on; default 6430. 0 picks a free port.
 	Port uint16 `json:"port"`
@@ -234,7 +242,7 @@ const (
 	DefaultDatacenterLabel   = 1
 	DefaultPublicURL         = "http://127.0.0.1:6420"
 	DefaultPeerURL           = "http://127.0.0.1:6421"
-	DefaultHost              = "::"
+	DefaultHost              = "" // loopback without an admin token, else every interface
 	DefaultGuardPort         = 6420
 	DefaultAPIPeerPort       = 6421
 	DefaultMetricsPort       = 6430
@@ -351,6 +359,44 @@ func (t Topology) Local() (NamedDatacenter, bool) {
 
 // listenAddr joins host and port; "::" and "" both become the wildcard Go listens on for IPv4
 // and IPv6 at once, so that the default works on hosts without IPv6 too.
+// ListenAddrs returns the addresses a listener configured with host and port binds: host:port,
+// or, for the default host "" on an engine that is not open to the network (Open), the IPv4
+// and IPv6 loopback addresses.
+func (c *Config) ListenAddrs(host string, port uint16) []string {
+	if host == "" && !c.Open() {
+		p := strconv.Itoa(int(port))
+		return []string{net.JoinHostPort("127.0.0.1", p), net.JoinHostPort("::1", p)}
+	}
+	return []string{listenAddr(host, port)}
+}
+
+// Open reports whether the listeners may face other machines: the API has an admin token, or
+// auth.allow_anonymous says it may serve without one.
+func (c *Config) Open() bool { return c.Auth.AdminToken != "" || c.Auth.AllowAnonymous }
+
+// Anonymous reports whether the engine serves without an admin token on an address other
+// machines can reach (auth.allow_anonymous with a non-loopback host): worth a warning.
+func (c *Config) Anonymous() bool {
+	if c.Auth.AdminToken != "" {
+		return false
+	}
+	for _, h := range []string{c.Guard.Host, c.APIPeer.Host, c.Metrics.Host} {
+		if !IsLoopback(h) && (h != "" || c.Auth.AllowAnonymous) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsLoopback reports whether host names only this machine: "localhost" or a loopback IP.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func listenAddr(host string, port uint16) string {
 	if host == "::" {
 		host = ""

@@ -88,9 +88,12 @@ func (c *Config) validate() []*FieldError {
 	}
 
 	// listeners
-	checkHost(bad, "guard.host", c.Guard.Host)
-	checkHost(bad, "api_peer.host", c.APIPeer.Host)
-	checkHost(bad, "metrics.host", c.Metrics.Host)
+	for _, l := range []struct{ path, host string }{{"guard.host", c.Guard.Host}, {"api_peer.host", c.APIPeer.Host}, {"metrics.host", c.Metrics.Host}} {
+		if checkHost(bad, l.path, l.host) && !c.Open() && l.host != "" && !IsLoopback(l.host) {
+			bad(l.path, "%q can be reached from other machines and auth.admin_token is not set: set an admin token, "+
+				"or auth.allow_anonymous: true to serve without one (anyone who reaches it may then change every actor)", l.host)
+		}
+	}
 	if c.Guard.Port != 0 && c.Guard.Port == c.APIPeer.Port && sameHost(c.Guard.Host, c.APIPeer.Host) {
 		bad("api_peer.port", "%d is also guard.port; the two listeners need different ports", c.APIPeer.Port)
 	}
@@ -240,15 +243,18 @@ func checkURL(bad badFunc, path, raw string, required bool) {
 	}
 }
 
-// checkHost accepts "", an IP address, or a host name (letters, digits, '-', '.').
-func checkHost(bad badFunc, path, host string) {
+// checkHost accepts "", an IP address, or a host name (letters, digits, '-', '.'), and reports
+// whether host was one.
+func checkHost(bad badFunc, path, host string) bool {
 	if host == "" || net.ParseIP(host) != nil {
-		return
+		return true
 	}
 	if len(host) > 253 || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != "" ||
 		strings.HasPrefix(host, ".") || strings.HasPrefix(host, "-") || strings.Contains(host, "..") {
 		bad(path, "%q is neither an IP address nor a host name (give the port in the port key)", host)
+		return false
 	}
+	return true
 }
 
 func sameHost(a, b string) bool {
