@@ -170,7 +170,7 @@ type services struct {
 // registry and wakes the watchers), the lifecycle (which reaches the hosts through the
 // cluster), api-peer, the host-socket server, the gateway and api-public.
 func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
-	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
+	m, pb, log, trusted := e.obs.metrics, cfg.Pegboard, e.log, trustedProxies(cfg)
 	registry := hostsock.NewRegistry(m)
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
@@ -223,6 +223,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		TrustedProxies:       trusted,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
 		FetchActorTimeout:    config.Ms(cfg.Guard.RoutePegboardFetchActor),
 		WakeSignalTimeout:    config.Ms(cfg.Guard.RoutePegboardWakeSignal),
@@ -242,6 +243,9 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 	var err error
 	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), e.log); err != nil {
 		return undo, err
+	}
+	if cfg.Guard.ProxyProtocol {
+		e.public.ln = proxyProtocol(e.public.ln, trustedProxies(cfg))
 	}
 	undo = append(undo, func() { _ = e.public.ln.Close() })
 	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {

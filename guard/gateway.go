@@ -89,6 +89,8 @@ type Options struct {
 	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
 	// 2,000 in flight).
 	RateLimit core.RateLimit
+	// TrustedProxies may name the client in X-Forwarded-For (core.ClientIP); nobody by default.
+	TrustedProxies core.Trusted
 	// RouteCacheTTL is how long a resolved route is reused by first attempts (10 min, as
 	// Rivet's route_cache_ttl); negative turns the cache off.
 	RouteCacheTTL time.Duration
@@ -205,7 +207,7 @@ func (g *Gateway) servePath(w http.ResponseWriter, r *http.Request, path, query 
 // serveQuery resolves a query-routed request to its actor and serves it; a getOrCreate for
 // another datacenter's region goes there whole.
 func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string, q Query) {
-	release, err := g.limiter.Acquire(core.ClientIP(r))
+	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
 		g.fail(w, r, ray, err)
 		return
@@ -234,7 +236,7 @@ func (g *Gateway) serveActor(w http.ResponseWriter, r *http.Request, ray string,
 		g.proxyTo(w, r, ray, dc)
 		return
 	}
-	release, err := g.limiter.Acquire(core.ClientIP(r))
+	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
 		g.fail(w, r, ray, err)
 		return

@@ -82,6 +82,17 @@ type Guard struct {
 	// off. Defaults 10000 and 2000, as on Rivet.
 	RateLimitRequests uint32 `json:"rate_limit_requests"`
 	RateLimitInFlight uint32 `json:"rate_limit_in_flight"`
+	// TrustedProxies lists the proxies (IP addresses or CIDR prefixes) allowed to say who the
+	// client is. A client is its socket's address unless that address is trusted: then it is
+	// the rightmost X-Forwarded-For entry that is not itself a trusted proxy (or, with
+	// proxy_protocol, the PROXY protocol header's source). Empty by default: X-Forwarded-For
+	// is never believed. The rate limits and the x-forwarded-for sent to actors use it. From
+	// the environment or a flag: comma-separated.
+	TrustedProxies []string `json:"trusted_proxies"`
+	// ProxyProtocol accepts a PROXY protocol (v1 or v2) header on guard connections that come
+	// from a trusted proxy, as load balancers in TCP mode send it; other connections are read
+	// as plain HTTP. Default false.
+	ProxyProtocol bool `json:"proxy_protocol"`
 	// The actor gateway's timeouts, in milliseconds, with Rivet's names and defaults:
 	// actor_ready_timeout (30000) bounds the wait for an actor to become connectable
 	// (guard.actor_ready_timeout); each read of the actor's state while routing

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -88,6 +89,14 @@ func (c *Config) validate() []*FieldError {
 	}
 
 	// listeners
+	for i, p := range c.Guard.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			bad("guard.trusted_proxies."+strconv.Itoa(i), "%v", err)
+		}
+	}
+	if c.Guard.ProxyProtocol && len(c.Guard.TrustedProxies) == 0 {
+		bad("guard.proxy_protocol", "needs guard.trusted_proxies: a PROXY header is accepted only from a trusted proxy")
+	}
 	for _, l := range []struct{ path, host string }{{"guard.host", c.Guard.Host}, {"api_peer.host", c.APIPeer.Host}, {"metrics.host", c.Metrics.Host}} {
 		if checkHost(bad, l.path, l.host) && !c.Open() && l.host != "" && !IsLoopback(l.host) {
 			bad(l.path, "%q can be reached from other machines and auth.admin_token is not set: set an admin token, "+
@@ -293,4 +302,22 @@ func joinFieldErrors(errs []*FieldError) error {
 		out[i] = e
 	}
 	return errors.Join(out...)
+}
+
+// ParsePrefix reads a trusted proxy: a CIDR prefix ("10.0.0.0/8") or one address, which is a
+// prefix of its full length.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix such as 10.0.0.0/8", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither an IP address nor a CIDR prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
