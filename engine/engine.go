@@ -62,6 +62,7 @@ type Engine struct {
 	lifecycle *pegboard.Lifecycle
 	timeout   time.Duration
 	obs       *observability
+	tls       tlsConfigs
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -111,6 +112,10 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		}
 	}()
 	undo = append(undo, func() { _ = obs.tracing.Shutdown(context.Background()) })
+	if e.tls, err = loadTLS(cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	undo = append(undo, e.tls.outbound.CloseIdleConnections)
 	topo := Topology(cfg.Topology)
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
@@ -175,7 +180,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
-		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log,
+		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log, HTTP: &http.Client{Transport: e.tls.outbound},
 		Local: registry, Changes: watchers,
 	})
 	// With several nodes, the others wake what waits on an actor there (gateway requests,
@@ -193,7 +198,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	svc := &services{}
 	// api-peer reaches only the leader through its peer client; api-public's serves this
 	// datacenter in process through api-peer's handler.
-	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout()})
+	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
+		HTTP: &http.Client{Transport: e.tls.outbound}})
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
 		Runners: lc.Runners, Actors: lc.Actors,
@@ -224,6 +230,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
 		TrustedProxies:       trusted,
+		Transport:            e.tls.outbound,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
 		FetchActorTimeout:    config.Ms(cfg.Guard.RoutePegboardFetchActor),
 		WakeSignalTimeout:    config.Ms(cfg.Guard.RoutePegboardWakeSignal),
@@ -247,12 +254,14 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 	if cfg.Guard.ProxyProtocol {
 		e.public.ln = proxyProtocol(e.public.ln, trustedProxies(cfg))
 	}
+	serveTLS(e.public, e.tls.guard)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
 	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err
 	}
+	serveTLS(e.peer, e.tls.peer)
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
-	if err := e.cluster.Start(ctx, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
+	if err := e.cluster.Start(ctx, nodeAddress(cfg, scheme(e.tls.peer), e.peer.ln.Addr())); err != nil {
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
@@ -306,6 +315,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.loops.Wait()
 		err := stopAll(ctx, e.public, e.peer, e.metrics)
 		e.peers.Close()
+		e.tls.outbound.CloseIdleConnections()
 		_ = e.bus.Close()
 		if cerr := e.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
@@ -356,7 +366,7 @@ func Run(ctx context.Context, opts Options) error {
 
 // nodeAddress is where other nodes reach this one's internal listener: node.address, else
 // the api-peer listener's address (127.0.0.1 for an unspecified host).
-func nodeAddress(cfg *config.Config, peer net.Addr) string {
+func nodeAddress(cfg *config.Config, scheme string, peer net.Addr) string {
 	if cfg.Node.Address != "" {
 		return cfg.Node.Address
 	}
@@ -367,7 +377,7 @@ func nodeAddress(cfg *config.Config, peer net.Addr) string {
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // redactURL hides the password of a store URL for logs.

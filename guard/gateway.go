@@ -89,6 +89,9 @@ type Options struct {
 	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
 	// 2,000 in flight).
 	RateLimit core.RateLimit
+	// Transport carries requests proxied to other datacenters' gateways (their TLS settings);
+	// nil means http.DefaultTransport.
+	Transport http.RoundTripper
 	// TrustedProxies may name the client in X-Forwarded-For (core.ClientIP); nobody by default.
 	TrustedProxies core.Trusted
 	// RouteCacheTTL is how long a resolved route is reused by first attempts (10 min, as
@@ -314,6 +317,7 @@ func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc
 	}
 	w.Header().Del(apihttp.HeaderRayID)
 	p := &httputil.ReverseProxy{
+		Transport: g.o.Transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.URL.Path, pr.Out.URL.RawPath = r.URL.Path, r.URL.RawPath

@@ -89,6 +89,9 @@ type Guard struct {
 	// is never believed. The rate limits and the x-forwarded-for sent to actors use it. From
 	// the environment or a flag: comma-separated.
 	TrustedProxies []string `json:"trusted_proxies"`
+	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
+	// envoy sockets are served over TLS only (https, wss).
+	TLS TLS `json:"tls"`
 	// ProxyProtocol accepts a PROXY protocol (v1 or v2) header on guard connections that come
 	// from a trusted proxy, as load balancers in TCP mode send it; other connections are read
 	// as plain HTTP. Default false.
@@ -107,6 +110,34 @@ type Guard struct {
 	RoutePegboardResolveQuery   uint32 `json:"route_pegboard_resolve_query"`
 	GatewayResponseStartTimeout uint32 `json:"gateway_response_start_timeout"`
 	GatewayWebSocketOpenTimeout uint32 `json:"gateway_websocket_open_timeout"`
+}
+
+// TLS is a listener's certificate.
+type TLS struct {
+	// CertFile and KeyFile are PEM files of the certificate (its chain after it) and its key.
+	// Both set: the listener serves TLS 1.2 or newer only, and reads the files again when they
+	// change (a renewed certificate needs no restart). Both empty (the default): plain HTTP.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+}
+
+// Enabled reports whether a certificate is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// PeerTLS is the TLS of api-peer and of the calls between nodes and datacenters.
+type PeerTLS struct {
+	// CertFile and KeyFile: api-peer's certificate, as for guard.tls; with client_auth also the
+	// client certificate this node presents to other nodes and datacenters.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// CAFile is a PEM file of the authorities that sign the other nodes' and datacenters'
+	// certificates: https peer_url, proxy_url and node addresses are verified against them
+	// (and against the system's roots), and, with client_auth, the client certificates
+	// api-peer requires. Unset: the system's roots only.
+	CAFile string `json:"ca_file"`
+	// ClientAuth makes api-peer require a client certificate signed by ca_file (mutual TLS
+	// between nodes and datacenters). Default false.
+	ClientAuth bool `json:"client_auth"`
 }
 
 // Addr returns host:port for net.Listen.
@@ -130,6 +161,8 @@ type APIPeer struct {
 	Host string `json:"host"`
 	// Port to listen on; default 6421. 0 picks a free port.
 	Port uint16 `json:"port"`
+	// TLS serves api-peer over TLS and sets how nodes and datacenters verify each other.
+	TLS PeerTLS `json:"tls"`
 }
 
 // Addr returns host:port for net.Listen.

@@ -94,6 +94,16 @@ func (c *Config) validate() []*FieldError {
 			bad("guard.trusted_proxies."+strconv.Itoa(i), "%v", err)
 		}
 	}
+	pairs := []struct{ path, cert, key string }{{"guard.tls", c.Guard.TLS.CertFile, c.Guard.TLS.KeyFile},
+		{"api_peer.tls", c.APIPeer.TLS.CertFile, c.APIPeer.TLS.KeyFile}}
+	for _, p := range pairs {
+		if (p.cert == "") != (p.key == "") {
+			bad(p.path, "cert_file and key_file go together: set both, or neither")
+		}
+	}
+	if t := c.APIPeer.TLS; t.ClientAuth && (t.CAFile == "" || t.CertFile == "") {
+		bad("api_peer.tls.client_auth", "needs ca_file (to verify clients) and cert_file and key_file (this node's own certificate)")
+	}
 	if c.Guard.ProxyProtocol && len(c.Guard.TrustedProxies) == 0 {
 		bad("guard.proxy_protocol", "needs guard.trusted_proxies: a PROXY header is accepted only from a trusted proxy")
 	}
