@@ -2,8 +2,8 @@ package tlsfiles
 
 import (
 	"crypto/tls"
-	"io"
 	"crypto/x509"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
