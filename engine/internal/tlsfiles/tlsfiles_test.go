@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/engine/internal/tlsfiles/tlstest"
+	"github.com/berthhq/berth/pkg/tlstest"
 )
 
 // handshake connects a client to a server over loopback with the two configurations, and
