@@ -10,7 +10,10 @@ RUN curl -fsSL -o /tmp/fdb-clients.deb \
       "https://github.com/apple/foundationdb/releases/download/${FDB_VERSION}/foundationdb-clients_${FDB_VERSION}-1_amd64.deb" \
  && dpkg -i /tmp/fdb-clients.deb
 WORKDIR /src
+# The Go SDK is a module of its own that go.mod replaces with ./sdk: its go.mod must be there
+# for the download to resolve.
 COPY go.mod go.sum ./
+COPY sdk/go.mod sdk/go.sum ./sdk/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=1 go build -tags fdb -trimpath -o /out/berth ./engine/cmd/berth

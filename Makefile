@@ -6,6 +6,9 @@ GIT_SHA  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILT_AT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -X main.version=$(VERSION) -X main.gitSHA=$(GIT_SHA) -X main.buildTimestamp=$(BUILT_AT)
 PKGS     := ./...
+# The engine's module (.) and the Go SDK's (sdk/, a module of its own so that its users do not
+# pull the engine's dependencies): test, lint, bench and fuzz run in each, PKGS within each.
+MODULES  := . sdk
 
 .PHONY: build run test test-fdb lint bench bench-compare fuzz clean
 
@@ -16,9 +19,13 @@ build:
 run: build
 	./$(BIN) start --listen :6420 --db file://data/berth
 
-# What CI runs: formatting, a tidy go.mod, vet, staticcheck, and every test with the race detector.
+# What CI runs: formatting, a tidy go.mod, vet, staticcheck, and every test with the race
+# detector, in both modules (all of them, even after a failure).
 test: lint
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	@status=0; for m in $(MODULES); do \
+		echo "== go test in $$m"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 30m $(PKGS)) || status=1; \
+	done; exit $$status
 
 # The FoundationDB driver's tests (-tags fdb) against the cluster of
 # docker-compose.yml, then the engine's integration tests (FDB_INTEGRATION)
@@ -47,15 +54,20 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
-	$(GO) vet $(PKGS)
+	@for m in $(MODULES); do \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "$$m/go.mod or go.sum is not tidy: run go mod tidy in $$m"; exit 1; }; \
+	done
+	@for m in $(MODULES); do echo "== go vet in $$m"; (cd $$m && $(GO) vet $(PKGS)) || exit 1; done
 	@test -x $(STATICCHECK) && $(STATICCHECK) -version | grep -q "($(STATICCHECK_VERSION:v%=%))" || \
 		GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(STATICCHECK) $(PKGS)
+	@for m in $(MODULES); do echo "== staticcheck in $$m"; (cd $$m && $(STATICCHECK) $(PKGS)) || exit 1; done
 
 # Speed and memory figures; nothing here is a pass/fail test.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+	@for m in $(MODULES); do \
+		echo "== go test -bench in $$m"; \
+		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)) || exit 1; \
+	done
 
 # berth and the Rivet engine 2.3.19 side by side under the same workload and npm runner
 # (bench/compare); writes bench/RESULTS.md and bench/results.json. About 8 minutes; it loads
@@ -64,13 +76,16 @@ bench-compare: build
 	$(GO) build -o bin/bench-compare ./bench/compare
 	./bin/bench-compare -berth $(BIN) $(BENCH_COMPARE_FLAGS)
 
-# Run every fuzzer in the repository for FUZZTIME each (default 30s).
+# Run every fuzzer in the repository (both modules) for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	@for m in $(MODULES); do \
+		cd $(CURDIR)/$$m || exit 1; \
+		for pkg in $$($(GO) list $(PKGS)); do \
+			for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+				echo "== $$pkg $$f"; \
+				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+			done; \
 		done; \
 	done
 

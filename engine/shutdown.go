@@ -14,14 +14,15 @@ import (
 	"github.com/berthhq/berth/engine/cluster"
 )
 
-// Graceful node shutdown (celld.md §2): SIGTERM or POST /shutdown on the internal listener
-// starts a drain. Health turns 503 at once and new requests get 503 with Retry-After: 1 and
-// Connection: close; requests already admitted finish; the runner sockets held here close
-// with 1011 ws.going_away so their runners reconnect to another node at once (same runner
-// key, so the same runner id and actors), and so do the envoy sockets (same envoy key) and
-// the client WebSockets of the gateway; the node's ownership records, runners' and envoys',
-// are released, at most node.releases at a time; the drain ends as soon as no socket, request
-// or release is left, or after node.shutdown_drain_ms.
+// Graceful node shutdown (docs/design.md, "Graceful shutdown and ownership handoff"):
+// SIGTERM or POST /shutdown on the internal listener starts a drain. Health turns 503 at
+// once and new requests get 503 with Retry-After: 1 and Connection: close; requests
+// already admitted finish; the runner sockets held here close with 1011 ws.going_away so
+// their runners reconnect to another node at once (same runner key, so the same runner id
+// and actors), and so do the envoy sockets (same envoy key) and the client WebSockets of
+// the gateway; the node's ownership records, runners' and envoys', are released, at most
+// node.releases at a time; the drain ends as soon as no socket, request or release is
+// left, or after node.shutdown_drain_ms.
 
 // shutdownSettings are the drain's bounds (node.releases, node.shutdown_drain_ms).
 type shutdownSettings struct {

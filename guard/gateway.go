@@ -281,7 +281,7 @@ func writeError(w http.ResponseWriter, e *rerr.Error) {
 // corsHeaders are the headers cors sets.
 var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Expose-Headers", "Vary"}
 
-// cors sets the gateway's CORS headers (rivet-engine.md §5.10).
+// cors sets the gateway's CORS headers (docs/gateway.md, "CORS").
 func cors(h http.Header, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if origin == "" {

@@ -7,7 +7,7 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// A phase of route resolution bounded on its own, as in Rivet (rivet-engine.md §5.11): when
+// A phase of route resolution bounded on its own, as in Rivet (docs/gateway.md, "Timeouts"): when
 // its bound ends it, the request fails with the phase's own error, carrying elapsed_ms and
 // timeout_ms, rather than with whatever the interrupted call returned.
 type phase struct {

@@ -20,7 +20,7 @@ const (
 )
 
 // Query is a /gateway/{name}/...?rvt-... request: which actor it names, by key, and the path
-// the actor sees (rivet-engine.md §5.3).
+// the actor sees (docs/gateway.md, "Query routing").
 type Query struct {
 	Namespace string
 	Method    string // MethodGet or MethodGetOrCreate
@@ -97,7 +97,7 @@ func hasRvtParam(rawQuery string) bool {
 }
 
 // ParseQuery parses the query form /gateway/{name}[/{rest}]?rvt-namespace=…&rvt-method=…
-// from the raw path and raw query, with every rule and error of Rivet's actor_path.rs.
+// from the raw path and raw query, with every rule and error of Rivet's parser.
 // ok is false when the request is not in that form (not a gateway path, or no rvt-*
 // parameter); then the direct form applies. Errors are the guard.query_* codes.
 func ParseQuery(rawPath, rawQuery string) (q Query, ok bool, err error) {

@@ -13,7 +13,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Routing headers and WebSocket subprotocols (rivet-engine.md §5.2).
+// Routing headers and WebSocket subprotocols (docs/gateway.md, "Header routing").
 const (
 	headerTarget        = "X-Rivet-Target"
 	headerActor         = "X-Rivet-Actor"
@@ -26,7 +26,7 @@ const (
 	protocolSkipReadyWait = "rivet_skip_ready_wait"
 )
 
-// Wrap routes the guard port in Rivet's order (rivet-engine.md §5.1) in front of next, which
+// Wrap routes the guard port in Rivet's order (docs/gateway.md) in front of next, which
 // serves the runner and envoy sockets and the public API:
 //
 //  1. the /gateway path forms (query, then direct) → the actor;

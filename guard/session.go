@@ -13,7 +13,7 @@ import (
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
-// Hibernating WebSockets (rivet-engine.md §5.6, rivet-protocol.md §3.5): when the runner
+// Hibernating WebSockets (docs/protocol.md, "Tunnels and message ids"): when the runner
 // accepts a socket with canHibernate, the gateway keeps every client message until the
 // actor acknowledges it; when the actor goes to sleep (ToServerWebSocketClose with
 // hibernate), the client socket stays open; the next client message wakes the actor, whose

@@ -17,7 +17,7 @@ import (
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
-// Streamed bodies (rivet-protocol.md §3.5, envoy v8 flow control):
+// Streamed bodies (docs/protocol.md, "Tunnels and message ids"; envoy v8 flow control):
 //
 // A request body above Options.StreamBody goes to an envoy as ToClientRequestStart{stream:
 // true} and then ToClientRequestChunk messages of at most core.BodyChunk bytes, the last with

@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Actor data keys (reference/rivet-engine.md §2.2): one value per field under
+// Actor data keys (docs/design.md, "Key space"): one value per field under
 // (ACTOR, DATA, actor_id), in the pegboard subspace.
 
 func actorDataKey(aid id.ID, tag int) []byte {

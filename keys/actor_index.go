@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Actor index keys of a namespace (reference/rivet-engine.md §2.3), in the
+// Actor index keys of a namespace (docs/design.md, "Key space"), in the
 // pegboard subspace. The by-name indexes sort by (create_ts, actor_id) within
 // a name: lists scan them in reverse, newest first, and page with
 // CreateTsRange.Before. berth has no workflow engine: where the value is a

@@ -8,7 +8,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Actor KV (reference/rivet-engine.md §2.2, Rivet's pegboard keys/actor_kv.rs): every actor
+// Actor KV (docs/design.md, "Key space"; the layout is Rivet's): every actor
 // has its own subspace (RIVET, PEGBOARD, ACTOR_KV, actor_id). A user key k is stored as the
 // nested tuple (k) — NESTED, k as a byte string, the nested tuple's end — followed by:
 //

@@ -228,8 +228,8 @@ func PendingActorKeyRange(ns id.ID, selector string) (begin, end []byte) {
 }
 
 // RunnerCommandKey is (RUNNER, DATA, runner_id, ACTOR, COMMAND, actor_id, generation,
-// index) → the command, as the runner protocol's BARE encoding of its Command union
-// (sdk/protocol/runner): stored until the runner acknowledges it.
+// index) → a stored command in ops/actor's encoding (a start with its create_ts, or a
+// stop with its reason): kept until the runner acknowledges it.
 type RunnerCommandKey struct {
 	RunnerID   id.ID
 	ActorID    id.ID

@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Envoy data keys (reference/rivet-engine.md §2.5): one value per field under
+// Envoy data keys (docs/design.md, "Key space"): one value per field under
 // (NAMESPACE, ENVOY, DATA, namespace_id, envoy_key), in the pegboard subspace.
 // Envoys are named by their key (a string chosen by the envoy), unique within
 // a namespace.

@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Keys of the actors placed on envoys (reference/rivet-engine.md §2.3, §2.5), in the
+// Keys of the actors placed on envoys (docs/design.md, "Key space"), in the
 // pegboard subspace: the envoy's actors, its stored commands and its hash-ring entries.
 
 // EnvoyActorKey is (NAMESPACE, ENVOY, ACTOR, namespace_id, envoy_key, actor_id) →

@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Envoy index keys of a namespace (reference/rivet-engine.md §2.3), in the
+// Envoy index keys of a namespace (docs/design.md, "Key space"), in the
 // pegboard subspace. The active indexes sort by (create_ts, envoy_key): lists
 // scan them in reverse, newest first, and page with CreateTsRange.Before.
 // Their value is empty.

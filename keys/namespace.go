@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Namespace keys (reference/rivet-engine.md §2.6), in the namespace subspace
+// Namespace keys (docs/design.md, "Key space"), in the namespace subspace
 // (RIVET, NAMESPACE): the record under (DATA, namespace_id) and the unique
 // name index.
 

@@ -5,7 +5,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Runner data keys (v1 generation, reference/rivet-engine.md §2.4): one value
+// Runner data keys (docs/design.md, "Key space"): one value
 // per field under (RUNNER, DATA, runner_id), in the pegboard subspace.
 
 func runnerDataKey(rid id.ID, tag int) []byte {

@@ -7,7 +7,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Runner-config keys (reference/rivet-engine.md §2.6), in the namespace
+// Runner-config keys (docs/design.md, "Key space"), in the namespace
 // subspace (RIVET, NAMESPACE): the config of each (namespace, runner name)
 // under (RUNNER, CONFIG, DATA, ns, name), a copy under (RUNNER, CONFIG,
 // BY_VARIANT, ns, variant, name) for listing one variant, and the pool's
@@ -121,8 +121,8 @@ func RunnerConfigDataKeyRange(ns id.ID) NameRange {
 
 // RunnerConfigProtocolVersionKey is [ns] (RUNNER, CONFIG, DATA, namespace_id,
 // name, PROTOCOL_VERSION) → uint16 big-endian: the envoy protocol version of
-// the pool. Present ⇒ the pool is served by envoys, and new actors start as
-// actor2 (reference/rivet-engine.md §0).
+// the pool. Present ⇒ the pool is served by envoys, and its new actors are
+// placed on envoys (docs/design.md, "Lifecycle").
 type RunnerConfigProtocolVersionKey struct {
 	Namespace id.ID
 	Name      string

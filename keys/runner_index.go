@@ -7,7 +7,7 @@ import (
 	"github.com/berthhq/berth/pkg/tuple"
 )
 
-// Runner index keys of a namespace (reference/rivet-engine.md §2.3), in the
+// Runner index keys of a namespace (docs/design.md, "Key space"), in the
 // pegboard subspace. The create_ts indexes sort by (create_ts, runner_id):
 // lists scan them in reverse, newest first, and page with
 // CreateTsRange.Before. Their value is the runner's workflow id, which berth,

@@ -3,10 +3,10 @@ package keys
 import "github.com/berthhq/berth/pkg/subspace"
 
 // Segment tags are stored bytes: each names one key segment and has the Rivet
-// engine's number (universaldb/src/utils/keys.rs, reference/rivet-engine.md
-// §2.1). Never renumber or reuse a tag; retire one by commenting it out. Not
-// every tag listed here is used yet: they are reserved so that new keys take
-// Rivet's number. 100–105 are reserved by Rivet EE.
+// engine's number (docs/design.md, "Key space"). Never renumber or reuse a tag;
+// retire one by commenting it out. Not every tag listed here is used yet: they
+// are reserved so that new keys take Rivet's number. 100–105 are reserved by
+// Rivet EE.
 const (
 	tagRivet                            = 0
 	tagGasoline                         = 1

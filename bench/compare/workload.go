@@ -401,7 +401,7 @@ func (a *api) poll(ctx context.Context, what string, within time.Duration, done 
 
 // create creates one actor named name with key in pool and returns its id. Right after a
 // pool's first runner connected the reference engine may not have the pool's runner config
-// yet (actor.no_runner_config_configured, rivet-engine.md §12): that create is tried again.
+// yet (actor.no_runner_config_configured, docs/protocol.md): that create is tried again.
 func (a *api) create(ctx context.Context, name, key, pool string) (string, error) {
 	body := map[string]any{"name": name, "key": key, "runner_name_selector": pool, "crash_policy": "sleep"}
 	deadline := time.Now().Add(30 * time.Second)

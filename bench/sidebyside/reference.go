@@ -48,11 +48,11 @@ func ReferenceBinary(logf func(format string, args ...any)) (string, error) {
 
 // ReferenceCommand writes the reference engine's configuration into dir, which also becomes
 // its home and data folder, and returns the command that starts it on loopback: guard (the
-// public API and the gateway), api-peer and metrics on the given ports. As rivet-engine.md
-// §12 says, RUST_BACKTRACE is unset (with it the gateway is several times slower), workflow
-// load shedding is off (it sheds work once the whole machine is above 70% CPU, which a
-// benchmark on a shared machine reaches) and telemetry is off; no RIVET_* variable of the
-// caller's environment is passed on. Each extra map adds top-level sections of the
+// public API and the gateway), api-peer and metrics on the given ports. As
+// docs/benchmarks.md says, RUST_BACKTRACE is unset (with it the gateway is several times
+// slower), workflow load shedding is off (it sheds work once the whole machine is above 70%
+// CPU, which a benchmark on a shared machine reaches) and telemetry is off; no RIVET_*
+// variable of the caller's environment is passed on. Each extra map adds top-level sections of the
 // configuration (auth, pegboard, database, …), replacing those of the same name.
 func ReferenceCommand(bin, dir string, guard, peer, metrics int, extra ...map[string]any) (*exec.Cmd, error) {
 	cfg := map[string]any{

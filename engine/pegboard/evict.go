@@ -12,7 +12,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Actor eviction from a stopping envoy (rivet-engine.md §4.6): after the pool's
+// Actor eviction from a stopping envoy (docs/design.md, "Lifecycle"): after the pool's
 // actor_eviction_delay, each actor still on the envoy is told it is going away (it is
 // placed on another envoy once stopped), one at a time, min(1/actor_eviction_rate,
 // actor_eviction_period/n) apart; with the defaults (period 0) all at once. The envoy's

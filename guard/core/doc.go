@@ -1,4 +1,4 @@
 // Package core is the generic execution of the ingress proxy: the retry policy and its
 // classifier, per-client rate limits, body and message limits, and a route cache. It knows
-// no actors; package guard holds the routing policy (rivet-engine.md §5.7, §5.8).
+// no actors; package guard holds the routing policy (docs/gateway.md).
 package core

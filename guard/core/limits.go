@@ -1,6 +1,6 @@
 package core
 
-// Size limits of the gateway (rivet-engine.md §5.8).
+// Size limits of the gateway (docs/gateway.md, "Limits").
 const (
 	// MaxRequestBody bounds an HTTP request body sent in one message
 	// (http_max_request_body_size): a larger one is 413 guard.invalid_request_body. Bodies

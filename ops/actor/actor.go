@@ -23,7 +23,7 @@ const (
 // CrashPolicies lists the valid policies.
 var CrashPolicies = []string{CrashRestart, CrashSleep, CrashDestroy}
 
-// Actor is the public actor object, with Rivet's JSON field names (rivet-protocol.md §5.1).
+// Actor is the public actor object, with Rivet's JSON field names (docs/api.md, "Actor").
 type Actor struct {
 	ActorID             id.ID           `json:"actor_id"`
 	Name                string          `json:"name"`

@@ -6,7 +6,7 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// Limits, as in the Rivet engine (pegboard actor_kv/mod.rs). A key is measured as Rivet
+// Limits, as in the Rivet engine (docs/protocol.md, "KV"). A key is measured as Rivet
 // measures it: its length plus the 2 bytes that wrap it in the stored key, so the longest key
 // is 2,046 bytes.
 const (

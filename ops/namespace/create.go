@@ -14,7 +14,7 @@ import (
 	"github.com/berthhq/berth/pkg/udb"
 )
 
-// Name limits, as in the Rivet engine (util/src/check.rs): a name is a
+// Name limits, as in the Rivet engine: a name is a
 // lowercase DNS-label-like identifier of at most MaxNameLen bytes; a display
 // name is at most MaxDisplayNameLen bytes of text with single inner spaces.
 const (

@@ -15,8 +15,8 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// The API's defaults for fields a request leaves out (Rivet's api-types
-// runner_configs.rs). A stored config has every field set.
+// The API's defaults for fields a request leaves out (the Rivet engine's). A
+// stored config has every field set.
 const (
 	DefaultDrainOnVersionUpgrade = true
 	DefaultActorEvictionDelay    = 0    // seconds

@@ -14,7 +14,7 @@ import (
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
-// Limits of a serverless config (Rivet's pegboard ops/runner_config/upsert.rs).
+// Limits of a serverless config, as in the Rivet engine.
 const (
 	MaxHeaders        = 16
 	MaxHeaderNameLen  = 128

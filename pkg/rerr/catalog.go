@@ -33,7 +33,7 @@ type Entry struct {
 const keyInternal = "core.internal_error"
 
 // catalog lists every error berth returns. Codes are never renamed or reused: clients match on
-// them. Rivet's codes come first, grouped as in its engine (reference/rivet-engine.md §7);
+// them. Rivet's codes come first, grouped as in its engine (docs/design.md, "Errors");
 // berth's own codes are marked.
 var catalog = []Entry{
 	// core

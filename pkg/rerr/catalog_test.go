@@ -52,8 +52,8 @@ func TestCatalogWellFormed(t *testing.T) {
 	}
 }
 
-// TestCatalogCovers lists every code berth relies on (reference/rivet-engine.md §7 and §5.9,
-// rivet-protocol.md §2, and berth's own), so none is dropped by accident.
+// TestCatalogCovers lists every code berth relies on (Rivet's, as docs/design.md, docs/gateway.md
+// and docs/protocol.md list them, and berth's own), so none is dropped by accident.
 func TestCatalogCovers(t *testing.T) {
 	want := []string{
 		"core.internal_error",

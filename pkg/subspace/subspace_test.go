@@ -148,7 +148,7 @@ func TestPackWithVersionstamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The vector measured with the official encoder (fdb-layer.md §1.3).
+	// The vector measured with the official encoder (docs/udb.md, "Tuple encoding").
 	if want := "aa02610033ffffffffffffffffffff000705000000"; hex.EncodeToString(got) != want {
 		t.Fatalf("PackWithVersionstamp = %x, want %s", got, want)
 	}

@@ -13,32 +13,9 @@ import (
 	"testing"
 )
 
-// vectorsPath is the oracle generated with the official Go encoder (API 730):
-// a copy of shared/data/fdb/tuple_vectors.json, kept equal to it by
-// TestVectorsMatchShared, so the repository tests on its own.
-const (
-	vectorsPath       = "testdata/tuple_vectors.json"
-	sharedVectorsPath = "../../../shared/data/fdb/tuple_vectors.json"
-)
-
-// TestVectorsMatchShared checks the copy against shared/ when the repository
-// is checked out beside it (as in CI).
-func TestVectorsMatchShared(t *testing.T) {
-	shared, err := os.ReadFile(sharedVectorsPath)
-	if os.IsNotExist(err) {
-		t.Skipf("%s not present: the repository is not checked out beside shared/", sharedVectorsPath)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := os.ReadFile(vectorsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(shared, local) {
-		t.Fatalf("%s differs from %s: copy the shared vectors into testdata", vectorsPath, sharedVectorsPath)
-	}
-}
+// vectorsPath is the oracle, generated with FoundationDB's official Go tuple encoder
+// (API 730).
+const vectorsPath = "testdata/tuple_vectors.json"
 
 type jsonElem struct {
 	T    string          `json:"t"`

@@ -9,8 +9,8 @@ import (
 )
 
 // Tuple is an ordered list of elements. Packed tuples sort, byte-wise, in the
-// tuple order defined by the FoundationDB tuple layer specification
-// (design/tuple.md in apple/foundationdb): element by element, a prefix before
+// tuple order defined by the FoundationDB tuple layer specification (summed up
+// in docs/udb.md, "Tuple encoding"): element by element, a prefix before
 // any extension, and within an element first by type, then by value.
 //
 // Element types accepted by [Tuple.Pack]:

@@ -214,8 +214,8 @@ func TestVersionstamp(t *testing.T) {
 	}
 }
 
-// TestSpecExamples checks the examples of design/tuple.md as quoted in
-// fdb-layer.md §1.3.
+// TestSpecExamples checks the examples of FoundationDB's tuple specification
+// (docs/udb.md, "Tuple encoding").
 func TestSpecExamples(t *testing.T) {
 	tests := []struct {
 		name  string

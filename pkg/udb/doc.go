@@ -8,8 +8,9 @@
 // FoundationDB's size limits and error codes. Engine code depends on this
 // package and pkg/tuple only, never on a driver or on the FoundationDB binding.
 //
-// Open picks a driver by URL scheme; drivers register themselves with Register.
-// With prefix=HEX in any URL, Open returns a view of the store under that key
-// prefix (WithPrefix), so several users can share one store.
-// Import pkg/udb/driver/all (or a single driver) for its side effect.
+// Open picks a driver by URL scheme; drivers register themselves with Register,
+// so import each driver a program needs for its side effect, as engine/engine.go
+// does: pkg/udb/driver/embedded, .../postgres and .../fdb. With prefix=HEX in any
+// URL, Open returns a view of the store under that key prefix (WithPrefix), so
+// several users can share one store. docs/udb.md describes the semantics.
 package udb

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http/httptest"
 
 	"github.com/berthhq/berth/sdk/client"
+	"github.com/berthhq/berth/sdk/client/clienttest"
 )
 
 // startExampleEngine stands in for an engine at http://localhost:6420 with the admin token
 // "my-admin-token": 250 runners in two pools, two envoys, the default namespace.
 func startExampleEngine() (endpoint string, stop func()) {
-	srv := newFakeEngine("my-admin-token", 250).start(nil)
+	srv := httptest.NewServer(clienttest.NewEngine("my-admin-token", 250))
 	return srv.URL, srv.Close
 }
 

@@ -17,7 +17,7 @@ import (
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
-// Defaults of the reference client (rivet-engine.md §4.3, rivet-protocol.md §2).
+// Defaults of the reference client (docs/runner-sdk.md).
 const (
 	DefaultBackoffInitial       = time.Second
 	DefaultBackoffMax           = 30 * time.Second
@@ -46,7 +46,7 @@ const (
 )
 
 // maxFrame bounds one incoming frame: the guard's 32 MiB WebSocket message limit
-// (rivet-engine.md, Numbers). The library's default (32 KiB) is far too small for commands
+// (docs/protocol.md, "Framing"). The library's default (32 KiB) is far too small for commands
 // carrying actor input.
 const maxFrame = 32 << 20
 

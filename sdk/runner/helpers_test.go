@@ -3,12 +3,9 @@ package runner_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,124 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
-	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// wait bounds every wait of these tests: generous, so a loaded machine never fails them,
-// while a real hang still does.
-const wait = 20 * time.Second
-
-// testLogger discards logs unless RUNNER_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("RUNNER_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// recorder records the hooks on buffered channels, so hooks never block.
-type recorder struct {
-	connected    chan string
-	disconnected chan error
-	commands     chan []proto.CommandWrapper
-	forceStop    chan runner.ForceStopReason
-	shutdown     chan error
-	actors       atomic.Int64 // what ActiveActors reports
-}
-
-func newRecorder() *recorder {
-	return &recorder{
-		connected:    make(chan string, 64),
-		disconnected: make(chan error, 64),
-		commands:     make(chan []proto.CommandWrapper, 64),
-		forceStop:    make(chan runner.ForceStopReason, 64),
-		shutdown:     make(chan error, 64),
-	}
-}
-
-func (rec *recorder) hooks() runner.Hooks {
-	return runner.Hooks{
-		OnConnected:       func(id string) { rec.connected <- id },
-		OnDisconnected:    func(err error) { rec.disconnected <- err },
-		OnCommands:        func(c []proto.CommandWrapper) { rec.commands <- c },
-		OnForceStopActors: func(r runner.ForceStopReason) { rec.forceStop <- r },
-		OnShutdown:        func(err error) { rec.shutdown <- err },
-		ActiveActors:      func() int { return int(rec.actors.Load()) },
-	}
-}
-
-// next receives from ch, failing the test after wait.
-func next[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(wait):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
-// none checks that nothing has been received on ch.
-func none[T any](t *testing.T, ch <-chan T, what string) {
-	t.Helper()
-	select {
-	case v := <-ch:
-		t.Fatalf("unexpected %s: %v", what, v)
-	default:
-	}
-}
-
-// testConfig is a valid config with test timings: reconnects within milliseconds.
-func testConfig(endpoint string, rec *recorder) runner.Config {
-	cfg := runner.Config{
-		Endpoint:       endpoint,
-		Namespace:      "default",
-		Name:           "pool",
-		Version:        3,
-		TotalSlots:     8,
-		Logger:         testLogger(),
-		BackoffInitial: 5 * time.Millisecond,
-		BackoffMax:     50 * time.Millisecond,
-	}
-	if rec != nil {
-		cfg.Hooks = rec.hooks()
-	}
-	return cfg
-}
-
-// newRunner makes a runner that the test's cleanup shuts down (immediately) and waits for.
-func newRunner(t *testing.T, cfg runner.Config) *runner.Runner {
-	t.Helper()
-	r, err := runner.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := r.Shutdown(ctx, true); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		select {
-		case <-r.Done():
-		case <-time.After(wait):
-			t.Errorf("runner not done %s after Shutdown", wait)
-		}
-	})
-	return r
-}
-
-func start(t *testing.T, r *runner.Runner) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-}
 
 // fakeEngine is a runner endpoint built from sdk/protocol/runner on httptest, so that a test
 // sees every frame the runner sends and scripts the engine's side. Each socket that sends a
@@ -249,7 +132,7 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 // accept returns the next socket that sent ToServerInit.
 func (f *fakeEngine) accept() *fakeSock {
 	f.t.Helper()
-	return next(f.t, f.socks, "a runner socket")
+	return runnertest.Next(f.t, f.socks, "a runner socket")
 }
 
 // initRunner answers ToServerInit.
@@ -264,7 +147,7 @@ func (s *fakeSock) send(m proto.ToClient) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	if err := s.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
 		s.t.Fatalf("fake engine: write: %v", err)
@@ -280,7 +163,7 @@ func (s *fakeSock) recv() (proto.ToServer, error) {
 			return nil, errors.New("fake engine: socket already ended")
 		}
 		return f.m, f.err
-	case <-time.After(wait):
+	case <-time.After(runnertest.Wait):
 		s.t.Fatal("fake engine: timed out waiting for a frame from the runner")
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // These tests host actors against the scripted engine, which sees every frame the runner
@@ -19,36 +20,36 @@ import (
 
 // hostRunner starts a runner hosting p's actors and returns the engine's side of its
 // socket, initialised.
-func hostRunner(t *testing.T, p *probe, change func(*runner.Config)) (*fakeEngine, *runner.Runner, *fakeSock) {
+func hostRunner(t *testing.T, p *runnertest.Probe, change func(*runner.Config)) (*fakeEngine, *runner.Runner, *fakeSock) {
 	t.Helper()
 	return hostRunnerLost(t, p, change, 0)
 }
 
 // hostRunnerLost is hostRunner with the runner-lost threshold lostMs in ToClientInit.
-func hostRunnerLost(t *testing.T, p *probe, change func(*runner.Config), lostMs int64) (*fakeEngine, *runner.Runner, *fakeSock) {
+func hostRunnerLost(t *testing.T, p *runnertest.Probe, change func(*runner.Config), lostMs int64) (*fakeEngine, *runner.Runner, *fakeSock) {
 	t.Helper()
 	f := newFakeEngine(t)
-	cfg := hostConfig(f.url(), p)
+	cfg := runnertest.HostConfig(f.url(), p)
 	if change != nil {
 		change(&cfg)
 	}
-	r := newRunner(t, cfg)
+	r := runnertest.NewRunner(t, cfg)
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Start(ctx)
 	}()
 	s := f.accept()
 	s.initRunner("runner-1", lostMs)
-	if err := next(t, errc, "Start"); err != nil {
+	if err := runnertest.Next(t, errc, "Start"); err != nil {
 		t.Fatal(err)
 	}
 	return f, r, s
 }
 
 func TestHostLifecycle(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	_, _, s := hostRunner(t, p, nil)
 	var names []string
 	for _, n := range s.init.PrepopulateActorNames {
@@ -59,7 +60,7 @@ func TestHostLifecycle(t *testing.T) {
 	}
 
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	key, hasKey := ac.Key()
 	if ac.ID() != "a1" || ac.Name() != "probe" || !hasKey || key != "key-a1" || ac.Generation() != 0 ||
 		string(ac.Input()) != "input-a1" || ac.CreateTs().UnixMilli() != 1700000000000 {
@@ -83,12 +84,12 @@ func TestHostLifecycle(t *testing.T) {
 		t.Fatal("the actor's context ended before the stop")
 	}
 	s.send(proto.ToClientCommands{stopCmd("a1", 0, 1)})
-	if got := next(t, p.stops, "Stop"); got != ac {
+	if got := runnertest.Next(t, p.Stops, "Stop"); got != ac {
 		t.Fatal("Stop got another actor context")
 	}
 	// Not draining, no Destroy: ERROR, as runner 2.2.1 reports a sleep.
 	expectEvent(s, "a1", 0, 3, stoppedER)
-	none(t, p.starts, "a second Start of generation 0")
+	runnertest.None(t, p.Starts, "a second Start of generation 0")
 	if ac.Context().Err() == nil {
 		t.Fatal("the actor's context did not end")
 	}
@@ -98,7 +99,7 @@ func TestHostLifecycle(t *testing.T) {
 
 	// Woken: generation 1, a new instance, event indexes from 0 again.
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 1)})
-	ac1 := next(t, p.starts, "Start of generation 1")
+	ac1 := runnertest.Next(t, p.Starts, "Start of generation 1")
 	if ac1 == ac || ac1.Generation() != 1 {
 		t.Fatalf("generation %d", ac1.Generation())
 	}
@@ -112,96 +113,96 @@ func TestHostLifecycle(t *testing.T) {
 	}
 	expectEvent(s, "a1", 1, 2, stopInt)
 	s.send(proto.ToClientCommands{stopCmd("a1", 1, 1)})
-	next(t, p.stops, "Stop of generation 1")
+	runnertest.Next(t, p.Stops, "Stop of generation 1")
 	expectEvent(s, "a1", 1, 3, stoppedOK)
 
 	// A start replayed after the stop (its generation is done) is ignored too.
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 1), startCmd("a2", "probe", 0)})
-	if got := next(t, p.starts, "Start of a2"); got.ID() != "a2" {
+	if got := runnertest.Next(t, p.Starts, "Start of a2"); got.ID() != "a2" {
 		t.Fatalf("started %s, want a2 only", got.ID())
 	}
 	expectEvent(s, "a2", 0, 0, running)
 }
 
 func TestHostStartFailures(t *testing.T) {
-	p := newProbe()
-	p.startErr = errors.New("no state")
+	p := runnertest.NewProbe()
+	p.StartErr = errors.New("no state")
 	_, _, s := hostRunner(t, p, nil)
 
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	// No Running, no Stop: Stopped ERROR with Start's error, so the crash policy applies.
 	expectEvent(s, "a1", 0, 0, stoppedWith(proto.StopCodeError, "no state"))
-	none(t, p.stops, "Stop after a failed Start")
+	runnertest.None(t, p.Stops, "Stop after a failed Start")
 
 	s.send(proto.ToClientCommands{startCmd("a2", "nobody", 0)})
 	expectEvent(s, "a2", 0, 0, stoppedWith(proto.StopCodeError, `runner: no actor named "nobody"`))
 }
 
 func TestHostStopDuringStart(t *testing.T) {
-	p := newProbe()
-	p.hold = make(chan struct{}) // Start waits for its ctx
+	p := runnertest.NewProbe()
+	p.Hold = make(chan struct{}) // Start waits for its ctx
 	_, _, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	// The engine stops it before it is ready: Start's ctx ends, it is never reported Running.
 	s.send(proto.ToClientCommands{stopCmd("a1", 0, 1)})
 	expectEvent(s, "a1", 0, 0, stoppedWith(proto.StopCodeError, "context canceled"))
 }
 
 func TestHostNewGenerationReplaces(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	_, _, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	old := next(t, p.starts, "Start")
+	old := runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 
 	// The engine moved on to generation 1 (it resent a start after losing track): the old
 	// instance is stopped, without a report, before the new one starts.
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 1)})
-	if got := next(t, p.stops, "Stop of generation 0"); got != old {
+	if got := runnertest.Next(t, p.Stops, "Stop of generation 0"); got != old {
 		t.Fatal("Stop of another instance")
 	}
-	if got := next(t, p.starts, "Start of generation 1"); got.Generation() != 1 {
+	if got := runnertest.Next(t, p.Starts, "Start of generation 1"); got.Generation() != 1 {
 		t.Fatalf("generation %d", got.Generation())
 	}
 	expectEvent(s, "a1", 1, 0, running)
 	// An older generation's start now is stale.
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0), stopCmd("a1", 1, 1)})
-	next(t, p.stops, "Stop of generation 1")
+	runnertest.Next(t, p.Stops, "Stop of generation 1")
 	expectEvent(s, "a1", 1, 1, stoppedER)
-	none(t, p.starts, "Start of a stale generation")
+	runnertest.None(t, p.Starts, "Start of a stale generation")
 }
 
 func TestHostDrainReportsStoppedOK(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	_, r, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		done <- r.Shutdown(ctx, false)
 	}()
 	expect[proto.ToServerStopping](s)
 	// The engine stops the runner's actors; the runner waits for them (ActiveActors).
 	s.send(proto.ToClientCommands{stopCmd("a1", 0, 1)})
-	next(t, p.stops, "Stop")
+	runnertest.Next(t, p.Stops, "Stop")
 	expectEvent(s, "a1", 0, 1, stoppedOK)
 	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
-	if err := next(t, done, "Shutdown"); err != nil {
+	if err := runnertest.Next(t, done, "Shutdown"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestHostRunnerLostStopsActorsWithoutReport(t *testing.T) {
-	p := newProbe()
-	f, r, s := hostRunnerLost(t, p, func(c *runner.Config) { c.KVTimeout = wait }, 50)
+	p := runnertest.NewProbe()
+	f, r, s := hostRunnerLost(t, p, func(c *runner.Config) { c.KVTimeout = runnertest.Wait }, 50)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 	kvErr := make(chan error, 1)
 	go func() {
@@ -214,10 +215,10 @@ func TestHostRunnerLostStopsActorsWithoutReport(t *testing.T) {
 	f.refuse.Store(true)
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#x")
 
-	if got := next(t, p.stops, "Stop after the runner was lost"); got != ac {
+	if got := runnertest.Next(t, p.Stops, "Stop after the runner was lost"); got != ac {
 		t.Fatal("Stop of another instance")
 	}
-	if err := next(t, kvErr, "the pending KV request to fail"); !errors.Is(err, runner.ErrActorStopped) {
+	if err := runnertest.Next(t, kvErr, "the pending KV request to fail"); !errors.Is(err, runner.ErrActorStopped) {
 		t.Fatalf("KV Get: %v", err)
 	}
 	if _, _, err := ac.KV().Get(context.Background(), []byte("k")); !errors.Is(err, runner.ErrActorStopped) {
@@ -242,19 +243,19 @@ func TestHostRunnerLostStopsActorsWithoutReport(t *testing.T) {
 }
 
 func TestHostShutdownStopsActors(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	_, r, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	if err := r.Shutdown(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	// Done is closed only after the actor's Stop returned.
 	select {
-	case <-p.stops:
+	case <-p.Stops:
 	default:
 		t.Fatal("Shutdown returned before the actor's Stop ran")
 	}
@@ -264,9 +265,9 @@ func TestHostShutdownStopsActors(t *testing.T) {
 }
 
 func TestHostConfigErrors(t *testing.T) {
-	cfg := testConfig("http://127.0.0.1:1", nil)
-	cfg.Actors = map[string]func() runner.Actor{"": func() runner.Actor { return plainActor{} }, "nil": nil,
-		strings.Repeat("n", 129): func() runner.Actor { return plainActor{} }}
+	cfg := runnertest.Config("http://127.0.0.1:1", nil)
+	cfg.Actors = map[string]func() runner.Actor{"": func() runner.Actor { return runnertest.PlainActor{} }, "nil": nil,
+		strings.Repeat("n", 129): func() runner.Actor { return runnertest.PlainActor{} }}
 	cfg.Hooks.OnCommands = func([]proto.CommandWrapper) {}
 	cfg.Hooks.ActiveActors = func() int { return 0 }
 	_, err := runner.New(cfg)

@@ -12,7 +12,7 @@ import (
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
-// KV is an actor's key-value store in the engine (rivet-protocol.md §3.4): byte keys in byte
+// KV is an actor's key-value store in the engine (docs/protocol.md, "KV"): byte keys in byte
 // order, each call one ToServerKvRequest answered by one ToClientKvResponse. The engine
 // enforces the limits (key 2 KiB, value 128 KiB, 128 keys and 976 KiB per request, 10 GiB per
 // actor) and answers a breach with a *KVError naming it.

@@ -10,16 +10,17 @@ import (
 
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // KV against the scripted engine: the request frames, their ids, and what happens across a
 // reconnect. The semantics against the real engine are in engine_actors_test.go.
 
 func TestKVRequestsScripted(t *testing.T) {
-	p := newProbe()
-	f, _, s := hostRunner(t, p, func(c *runner.Config) { c.KVTimeout = wait })
+	p := runnertest.NewProbe()
+	f, _, s := hostRunner(t, p, func(c *runner.Config) { c.KVTimeout = runnertest.Wait })
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 	kv := ac.KV()
 	ctx := context.Background()
@@ -32,7 +33,7 @@ func TestKVRequestsScripted(t *testing.T) {
 		t.Fatalf("request %+v", req)
 	}
 	s.send(proto.ToClientKvResponse{RequestID: 0, Data: proto.KvPutResponse{}})
-	if err := next(t, errc, "Put"); err != nil {
+	if err := runnertest.Next(t, errc, "Put"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,7 +54,7 @@ func TestKVRequestsScripted(t *testing.T) {
 	md := proto.KvMetadata{Version: []byte("v1"), UpdateTs: 1700000000000}
 	s.send(proto.ToClientKvResponse{RequestID: 1, Data: proto.KvGetResponse{
 		Keys: [][]byte{[]byte("y"), []byte("x")}, Values: [][]byte{[]byte("Y"), []byte("X")}, Metadata: []proto.KvMetadata{md, md}}})
-	g := next(t, gets, "GetMany")
+	g := runnertest.Next(t, gets, "GetMany")
 	if g.err != nil || len(g.es) != 2 || string(g.es[0].Key) != "x" || string(g.es[0].Value) != "X" ||
 		string(g.es[1].Value) != "Y" || string(g.es[1].Version) != "v1" || g.es[1].UpdatedAt.UnixMilli() != md.UpdateTs {
 		t.Fatalf("GetMany: %+v %v", g.es, g.err)
@@ -64,7 +65,7 @@ func TestKVRequestsScripted(t *testing.T) {
 	expect[proto.ToServerKvRequest](s)
 	s.send(proto.ToClientKvResponse{RequestID: 2, Data: proto.KvErrorResponse{Message: "actor does not belong to runner"}})
 	var ke *runner.KVError
-	if err := next(t, errc, "Delete"); !errors.As(err, &ke) || ke.Message != "actor does not belong to runner" {
+	if err := runnertest.Next(t, errc, "Delete"); !errors.As(err, &ke) || ke.Message != "actor does not belong to runner" {
 		t.Fatalf("Delete: %v", err)
 	}
 
@@ -108,20 +109,20 @@ func TestKVRequestsScripted(t *testing.T) {
 	s2.send(proto.ToClientKvResponse{RequestID: 3, Data: proto.KvPutResponse{}})
 	s2.send(proto.ToClientKvResponse{RequestID: 4, Data: proto.KvDropResponse{}})
 	for range 2 {
-		if err := next(t, errc, "the resent requests"); err != nil {
+		if err := runnertest.Next(t, errc, "the resent requests"); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestKVTimeoutAndVersion(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	_, _, s := hostRunner(t, p, func(c *runner.Config) {
 		c.KVTimeout = 50 * time.Millisecond
 		c.ProtocolVersion = 6
 	})
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 	if _, _, err := ac.KV().Get(context.Background(), []byte("k")); !errors.Is(err, runner.ErrKVTimeout) {
 		t.Fatalf("Get without answer: %v", err)

@@ -14,29 +14,30 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/sdk/client"
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // These tests run the runner against a scripted engine (fakeEngine), to see the exact frames.
 
 // connect starts r against f, answers its ToServerInit with runnerID, and returns the socket
 // once Start has returned and OnConnected has run.
-func connect(t *testing.T, f *fakeEngine, r *runner.Runner, rec *recorder, runnerID string, lostMs int64) *fakeSock {
+func connect(t *testing.T, f *fakeEngine, r *runner.Runner, rec *runnertest.Recorder, runnerID string, lostMs int64) *fakeSock {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Start(ctx)
 	}()
 	s := f.accept()
 	s.initRunner(runnerID, lostMs)
-	if err := next(t, errc, "Start"); err != nil {
+	if err := runnertest.Next(t, errc, "Start"); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if got := next(t, rec.connected, "OnConnected"); got != runnerID {
+	if got := runnertest.Next(t, rec.Connected, "OnConnected"); got != runnerID {
 		t.Fatalf("OnConnected(%q), want %q", got, runnerID)
 	}
 	return s
@@ -54,13 +55,13 @@ func (s *fakeSock) sync(ts int64) {
 
 func TestHandshake(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	cfg := testConfig(f.url()+"/base/", rec)
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.Config(f.url()+"/base/", rec)
 	cfg.Key = "key-1"
 	cfg.Token = "s3cret"
 	cfg.Metadata = json.RawMessage(`{"zone":"a"}`)
 	cfg.PrepopulateActorNames = map[string]json.RawMessage{"b": nil, "a": json.RawMessage(`{"x":1}`)}
-	r := newRunner(t, cfg)
+	r := runnertest.NewRunner(t, cfg)
 	if got := r.State(); got != runner.StateNew {
 		t.Fatalf("State before Start = %v", got)
 	}
@@ -92,15 +93,15 @@ func TestHandshake(t *testing.T) {
 		{Checkpoint: proto.ActorCheckpoint{ActorID: "a1", Index: 1}, Inner: proto.CommandStopActor{}},
 	}
 	s.send(cmds)
-	if got := next(t, rec.commands, "OnCommands"); !reflect.DeepEqual(got, []proto.CommandWrapper(cmds)) {
+	if got := runnertest.Next(t, rec.Commands, "OnCommands"); !reflect.DeepEqual(got, []proto.CommandWrapper(cmds)) {
 		t.Errorf("OnCommands %+v, want %+v", got, cmds)
 	}
 }
 
 func TestAnswersPings(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
 	for _, ts := range []int64{1767225600000, 1767225603000, -1} {
 		s.sync(ts) // ToClientPing{ts} is answered ToServerPong{ts}
@@ -109,8 +110,8 @@ func TestAnswersPings(t *testing.T) {
 
 func TestResendsUnackedEventsAfterReconnect(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 0)
 
 	first := []proto.EventWrapper{event("a", 0, 0), event("a", 0, 1), event("b", 1, 0)}
@@ -128,9 +129,9 @@ func TestResendsUnackedEventsAfterReconnect(t *testing.T) {
 	}
 
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#ray1")
-	err := next(t, rec.disconnected, "OnDisconnected")
+	err := runnertest.Next(t, rec.Disconnected, "OnDisconnected")
 	var ce *runner.CloseError
-	if !errors.As(err, &ce) || ce.CloseCode != 1011 || ce.RayID != "ray1" || !rerr.Is(err, "ws", "going_away") || !ce.Retryable() {
+	if !errors.As(err, &ce) || ce.CloseCode != 1011 || ce.RayID != "ray1" || !errors.Is(err, &client.APIError{Group: "ws", Code: "going_away"}) || !ce.Retryable() {
 		t.Fatalf("OnDisconnected(%v), want a retryable 1011 ws.going_away#ray1 CloseError", err)
 	}
 
@@ -145,7 +146,7 @@ func TestResendsUnackedEventsAfterReconnect(t *testing.T) {
 	if got := expect[proto.ToServerEvents](s2); !reflect.DeepEqual([]proto.EventWrapper(got), want) {
 		t.Fatalf("resent %+v, want %+v", checkpoints(got), checkpoints(want))
 	}
-	if got := next(t, rec.connected, "OnConnected"); got != "rid" {
+	if got := runnertest.Next(t, rec.Connected, "OnConnected"); got != "rid" {
 		t.Fatalf("OnConnected(%q)", got)
 	}
 	if err := r.SendEvents(event("a", 0, 2)); err != nil {
@@ -160,13 +161,13 @@ func TestResendsUnackedEventsAfterReconnect(t *testing.T) {
 	if n := r.UnackedEvents(); n != 0 {
 		t.Fatalf("UnackedEvents = %d, want 0", n)
 	}
-	none(t, rec.forceStop, "OnForceStopActors")
+	runnertest.None(t, rec.ForceStop, "OnForceStopActors")
 }
 
 func TestRunnerLostTimer(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid-1", 50) // runnerLostThreshold 50 ms
 	if err := r.SendEvents(event("a", 0, 0)); err != nil {
 		t.Fatal(err)
@@ -177,24 +178,24 @@ func TestRunnerLostTimer(t *testing.T) {
 	// actors, while the runner keeps trying.
 	f.refuse.Store(true)
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#r")
-	next(t, rec.disconnected, "OnDisconnected")
-	if got := next(t, rec.forceStop, "OnForceStopActors"); got != runner.RunnerLost {
+	runnertest.Next(t, rec.Disconnected, "OnDisconnected")
+	if got := runnertest.Next(t, rec.ForceStop, "OnForceStopActors"); got != runner.RunnerLost {
 		t.Fatalf("OnForceStopActors(%v), want RunnerLost", got)
 	}
 	if st := r.State(); st != runner.StateReconnecting {
 		t.Fatalf("State %v", st)
 	}
-	next(t, f.refused, "a reconnect attempt after the runner-lost timer")
+	runnertest.Next(t, f.refused, "a reconnect attempt after the runner-lost timer")
 
 	// The engine is back and has expired the runner: a new id. The old runner's events are
 	// dropped and the host is told (again) to stop the old actors, before OnConnected.
 	f.refuse.Store(false)
 	s2 := f.accept()
 	s2.initRunner("rid-2", 50)
-	if got := next(t, rec.forceStop, "OnForceStopActors"); got != runner.RunnerIDChanged {
+	if got := runnertest.Next(t, rec.ForceStop, "OnForceStopActors"); got != runner.RunnerIDChanged {
 		t.Fatalf("OnForceStopActors(%v), want RunnerIDChanged", got)
 	}
-	if got := next(t, rec.connected, "OnConnected"); got != "rid-2" {
+	if got := runnertest.Next(t, rec.Connected, "OnConnected"); got != "rid-2" {
 		t.Fatalf("OnConnected(%q)", got)
 	}
 	s2.sync(1) // a pong, not the old events, is the first frame
@@ -205,41 +206,41 @@ func TestRunnerLostTimer(t *testing.T) {
 
 func TestRunnerLostTimerDisabled(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 0) // 0 disables the timer
 	f.refuse.Store(true)
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#r")
-	next(t, rec.disconnected, "OnDisconnected")
+	runnertest.Next(t, rec.Disconnected, "OnDisconnected")
 	// A timer armed with 0 would fire at once; five backoff rounds later it still has not.
 	for range 5 {
-		next(t, f.refused, "a reconnect attempt")
+		runnertest.Next(t, f.refused, "a reconnect attempt")
 	}
-	none(t, rec.forceStop, "OnForceStopActors")
+	runnertest.None(t, rec.ForceStop, "OnForceStopActors")
 }
 
 func TestPingTimeoutReconnects(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	cfg := testConfig(f.url(), rec)
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.Config(f.url(), rec)
 	cfg.PingTimeout = 100 * time.Millisecond
-	r := newRunner(t, cfg)
+	r := runnertest.NewRunner(t, cfg)
 	connect(t, f, r, rec, "rid", 0) // the engine says nothing more
-	err := next(t, rec.disconnected, "OnDisconnected")
+	err := runnertest.Next(t, rec.Disconnected, "OnDisconnected")
 	var ce *runner.CloseError
 	if err == nil || errors.As(err, &ce) {
 		t.Fatalf("OnDisconnected(%v), want a silence error", err)
 	}
 	f.accept().initRunner("rid", 0)
-	next(t, rec.connected, "OnConnected after the silent socket")
+	runnertest.Next(t, rec.Connected, "OnConnected after the silent socket")
 }
 
 func TestCommandAcks(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	cfg := testConfig(f.url(), rec)
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.Config(f.url(), rec)
 	cfg.CommandAckInterval = 20 * time.Millisecond
-	r := newRunner(t, cfg)
+	r := runnertest.NewRunner(t, cfg)
 	s := connect(t, f, r, rec, "rid", 0)
 	start := func(a string, gen uint32, idx int64) proto.CommandWrapper {
 		return proto.CommandWrapper{Checkpoint: proto.ActorCheckpoint{ActorID: a, Generation: gen, Index: idx},
@@ -247,8 +248,8 @@ func TestCommandAcks(t *testing.T) {
 	}
 	s.send(proto.ToClientCommands{start("b", 0, 0), start("a", 1, 0), start("a", 1, 1)})
 	s.send(proto.ToClientCommands{start("a", 0, 7)}) // older generation: not the last
-	next(t, rec.commands, "OnCommands")
-	next(t, rec.commands, "OnCommands")
+	runnertest.Next(t, rec.Commands, "OnCommands")
+	runnertest.Next(t, rec.Commands, "OnCommands")
 	got := expect[proto.ToServerAckCommands](s)
 	want := []proto.ActorCheckpoint{{ActorID: "a", Generation: 1, Index: 1}, {ActorID: "b", Generation: 0, Index: 0}}
 	if !reflect.DeepEqual(got.LastCommandCheckpoints, want) {
@@ -264,14 +265,14 @@ func TestCommandAcks(t *testing.T) {
 
 func TestGracefulShutdown(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
-	rec.actors.Store(2)
+	rec.Actors.Store(2)
 
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Shutdown(ctx, false)
 	}()
@@ -289,18 +290,18 @@ func TestGracefulShutdown(t *testing.T) {
 	if got := expect[proto.ToServerEvents](s); !reflect.DeepEqual([]proto.EventWrapper(got), []proto.EventWrapper{stopped}) {
 		t.Fatalf("events %+v", got)
 	}
-	none(t, errc, "Shutdown's return while actors run")
+	runnertest.None(t, errc, "Shutdown's return while actors run")
 
-	rec.actors.Store(0)
+	rec.Actors.Store(0)
 	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
-	if err := next(t, errc, "Shutdown"); err != nil {
+	if err := runnertest.Next(t, errc, "Shutdown"); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	<-r.Done() // Shutdown returned nil: Done is closed
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil || r.Err() != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil || r.Err() != nil {
 		t.Fatalf("OnShutdown(%v), Err %v; want nil", err, r.Err())
 	}
-	if err := next(t, rec.disconnected, "OnDisconnected"); err != nil {
+	if err := runnertest.Next(t, rec.Disconnected, "OnDisconnected"); err != nil {
 		t.Fatalf("OnDisconnected(%v), want nil for the runner's own close", err)
 	}
 	if st := r.State(); st != runner.StateStopped {
@@ -316,82 +317,82 @@ func TestGracefulShutdown(t *testing.T) {
 
 func TestGracefulShutdownTimeout(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	cfg := testConfig(f.url(), rec)
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.Config(f.url(), rec)
 	cfg.ShutdownTimeout = 50 * time.Millisecond
 	cfg.ShutdownPollInterval = 5 * time.Millisecond
-	r := newRunner(t, cfg)
+	r := runnertest.NewRunner(t, cfg)
 	s := connect(t, f, r, rec, "rid", 15000)
-	rec.actors.Store(1) // never stops
+	rec.Actors.Store(1) // never stops
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Shutdown(ctx, false)
 	}()
 	expect[proto.ToServerStopping](s)
 	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
-	if err := next(t, errc, "Shutdown"); err != nil {
+	if err := runnertest.Next(t, errc, "Shutdown"); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
 
 func TestImmediateShutdown(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
-	rec.actors.Store(3)
+	rec.Actors.Store(3)
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Shutdown(ctx, true)
 	}()
 	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown") // no ToServerStopping
-	if err := next(t, errc, "Shutdown"); err != nil {
+	if err := runnertest.Next(t, errc, "Shutdown"); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 }
 
 func TestShutdownWhileDisconnected(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
-	rec.actors.Store(1)
+	rec.Actors.Store(1)
 	f.refuse.Store(true)
 	s.closeWith(websocket.StatusInternalError, "ws.going_away#r")
-	next(t, f.refused, "a reconnect attempt")
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	runnertest.Next(t, f.refused, "a reconnect attempt")
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	// No socket to drain on: Shutdown stops the runner without waiting for actors.
 	if err := r.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 }
 
 func TestEvictionStopsWithoutReconnect(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
 	s.closeWith(websocket.StatusNormalClosure, "ws.eviction#ray9")
 	<-r.Done()
 	var ce *runner.CloseError
-	if err := r.Err(); !errors.As(err, &ce) || !ce.Evicted() || ce.Retryable() || !rerr.Is(err, "ws", "eviction") {
+	if err := r.Err(); !errors.As(err, &ce) || !ce.Evicted() || ce.Retryable() || !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("Err() = %v, want the ws.eviction CloseError", err)
 	}
-	if err := next(t, rec.disconnected, "OnDisconnected"); !rerr.Is(err, "ws", "eviction") {
+	if err := runnertest.Next(t, rec.Disconnected, "OnDisconnected"); !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("OnDisconnected(%v)", err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); !rerr.Is(err, "ws", "eviction") {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 	// Done means the supervisor has returned: there is no later dial.
@@ -406,23 +407,23 @@ func TestEvictionStopsWithoutReconnect(t *testing.T) {
 func TestStartRetriesUntilTheEngineAnswers(t *testing.T) {
 	f := newFakeEngine(t)
 	f.refuse.Store(true)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	errc := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		errc <- r.Start(ctx)
 	}()
 	for range 3 {
-		next(t, f.refused, "a refused attempt") // 503: retried
+		runnertest.Next(t, f.refused, "a refused attempt") // 503: retried
 	}
 	if st := r.State(); st != runner.StateConnecting {
 		t.Fatalf("State %v", st)
 	}
 	f.refuse.Store(false)
 	f.accept().initRunner("rid", 0)
-	if err := next(t, errc, "Start"); err != nil {
+	if err := runnertest.Next(t, errc, "Start"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -430,17 +431,17 @@ func TestStartRetriesUntilTheEngineAnswers(t *testing.T) {
 func TestStartContextEnds(t *testing.T) {
 	f := newFakeEngine(t)
 	f.refuse.Store(true)
-	r := newRunner(t, testConfig(f.url(), nil))
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- r.Start(ctx) }()
 	// The second attempt means the first has been judged: its error is the last one.
-	next(t, f.refused, "a refused attempt")
-	next(t, f.refused, "a second refused attempt")
+	runnertest.Next(t, f.refused, "a refused attempt")
+	runnertest.Next(t, f.refused, "a second refused attempt")
 	cancel()
-	err := next(t, errc, "Start")
+	err := runnertest.Next(t, errc, "Start")
 	var he *runner.HandshakeError
-	if !errors.Is(err, context.Canceled) || !errors.As(err, &he) || he.Status != 503 || !rerr.Is(err, "guard", "service_unavailable") {
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &he) || he.Status != 503 || !errors.Is(err, &client.APIError{Group: "guard", Code: "service_unavailable"}) {
 		t.Fatalf("Start: %v, want context.Canceled and the last attempt's 503", err)
 	}
 	<-r.Done()
@@ -453,16 +454,16 @@ func TestStartFailsOnAnswersNoRetryChanges(t *testing.T) {
 	for _, reason := range []string{"namespace.not_found#r1", "ws.invalid_packet#r2"} {
 		t.Run(reason, func(t *testing.T) {
 			f := newFakeEngine(t)
-			rec := newRecorder()
-			r := newRunner(t, testConfig(f.url(), rec))
+			rec := runnertest.NewRecorder()
+			r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 			errc := make(chan error, 1)
 			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 				defer cancel()
 				errc <- r.Start(ctx)
 			}()
 			f.accept().closeWith(websocket.StatusInternalError, reason)
-			err := next(t, errc, "Start")
+			err := runnertest.Next(t, errc, "Start")
 			var ce *runner.CloseError
 			if !errors.As(err, &ce) || ce.Reason != reason {
 				t.Fatalf("Start: %v, want the close %q", err, reason)
@@ -471,17 +472,17 @@ func TestStartFailsOnAnswersNoRetryChanges(t *testing.T) {
 			if d := f.dials.Load(); d != 1 {
 				t.Fatalf("%d dials, want 1", d)
 			}
-			if err := next(t, rec.shutdown, "OnShutdown"); !errors.Is(err, ce) {
+			if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); !errors.Is(err, ce) {
 				t.Fatalf("OnShutdown(%v)", err)
 			}
-			none(t, rec.disconnected, "OnDisconnected before any init")
+			runnertest.None(t, rec.Disconnected, "OnDisconnected before any init")
 		})
 	}
 }
 
 func TestShutdownBeforeStart(t *testing.T) {
-	rec := newRecorder()
-	r := newRunner(t, testConfig("http://127.0.0.1:1", rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config("http://127.0.0.1:1", rec))
 	if err := r.SendEvents(event("a", 0, 0)); err != nil { // buffered for the first init
 		t.Fatal(err)
 	}
@@ -492,13 +493,13 @@ func TestShutdownBeforeStart(t *testing.T) {
 	if err := r.Start(context.Background()); !errors.Is(err, runner.ErrStopped) {
 		t.Fatalf("Start after Shutdown: %v", err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 }
 
 func TestSendEventsRefusesWhatTheProtocolCannotCarry(t *testing.T) {
-	r := newRunner(t, testConfig("http://127.0.0.1:1", nil))
+	r := runnertest.NewRunner(t, runnertest.Config("http://127.0.0.1:1", nil))
 	bad := []proto.EventWrapper{
 		{Checkpoint: proto.ActorCheckpoint{ActorID: "a"}},                                    // no event
 		{Checkpoint: proto.ActorCheckpoint{ActorID: "a\xff"}, Inner: event("a", 0, 0).Inner}, // not UTF-8
@@ -516,25 +517,25 @@ func TestSendEventsRefusesWhatTheProtocolCannotCarry(t *testing.T) {
 
 func TestRunDrainsOnSIGTERM(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
-	rec.actors.Store(1)
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
+	rec.Actors.Store(1)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(ctx) }()
 	s := f.accept()
 	s.initRunner("rid", 15000)
-	next(t, rec.connected, "OnConnected")
+	runnertest.Next(t, rec.Connected, "OnConnected")
 
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	expect[proto.ToServerStopping](s)
-	none(t, errc, "Run's return while an actor runs")
-	rec.actors.Store(0)
+	runnertest.None(t, errc, "Run's return while an actor runs")
+	rec.Actors.Store(0)
 	s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
-	if err := next(t, errc, "Run"); err != nil {
+	if err := runnertest.Next(t, errc, "Run"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -549,20 +550,20 @@ func TestStartConnectedAsContextEnds(t *testing.T) {
 		f := newFakeEngine(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		connected := make(chan struct{})
-		cfg := testConfig(f.url(), nil)
+		cfg := runnertest.Config(f.url(), nil)
 		cfg.Hooks.OnConnected = func(string) { cancel(); close(connected) }
-		r := newRunner(t, cfg)
+		r := runnertest.NewRunner(t, cfg)
 		errc := make(chan error, 1)
 		go func() { errc <- r.Start(doneAfter{ctx, connected}) }()
 		s := f.accept()
 		s.initRunner("rid", 15000)
-		if err := next(t, errc, "Start"); err != nil {
+		if err := runnertest.Next(t, errc, "Start"); err != nil {
 			t.Fatalf("round %d: Start: %v, want nil (connected)", round, err)
 		}
 		go func() { errc <- r.Shutdown(context.Background(), false) }()
 		expect[proto.ToServerStopping](s)
 		s.expectClose(websocket.StatusNormalClosure, "pegboard.runner_shutdown")
-		if err := next(t, errc, "Shutdown"); err != nil {
+		if err := runnertest.Next(t, errc, "Shutdown"); err != nil {
 			t.Fatalf("round %d: Shutdown: %v", round, err)
 		}
 	}
@@ -581,29 +582,29 @@ func (c doneAfter) Done() <-chan struct{} {
 
 func TestRunReturnsWhenEvicted(t *testing.T) {
 	f := newFakeEngine(t)
-	r := newRunner(t, testConfig(f.url(), nil))
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), nil))
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(context.Background()) }()
 	s := f.accept()
 	s.initRunner("rid", 15000)
 	s.closeWith(websocket.StatusNormalClosure, "ws.eviction#x")
-	if err := next(t, errc, "Run"); !rerr.Is(err, "ws", "eviction") {
+	if err := runnertest.Next(t, errc, "Run"); !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("Run: %v, want ws.eviction", err)
 	}
 }
 
 func TestShutdownContextEnds(t *testing.T) {
 	f := newFakeEngine(t)
-	rec := newRecorder()
-	r := newRunner(t, testConfig(f.url(), rec))
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(f.url(), rec))
 	s := connect(t, f, r, rec, "rid", 15000)
-	rec.actors.Store(1) // never stops; ShutdownTimeout is the default 120 s
+	rec.Actors.Store(1) // never stops; ShutdownTimeout is the default 120 s
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- r.Shutdown(ctx, false) }()
 	expect[proto.ToServerStopping](s)
 	cancel()
-	if err := next(t, errc, "Shutdown"); !errors.Is(err, context.Canceled) {
+	if err := runnertest.Next(t, errc, "Shutdown"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Shutdown: %v, want context.Canceled", err)
 	}
 	// The socket is dropped without a close handshake, and the runner still stops.
@@ -612,10 +613,10 @@ func TestShutdownContextEnds(t *testing.T) {
 	}
 	select {
 	case <-r.Done():
-	case <-time.After(wait):
+	case <-time.After(runnertest.Wait):
 		t.Fatal("runner not done")
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 }

@@ -51,7 +51,7 @@ func (s State) String() string {
 // again after a reconnect (the engine's event demuxer takes 1024 per batch).
 const resendBatch = 1024
 
-// reasonShutdown is the close reason of a runner that shuts down (rivet-protocol.md §2).
+// reasonShutdown is the close reason of a runner that shuts down (docs/protocol.md).
 const reasonShutdown = "pegboard.runner_shutdown"
 
 // Runner is one runner process's connection to the engine. Make it with New, connect it with

@@ -17,9 +17,10 @@ import (
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
-// The tunnel (rivet-protocol.md §3.5): the gateway sends HTTP requests and WebSockets for
-// an actor over the runner's socket, each identified by (gateway id, request id), and the
-// runner answers on the same ids, numbering its own messages of each request from 0.
+// The tunnel (docs/protocol.md, "Tunnels and message ids"): the gateway sends HTTP
+// requests and WebSockets for an actor over the runner's socket, each identified by
+// (gateway id, request id), and the runner answers on the same ids, numbering its own
+// messages of each request from 0.
 //
 // HTTP: each ToClientRequestStart is served by the actor's ServeHTTP on a goroutine of its
 // own, once Start has returned; the response is sent whole in one ToServerResponseStart

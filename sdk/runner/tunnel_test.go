@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // The tunnel against the scripted engine: the gateway's side is a test that sends
@@ -46,11 +47,11 @@ func u16(v uint16) *uint16 { return &v }
 func str(v string) *string { return &v }
 
 // runningProbe hosts p and starts actor "a1" (probe) and "p1" (plain) on it.
-func runningProbe(t *testing.T, p *probe) *fakeSock {
+func runningProbe(t *testing.T, p *runnertest.Probe) *fakeSock {
 	t.Helper()
 	_, _, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	expectEvent(s, "a1", 0, 0, running)
 	s.send(proto.ToClientCommands{startCmd("p1", "plain", 0)})
 	expectEvent(s, "p1", 0, 0, running)
@@ -58,7 +59,7 @@ func runningProbe(t *testing.T, p *probe) *fakeSock {
 }
 
 func TestTunnelHTTP(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	s := runningProbe(t, p)
 
 	s.send(tunnelTo(1, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/hello?q=x",
@@ -129,9 +130,9 @@ func TestTunnelHTTP(t *testing.T) {
 	// An aborted request's context ends and it gets no response: the next message is the
 	// answer to the request after it.
 	s.send(tunnelTo(7, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/wait"}))
-	next(t, p.waiting, "the request to reach the handler")
+	runnertest.Next(t, p.Waiting, "the request to reach the handler")
 	s.send(tunnelTo(7, 1, proto.ToClientRequestAbort{}))
-	next(t, p.waited, "the aborted request's context to end")
+	runnertest.Next(t, p.Waited, "the aborted request's context to end")
 	s.send(tunnelTo(8, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/nope"}))
 	if res := expectTunnel[proto.ToServerResponseStart](s, 8, 0); res.Status != 404 {
 		t.Fatalf("not found: %d", res.Status)
@@ -139,14 +140,14 @@ func TestTunnelHTTP(t *testing.T) {
 }
 
 func TestTunnelHTTPWaitsForStartAndEndsAtStop(t *testing.T) {
-	p := newProbe()
-	p.hold = make(chan struct{})
+	p := runnertest.NewProbe()
+	p.Hold = make(chan struct{})
 	_, _, s := hostRunner(t, p, nil)
 	s.send(proto.ToClientCommands{startCmd("a1", "probe", 0)})
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	// A request while Start runs waits for it (the gateway may send before Running).
 	s.send(tunnelTo(1, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/hello"}))
-	close(p.hold)
+	close(p.Hold)
 	expectEvent(s, "a1", 0, 0, running)
 	if res := expectTunnel[proto.ToServerResponseStart](s, 1, 0); res.Status != 200 {
 		t.Fatalf("status %d", res.Status)
@@ -155,9 +156,9 @@ func TestTunnelHTTPWaitsForStartAndEndsAtStop(t *testing.T) {
 	// A request in flight when the actor stops: its context ends after Stop, no response is
 	// sent (the gateway closes it), and the actor is reported Stopped.
 	s.send(tunnelTo(2, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/wait"}))
-	next(t, p.waiting, "the request to reach the handler")
+	runnertest.Next(t, p.Waiting, "the request to reach the handler")
 	s.send(proto.ToClientCommands{stopCmd("a1", 0, 1)})
-	next(t, p.waited, "the in-flight request's context to end")
+	runnertest.Next(t, p.Waited, "the in-flight request's context to end")
 	expectEvent(s, "a1", 0, 1, stoppedER)
 	// Now the actor is gone: 503.
 	s.send(tunnelTo(4, 0, proto.ToClientRequestStart{ActorID: "a1", Method: "GET", Path: "/hello"}))
@@ -167,7 +168,7 @@ func TestTunnelHTTPWaitsForStartAndEndsAtStop(t *testing.T) {
 }
 
 func TestTunnelWebSocket(t *testing.T) {
-	p := newProbe()
+	p := runnertest.NewProbe()
 	s := runningProbe(t, p)
 
 	s.send(tunnelTo(1, 0, proto.ToClientWebSocketOpen{ActorID: "a1", Path: "/ws?suffix=!", Headers: []proto.Header{{Name: "x-client", Value: "c1"}}}))
@@ -212,7 +213,7 @@ func TestTunnelWebSocket(t *testing.T) {
 	s.send(tunnelTo(5, 0, proto.ToClientWebSocketOpen{ActorID: "a1", Path: "/ws"}))
 	expectTunnel[proto.ToServerWebSocketOpen](s, 5, 0)
 	s.send(proto.ToClientCommands{stopCmd("a1", 0, 1)})
-	next(t, p.stops, "Stop")
+	runnertest.Next(t, p.Stops, "Stop")
 	if c := expectTunnel[proto.ToServerWebSocketClose](s, 5, 1); *c.Code != 1000 || *c.Reason != "actor.stopped" {
 		t.Fatalf("close %+v", c)
 	}

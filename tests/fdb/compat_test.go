@@ -24,10 +24,7 @@ import (
 // are, so data written through the embedded driver has FoundationDB's
 // layout and moves between stores unchanged.
 
-const (
-	vectorsPath       = "testdata/tuple_vectors.json"
-	sharedVectorsPath = "../../../shared/data/fdb/tuple_vectors.json"
-)
+const vectorsPath = "testdata/tuple_vectors.json"
 
 // vectorTypes are the element types the vector file uses; a new type in the
 // file fails TestTupleVectors until this test decodes it.
@@ -144,24 +141,6 @@ func decode(t *testing.T, es []elem, seen map[string]int) tuple.Tuple {
 		}
 	}
 	return out
-}
-
-// TestVectorsMatchShared keeps the copy in testdata equal to shared/.
-func TestVectorsMatchShared(t *testing.T) {
-	shared, err := os.ReadFile(sharedVectorsPath)
-	if os.IsNotExist(err) {
-		t.Skipf("%s not present: the repository is not checked out beside shared/", sharedVectorsPath)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := os.ReadFile(vectorsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(shared, local) {
-		t.Fatalf("%s differs from %s: copy the shared vectors into testdata", vectorsPath, sharedVectorsPath)
-	}
 }
 
 // TestTupleVectors packs every vector with pkg/tuple and compares the bytes,

@@ -7,7 +7,7 @@
 // WebSocket and calls actions on it, and, in the hibernation test, has the actor put to
 // sleep (its own c.sleep(), then POST /actors/{id}/sleep) and uses the same connection again:
 // the counts, the connection's id and its open and close events are asserted exactly
-// (rivet-protocol.md §3.5 Hibernation, §6.3). The tests skip when node or
+// (hibernation in docs/protocol.md, "Tunnels and message ids"). The tests skip when node or
 // tests/npm/node_modules is missing (`npm install --prefix tests/npm` installs it); the processes
 // are run by tests/internal/harness.
 package rivetkit

@@ -219,7 +219,7 @@ func TestCounter(t *testing.T) {
 // TestConnectionSurvivesSleep: a connection is used, the actor is put to sleep by its own
 // c.sleep() and then by POST /actors/{id}/sleep, and after each sleep the same connection
 // (one open, no close, the same id on both sides) wakes the actor and counts on from the
-// saved state (hibernating WebSockets, rivet-protocol.md §3.5).
+// saved state (hibernating WebSockets: docs/protocol.md, "Tunnels and message ids").
 func TestConnectionSurvivesSleep(t *testing.T) {
 	e, server := startStack(t)
 	client := startNode22(t, "rivetkit-client", "rivetkit-client.mjs", "BERTH_ENDPOINT="+e.URL, "COUNTER_KEY=hibernating", "SLEEPS=action,api")

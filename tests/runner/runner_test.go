@@ -366,8 +366,9 @@ func TestKilledRunnerIsLost(t *testing.T) {
 	killed := time.Now()
 	<-r.Exited()
 
-	// Rivet takes 15–25 s with its 15 s threshold (rivet-engine.md §12); berth's bound here is
-	// the threshold plus a generous 10 s for its expiry loop and a busy machine.
+	// Rivet takes 15–25 s with its 15 s threshold (docs/protocol.md, "Observed behaviour of
+	// the Rivet engine"); berth's bound here is the threshold plus a generous 10 s for its
+	// expiry loop and a busy machine.
 	got := e.awaitRunner(t, r.id, "stopped", lostThreshold*time.Millisecond+10*time.Second, func(x runnerJSON) bool { return x.StopTs != nil })
 	if *got.StopTs < got.LastPingTs+lostThreshold {
 		t.Errorf("stop_ts %d is less than runner_lost_threshold (%d ms) after last_ping_ts %d", *got.StopTs, lostThreshold, got.LastPingTs)

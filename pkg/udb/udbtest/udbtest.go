@@ -1,18 +1,7 @@
-// Package udbtest is the conformance suite every udb driver must pass.
-//
-// The suite asserts FoundationDB's behaviour, not one driver's: the expected
-// outcomes come from FoundationDB's client and resolver (ReadYourWrites.cpp,
-// NativeAPI.actor.cpp, Atomic.h, the conflict rules of the resolver), as
-// summarised in the project's FDB layer notes, §3. A driver that differs from
-// FoundationDB fails here even if its behaviour looks reasonable.
-//
-// Every case runs in a fresh random subspace ("udbtest", random UUID) of the
-// database the harness returns and clears it afterwards, so one database may be
-// shared by all cases. Concurrency cases are deterministic: every transaction
-// takes its read version first, then the steps run in a fixed order on one
-// goroutine, so FoundationDB and the emulating drivers must agree exactly.
-//
-// A driver's test calls Run:
+// Package udbtest is the conformance suite every udb driver must pass. It
+// asserts FoundationDB's behaviour, not one driver's, in numbered, deterministic
+// cases, each in a fresh random subspace; docs/udb.md ("The conformance suite")
+// describes them. A driver's test calls Run:
 //
 //	func TestConformance(t *testing.T) {
 //		udbtest.Run(t, udbtest.Harness{Open: func(t testing.TB) udb.Database { ... }})
@@ -53,7 +42,7 @@ type Harness struct {
 	KeyOverhead int
 }
 
-// testCase is one numbered conformance case of fdb-layer.md §5.2.
+// testCase is one numbered conformance case (docs/udb.md, "The conformance suite").
 type testCase struct {
 	name string
 	run  func(t *testing.T, h Harness)

@@ -19,11 +19,11 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
-	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
 	"github.com/berthhq/berth/sdk/client"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // These tests run the runner against the real engine in process: the whole engine (engine.Start
@@ -38,12 +38,12 @@ func startEngine(t *testing.T, token string) *engine.Engine {
 	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
 	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
 	cfg.Auth.AdminToken = token
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: runnertest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 		defer cancel()
 		if err := e.Shutdown(ctx); err != nil {
 			t.Errorf("engine Shutdown: %v", err)
@@ -55,14 +55,14 @@ func startEngine(t *testing.T, token string) *engine.Engine {
 func TestRegistersWithTheEngine(t *testing.T) {
 	e := startEngine(t, "tok")
 	endpoint := "http://" + e.PublicAddr().String()
-	rec := newRecorder()
-	cfg := testConfig(endpoint, rec)
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.Config(endpoint, rec)
 	cfg.Token = "tok"
 	cfg.Key = "k-1"
 	cfg.Metadata = json.RawMessage(`{"zone":"a"}`)
-	r := newRunner(t, cfg)
-	start(t, r)
-	rid := next(t, rec.connected, "OnConnected")
+	r := runnertest.NewRunner(t, cfg)
+	runnertest.Start(t, r)
+	rid := runnertest.Next(t, rec.Connected, "OnConnected")
 	if rid == "" || rid != r.RunnerID() {
 		t.Fatalf("OnConnected(%q), RunnerID %q", rid, r.RunnerID())
 	}
@@ -73,7 +73,7 @@ func TestRegistersWithTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	page, err := c.Runners().List(ctx, client.RunnerListOptions{Name: "pool"})
 	if err != nil {
@@ -92,7 +92,7 @@ func TestRegistersWithTheEngine(t *testing.T) {
 	if err := r.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 }
@@ -100,24 +100,24 @@ func TestRegistersWithTheEngine(t *testing.T) {
 func TestGracefulShutdownDrainsOnTheEngine(t *testing.T) {
 	e := startEngine(t, "")
 	endpoint := "http://" + e.PublicAddr().String()
-	rec := newRecorder()
-	r := newRunner(t, testConfig(endpoint, rec))
-	start(t, r)
-	rid := next(t, rec.connected, "OnConnected")
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(endpoint, rec))
+	runnertest.Start(t, r)
+	rid := runnertest.Next(t, rec.Connected, "OnConnected")
 
 	// The host claims an actor still runs, so the runner waits after ToServerStopping. The
 	// engine knows of no actor on the runner: it stops it at once and closes the socket with
 	// 1000 ws.eviction, which ends the wait well before ShutdownTimeout (120 s).
-	rec.actors.Store(1)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	rec.Actors.Store(1)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	if err := r.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := next(t, rec.disconnected, "OnDisconnected"); !rerr.Is(err, "ws", "eviction") {
+	if err := runnertest.Next(t, rec.Disconnected, "OnDisconnected"); !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("OnDisconnected(%v), want the engine's ws.eviction", err)
 	}
-	if err := next(t, rec.shutdown, "OnShutdown"); err != nil {
+	if err := runnertest.Next(t, rec.Shutdown, "OnShutdown"); err != nil {
 		t.Fatalf("OnShutdown(%v), want nil: the runner asked to stop", err)
 	}
 
@@ -151,13 +151,13 @@ func TestEngineRefusesStart(t *testing.T) {
 		{"unknown namespace", "tok", "nope", 1011, "namespace", "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(endpoint, nil)
+			cfg := runnertest.Config(endpoint, nil)
 			cfg.Token, cfg.Namespace = tc.token, tc.namespace
-			r := newRunner(t, cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			r := runnertest.NewRunner(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 			defer cancel()
 			err := r.Start(ctx)
-			if !rerr.Is(err, tc.group, tc.code) || errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, &client.APIError{Group: tc.group, Code: tc.code}) || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Start: %v, want %s.%s at once", err, tc.group, tc.code)
 			}
 			var ce *runner.CloseError
@@ -193,7 +193,7 @@ func startSocket(t *testing.T, c hostsocktest.Config) *socketEnv {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c.Label, c.Log = 1, slog.New(testLogger().Handler())
+	c.Label, c.Log = 1, slog.New(runnertest.Logger().Handler())
 	e := &socketEnv{t: t, db: db, c: c}
 	e.cur.Store(hostsocktest.Start(t, db, c))
 	e.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -221,7 +221,7 @@ func (e *socketEnv) restart() {
 // runner reads the runner as GET /runners would.
 func (e *socketEnv) runner(rid string) oprunner.Runner {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	res, err := e.db.ReadTransact(ctx, func(tx udb.ReadTransaction) (any, error) {
 		return oprunner.Get(ctx, tx, oprunner.GetInput{RunnerID: id.MustParse(rid)})
@@ -235,7 +235,7 @@ func (e *socketEnv) runner(rid string) oprunner.Runner {
 // eventually polls cond until it holds, failing after wait.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(runnertest.Wait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -247,12 +247,12 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestProtocolVersions(t *testing.T) {
 	e := startSocket(t, hostsocktest.Config{})
 	for _, v := range []int{5, 6, 7} {
-		rec := newRecorder()
-		cfg := testConfig(e.hs.URL, rec)
+		rec := runnertest.NewRecorder()
+		cfg := runnertest.Config(e.hs.URL, rec)
 		cfg.ProtocolVersion = v
-		r := newRunner(t, cfg)
-		start(t, r)
-		rid := next(t, rec.connected, "OnConnected")
+		r := runnertest.NewRunner(t, cfg)
+		runnertest.Start(t, r)
+		rid := runnertest.Next(t, rec.Connected, "OnConnected")
 		if got := e.runner(rid); got.Key != r.Key() {
 			t.Fatalf("v%d: registered %+v", v, got)
 		}
@@ -261,10 +261,10 @@ func TestProtocolVersions(t *testing.T) {
 
 func TestPingsReachTheEngine(t *testing.T) {
 	e := startSocket(t, hostsocktest.Config{Runner: hostsock.Timing{PingInterval: 20 * time.Millisecond}})
-	rec := newRecorder()
-	r := newRunner(t, testConfig(e.hs.URL, rec))
-	start(t, r)
-	rid := next(t, rec.connected, "OnConnected")
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(e.hs.URL, rec))
+	runnertest.Start(t, r)
+	rid := runnertest.Next(t, rec.Connected, "OnConnected")
 	registered := e.runner(rid).LastPingTs
 	// The engine records a ping only when the pong comes back.
 	eventually(t, "last_ping_ts to advance past the registration", func() bool {
@@ -277,49 +277,49 @@ func TestPingsReachTheEngine(t *testing.T) {
 
 func TestReconnectsAfterTheEngineGoesAway(t *testing.T) {
 	e := startSocket(t, hostsocktest.Config{})
-	rec := newRecorder()
-	r := newRunner(t, testConfig(e.hs.URL, rec))
-	start(t, r)
-	rid := next(t, rec.connected, "OnConnected")
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(e.hs.URL, rec))
+	runnertest.Start(t, r)
+	rid := runnertest.Next(t, rec.Connected, "OnConnected")
 
 	e.restart()
-	err := next(t, rec.disconnected, "OnDisconnected")
+	err := runnertest.Next(t, rec.Disconnected, "OnDisconnected")
 	var ce *runner.CloseError
-	if !errors.As(err, &ce) || ce.CloseCode != 1011 || !rerr.Is(err, "ws", "going_away") {
+	if !errors.As(err, &ce) || ce.CloseCode != 1011 || !errors.Is(err, &client.APIError{Group: "ws", Code: "going_away"}) {
 		t.Fatalf("OnDisconnected(%v), want 1011 ws.going_away", err)
 	}
-	if got := next(t, rec.connected, "OnConnected after the restart"); got != rid {
+	if got := runnertest.Next(t, rec.Connected, "OnConnected after the restart"); got != rid {
 		t.Fatalf("reconnected as %q, want the same runner id %q", got, rid)
 	}
 	if st := r.State(); st != runner.StateConnected {
 		t.Fatalf("State %v", st)
 	}
-	none(t, rec.forceStop, "OnForceStopActors")
+	runnertest.None(t, rec.ForceStop, "OnForceStopActors")
 }
 
 func TestRunnerLostWhileTheEngineStaysAway(t *testing.T) {
 	// The engine's ToClientInit carries runnerLostThreshold; the runner times its absence by it.
 	e := startSocket(t, hostsocktest.Config{Runner: hostsock.Timing{LostThreshold: 50 * time.Millisecond}})
-	rec := newRecorder()
-	r := newRunner(t, testConfig(e.hs.URL, rec))
-	start(t, r)
-	rid := next(t, rec.connected, "OnConnected")
+	rec := runnertest.NewRecorder()
+	r := runnertest.NewRunner(t, runnertest.Config(e.hs.URL, rec))
+	runnertest.Start(t, r)
+	rid := runnertest.Next(t, rec.Connected, "OnConnected")
 
 	e.down.Store(true)
 	e.restart()
-	next(t, rec.disconnected, "OnDisconnected")
-	if got := next(t, rec.forceStop, "OnForceStopActors"); got != runner.RunnerLost {
+	runnertest.Next(t, rec.Disconnected, "OnDisconnected")
+	if got := runnertest.Next(t, rec.ForceStop, "OnForceStopActors"); got != runner.RunnerLost {
 		t.Fatalf("OnForceStopActors(%v), want RunnerLost", got)
 	}
 	if st := r.State(); st != runner.StateReconnecting {
 		t.Fatalf("State %v", st)
 	}
 	e.down.Store(false)
-	if got := next(t, rec.connected, "OnConnected once the engine is back"); got == "" {
+	if got := runnertest.Next(t, rec.Connected, "OnConnected once the engine is back"); got == "" {
 		t.Fatal("empty runner id")
 	} else if got != rid {
 		// The engine expired the runner meanwhile: the host hears it once more.
-		if why := next(t, rec.forceStop, "OnForceStopActors"); why != runner.RunnerIDChanged {
+		if why := runnertest.Next(t, rec.ForceStop, "OnForceStopActors"); why != runner.RunnerIDChanged {
 			t.Fatalf("OnForceStopActors(%v) after a new id", why)
 		}
 	}
@@ -327,17 +327,17 @@ func TestRunnerLostWhileTheEngineStaysAway(t *testing.T) {
 
 func TestEvictedBySameKey(t *testing.T) {
 	e := startSocket(t, hostsocktest.Config{})
-	rec1, rec2 := newRecorder(), newRecorder()
-	cfg := testConfig(e.hs.URL, rec1)
+	rec1, rec2 := runnertest.NewRecorder(), runnertest.NewRecorder()
+	cfg := runnertest.Config(e.hs.URL, rec1)
 	cfg.Key = "same"
-	first := newRunner(t, cfg)
-	start(t, first)
-	rid := next(t, rec1.connected, "first OnConnected")
+	first := runnertest.NewRunner(t, cfg)
+	runnertest.Start(t, first)
+	rid := runnertest.Next(t, rec1.Connected, "first OnConnected")
 
-	cfg.Hooks = rec2.hooks()
-	second := newRunner(t, cfg)
-	start(t, second)
-	if got := next(t, rec2.connected, "second OnConnected"); got != rid {
+	cfg.Hooks = rec2.Hooks()
+	second := runnertest.NewRunner(t, cfg)
+	runnertest.Start(t, second)
+	if got := runnertest.Next(t, rec2.Connected, "second OnConnected"); got != rid {
 		t.Fatalf("second runner got id %q, want %q", got, rid)
 	}
 
@@ -345,18 +345,18 @@ func TestEvictedBySameKey(t *testing.T) {
 	// supervisor has returned, so it cannot dial again.
 	select {
 	case <-first.Done():
-	case <-time.After(wait):
+	case <-time.After(runnertest.Wait):
 		t.Fatal("the evicted runner did not stop")
 	}
 	var ce *runner.CloseError
 	if err := first.Err(); !errors.As(err, &ce) || ce.CloseCode != 1000 || !ce.Evicted() {
 		t.Fatalf("Err() = %v, want 1000 ws.eviction", err)
 	}
-	if err := next(t, rec1.shutdown, "OnShutdown"); !rerr.Is(err, "ws", "eviction") {
+	if err := runnertest.Next(t, rec1.Shutdown, "OnShutdown"); !errors.Is(err, &client.APIError{Group: "ws", Code: "eviction"}) {
 		t.Fatalf("OnShutdown(%v)", err)
 	}
 	if st := second.State(); st != runner.StateConnected {
 		t.Fatalf("second runner State %v", st)
 	}
-	none(t, rec2.disconnected, "OnDisconnected of the second runner")
+	runnertest.None(t, rec2.Disconnected, "OnDisconnected of the second runner")
 }

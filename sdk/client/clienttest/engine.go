@@ -1,27 +1,38 @@
-package client_test
+// Package clienttest is test support for package client, as net/http/httptest is for
+// net/http: Engine, a fake of berth's public API that serves canned runners, envoys,
+// namespaces, datacenters and runner configs, and records what it was asked.
+//
+// It serves the examples and tests of package client, the engine's tests of the SDK (which
+// also check every exchange against api-public/openapi.yaml), and any program's tests of its
+// own use of the client. Nothing here is meant for production code.
+package clienttest
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 
-	"github.com/berthhq/berth/api-public/openapitest"
 	"github.com/berthhq/berth/sdk/client"
 )
 
-// fakeEngine serves canned data the way the public API does: bearer auth, required namespace,
+// Engine serves canned data the way the public API does: bearer auth, required namespace,
 // repeated and comma-separated filters, cursors, and JSON errors. Each list is pre-sorted the
-// way the engine sorts it.
-type fakeEngine struct {
+// way the engine sorts it. It is an http.Handler: serve it with httptest.NewServer.
+type Engine struct {
 	token string
+
+	// FailAfter, when > 0, makes the runners list fail with a 503 once that many pages were
+	// served. Set it before the first request.
+	FailAfter int
+	// StuckCursor makes the runners list hand back the cursor it was given. Set it before
+	// the first request.
+	StuckCursor bool
 
 	mu         sync.Mutex
 	runners    []client.Runner
@@ -32,29 +43,27 @@ type fakeEngine struct {
 	queries    map[string][]string                       // path → raw queries, in order
 	auths      []string                                  // Authorization headers seen
 	pageSizes  []int                                     // runner page sizes served
-
-	// failAfter, when > 0, makes the runners list fail with a 503 once that many pages were
-	// served.
-	failAfter int
-	// stuckCursor makes the runners list hand back the cursor it was given.
-	stuckCursor bool
 }
 
-const nsID = "0b8y5rkfbb3xvdwlcu9mbvqwnimg2t"
+// NamespaceID is the id of the namespace "default".
+const NamespaceID = "0b8y5rkfbb3xvdwlcu9mbvqwnimg2t"
 
-func runnerID(i int) string { return fmt.Sprintf("r%029d", i) }
+// RunnerID is the id of the i-th runner of NewEngine, newest first.
+func RunnerID(i int) string { return fmt.Sprintf("r%029d", i) }
 
-// newFakeEngine returns an engine holding n runners in pools "pool-a" and "pool-b" (newest
-// first), the "default" namespace, two envoys and one normal runner config.
-func newFakeEngine(token string, n int) *fakeEngine {
-	f := &fakeEngine{token: token, configs: map[string]map[string]client.RunnerConfig{}, queries: map[string][]string{}}
+// NewEngine returns an engine that requires the bearer token token (none if "") and holds n
+// runners in pools "pool-a" and "pool-b" (newest first; every third one stopped), the
+// "default" namespace, two envoys and one normal runner config (pool-a in the datacenter
+// "default"). Its datacenters are "default" (label 1) and "eu" (label 2).
+func NewEngine(token string, n int) *Engine {
+	f := &Engine{token: token, configs: map[string]map[string]client.RunnerConfig{}, queries: map[string][]string{}}
 	for i := range n {
 		pool := "pool-a"
 		if i%2 == 1 {
 			pool = "pool-b"
 		}
 		r := client.Runner{
-			RunnerId: runnerID(i), NamespaceId: nsID, Datacenter: "default", Name: pool,
+			RunnerId: RunnerID(i), NamespaceId: NamespaceID, Datacenter: "default", Name: pool,
 			Key: fmt.Sprintf("key-%d", i), Version: 1, TotalSlots: 10, RemainingSlots: int32(10 - i%10),
 			CreateTs: int64(1767225600000 - i), LastPingTs: 1767225600000, LastRtt: 2,
 		}
@@ -65,22 +74,40 @@ func newFakeEngine(token string, n int) *fakeEngine {
 		f.runners = append(f.runners, r)
 	}
 	f.envoys = []client.Envoy{
-		{EnvoyKey: "envoy-1", NamespaceId: nsID, Datacenter: "default", PoolName: "pool-a", Version: 2, Slots: 5, CreateTs: 2, LastPingTs: 3, LastRtt: 1},
-		{EnvoyKey: "envoy-2", NamespaceId: nsID, Datacenter: "default", PoolName: "pool-b", Version: 2, Slots: 5, CreateTs: 1, LastPingTs: 3, LastRtt: 1},
+		{EnvoyKey: "envoy-1", NamespaceId: NamespaceID, Datacenter: "default", PoolName: "pool-a", Version: 2, Slots: 5, CreateTs: 2, LastPingTs: 3, LastRtt: 1},
+		{EnvoyKey: "envoy-2", NamespaceId: NamespaceID, Datacenter: "default", PoolName: "pool-b", Version: 2, Slots: 5, CreateTs: 1, LastPingTs: 3, LastRtt: 1},
 	}
-	f.namespaces = []client.Namespace{{NamespaceId: nsID, Name: "default", DisplayName: "Default", CreateTs: 1}}
+	f.namespaces = []client.Namespace{{NamespaceId: NamespaceID, Name: "default", DisplayName: "Default", CreateTs: 1}}
 	f.configs["pool-a"] = map[string]client.RunnerConfig{"default": {Normal: &client.RunnerConfigNormal{}}}
 	return f
 }
 
-// start serves f on a loopback port. With t, every exchange is also checked against
-// api-public/openapi.yaml.
-func (f *fakeEngine) start(t testing.TB) *httptest.Server {
-	var h http.Handler = http.HandlerFunc(f.serve)
-	if t != nil {
-		h = openapitest.Handler(t, h)
-	}
-	return httptest.NewServer(h)
+// Queries returns the raw queries of the requests for path, in order.
+func (f *Engine) Queries(path string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.queries[path])
+}
+
+// Auths returns the Authorization header of every request, in order.
+func (f *Engine) Auths() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.auths)
+}
+
+// PageSizes returns how many runners each page of the runners list held, in order.
+func (f *Engine) PageSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.pageSizes)
+}
+
+// Upserts returns the bodies of the runner-config upserts (PUT), in order.
+func (f *Engine) Upserts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.upserts)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -136,7 +163,8 @@ func ids(q url.Values, repeated, csv string) []string {
 	return out
 }
 
-func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request of the public API.
+func (f *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := r.URL.Query()
@@ -177,7 +205,7 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 				match = append(match, rn)
 			}
 		}
-		if f.failAfter > 0 && len(f.pageSizes) >= f.failAfter {
+		if f.FailAfter > 0 && len(f.pageSizes) >= f.FailAfter {
 			writeError(w, 503, "guard", "service_unavailable", "Service unavailable.", nil)
 			return
 		}
@@ -186,7 +214,7 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, 400, "api", "bad_request", "Request is invalid", map[string]any{"reason": err.Error()})
 			return
 		}
-		if f.stuckCursor && q.Get("cursor") != "" {
+		if f.StuckCursor && q.Get("cursor") != "" {
 			c := q.Get("cursor")
 			next = &c
 		}

@@ -1,4 +1,4 @@
-package api_test
+package client_test
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestGeneratedFromCurrentSpec fails when api-public/openapi.yaml changed after the client
-// was generated: run go generate ./sdk/client/api.
+// was generated: regenerate it with cd sdk && go generate ./client/api.
 func TestGeneratedFromCurrentSpec(t *testing.T) {
 	path, err := openapitest.SpecPath()
 	if err != nil {
@@ -24,7 +24,7 @@ func TestGeneratedFromCurrentSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != api.SpecSHA256 {
-		t.Fatalf("api-public/openapi.yaml (sha256 %s) changed since the client was generated (from %s): run go generate ./sdk/client/api", got, api.SpecSHA256)
+		t.Fatalf("api-public/openapi.yaml (sha256 %s) changed since the client was generated (from %s): regenerate it with cd sdk && go generate ./client/api", got, api.SpecSHA256)
 	}
 }
 

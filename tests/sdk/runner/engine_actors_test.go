@@ -17,6 +17,7 @@ import (
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/sdk/runner/runnertest"
 )
 
 // Hosted actors against the real engine in process: its host sockets and control plane
@@ -81,22 +82,22 @@ func (e *actorEnv) waitPhase(t *testing.T, aid id.ID, phase keys.ActorPhase) key
 }
 
 // hostOnEngine starts a runner hosting p's actors on e.
-func hostOnEngine(t *testing.T, e *actorEnv, p *probe, key string) *runner.Runner {
+func hostOnEngine(t *testing.T, e *actorEnv, p *runnertest.Probe, key string) *runner.Runner {
 	t.Helper()
-	cfg := hostConfig(e.hs.URL, p)
+	cfg := runnertest.HostConfig(e.hs.URL, p)
 	cfg.Key = key
-	r := newRunner(t, cfg)
-	start(t, r)
+	r := runnertest.NewRunner(t, cfg)
+	runnertest.Start(t, r)
 	return r
 }
 
 func TestActorLifecycleOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p := newProbe()
+	p := runnertest.NewProbe()
 	hostOnEngine(t, e, p, "k1")
 
 	aid := e.create(t, "probe", actor.CrashSleep, []byte("hi"))
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	if ac.ID() != aid.String() || ac.Generation() != 0 || string(ac.Input()) != "hi" || ac.Name() != "probe" {
 		t.Fatalf("started %s gen %d input %q", ac.ID(), ac.Generation(), ac.Input())
 	}
@@ -109,7 +110,7 @@ func TestActorLifecycleOnTheEngine(t *testing.T) {
 	if err := ac.Sleep(); err != nil {
 		t.Fatal(err)
 	}
-	if got := next(t, p.stops, "Stop"); got != ac {
+	if got := runnertest.Next(t, p.Stops, "Stop"); got != ac {
 		t.Fatal("Stop of another instance")
 	}
 	if st := e.waitPhase(t, aid, keys.PhaseSleeping); st.SleepTs == nil {
@@ -120,7 +121,7 @@ func TestActorLifecycleOnTheEngine(t *testing.T) {
 	if err := e.actors.Wake(context.Background(), aid); err != nil {
 		t.Fatal(err)
 	}
-	ac1 := next(t, p.starts, "Start after the wake")
+	ac1 := runnertest.Next(t, p.Starts, "Start after the wake")
 	if ac1.Generation() != 1 || string(ac1.Input()) != "hi" {
 		t.Fatalf("woken as generation %d, input %q", ac1.Generation(), ac1.Input())
 	}
@@ -130,19 +131,19 @@ func TestActorLifecycleOnTheEngine(t *testing.T) {
 	if err := ac1.Destroy(); err != nil {
 		t.Fatal(err)
 	}
-	next(t, p.stops, "Stop after Destroy")
+	runnertest.Next(t, p.Stops, "Stop after Destroy")
 	if st := e.waitPhase(t, aid, keys.PhaseDestroyed); st.Error != nil {
 		t.Fatalf("destroyed with error %s", st.Error)
 	}
-	none(t, p.starts, "Start after destroy")
+	runnertest.None(t, p.Starts, "Start after destroy")
 }
 
 func TestActorAlarmWakesOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p := newProbe()
+	p := runnertest.NewProbe()
 	hostOnEngine(t, e, p, "k1")
 	aid := e.create(t, "probe", actor.CrashSleep, nil)
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	e.waitPhase(t, aid, keys.PhaseRunning)
 
 	alarm := time.Now().Add(time.Second)
@@ -152,9 +153,9 @@ func TestActorAlarmWakesOnTheEngine(t *testing.T) {
 	if err := ac.Sleep(); err != nil {
 		t.Fatal(err)
 	}
-	next(t, p.stops, "Stop")
+	runnertest.Next(t, p.Stops, "Stop")
 	// The engine starts generation 1 at the alarm, not before.
-	ac1 := next(t, p.starts, "Start at the alarm")
+	ac1 := runnertest.Next(t, p.Starts, "Start at the alarm")
 	if now := time.Now(); ac1.Generation() != 1 || now.Before(alarm.Truncate(time.Millisecond)) {
 		t.Fatalf("generation %d started at %s, alarm %s", ac1.Generation(), now, alarm)
 	}
@@ -163,40 +164,40 @@ func TestActorAlarmWakesOnTheEngine(t *testing.T) {
 
 func TestActorStartFailureCrashesOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p := newProbe()
-	p.startErr = errors.New("cannot load state")
+	p := runnertest.NewProbe()
+	p.StartErr = errors.New("cannot load state")
 	hostOnEngine(t, e, p, "k1")
 	aid := e.create(t, "probe", actor.CrashSleep, nil)
-	next(t, p.starts, "Start")
+	runnertest.Next(t, p.Starts, "Start")
 	// Stopped ERROR with Start's error: crash policy sleep, with the message in the error.
 	st := e.waitPhase(t, aid, keys.PhaseSleeping)
 	if !bytes.Contains(st.Error, []byte("cannot load state")) {
 		t.Fatalf("error %s", st.Error)
 	}
-	none(t, p.stops, "Stop after a failed Start")
+	runnertest.None(t, p.Stops, "Stop after a failed Start")
 }
 
 func TestActorDrainMovesItOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p1, p2 := newProbe(), newProbe()
+	p1, p2 := runnertest.NewProbe(), runnertest.NewProbe()
 	r1 := hostOnEngine(t, e, p1, "k1")
 	aid := e.create(t, "probe", actor.CrashRestart, nil)
-	next(t, p1.starts, "Start on the first runner")
+	runnertest.Next(t, p1.Starts, "Start on the first runner")
 	e.waitPhase(t, aid, keys.PhaseRunning)
 	hostOnEngine(t, e, p2, "k2")
 
 	// A graceful shutdown: the engine stops the actor (going away), the runner reports it
 	// Stopped OK, the engine starts the restart-policy actor on the other runner, and the
 	// first runner closes.
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- r1.Shutdown(ctx, false) }()
-	next(t, p1.stops, "Stop on the draining runner")
-	if ac := next(t, p2.starts, "Start on the second runner"); ac.Generation() != 1 {
+	runnertest.Next(t, p1.Stops, "Stop on the draining runner")
+	if ac := runnertest.Next(t, p2.Starts, "Start on the second runner"); ac.Generation() != 1 {
 		t.Fatalf("generation %d", ac.Generation())
 	}
-	if err := next(t, done, "Shutdown"); err != nil {
+	if err := runnertest.Next(t, done, "Shutdown"); err != nil {
 		t.Fatal(err)
 	}
 	e.waitPhase(t, aid, keys.PhaseRunning)
@@ -204,15 +205,15 @@ func TestActorDrainMovesItOnTheEngine(t *testing.T) {
 
 func TestActorKVOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p := newProbe()
-	rec := newRecorder()
-	cfg := hostConfig(e.hs.URL, p)
-	cfg.Hooks.OnConnected = func(id string) { rec.connected <- id }
-	cfg.Hooks.OnDisconnected = func(err error) { rec.disconnected <- err }
-	start(t, newRunner(t, cfg))
-	next(t, rec.connected, "OnConnected")
+	p := runnertest.NewProbe()
+	rec := runnertest.NewRecorder()
+	cfg := runnertest.HostConfig(e.hs.URL, p)
+	cfg.Hooks.OnConnected = func(id string) { rec.Connected <- id }
+	cfg.Hooks.OnDisconnected = func(err error) { rec.Disconnected <- err }
+	runnertest.Start(t, runnertest.NewRunner(t, cfg))
+	runnertest.Next(t, rec.Connected, "OnConnected")
 	e.create(t, "probe", actor.CrashSleep, nil)
-	ac := next(t, p.starts, "Start")
+	ac := runnertest.Next(t, p.Starts, "Start")
 	kv := ac.KV()
 	ctx := context.Background()
 
@@ -279,12 +280,12 @@ func TestActorKVOnTheEngine(t *testing.T) {
 	// Made while the engine is down: queued, sent after the reconnect.
 	e.down.Store(true)
 	e.restart()
-	next(t, rec.disconnected, "OnDisconnected")
+	runnertest.Next(t, rec.Disconnected, "OnDisconnected")
 	put := make(chan error, 1)
 	go func() { put <- kv.Put(ctx, []byte("later"), []byte("5")) }()
 	e.down.Store(false)
-	next(t, rec.connected, "OnConnected after the restart")
-	must(next(t, put, "the queued Put"))
+	runnertest.Next(t, rec.Connected, "OnConnected after the restart")
+	must(runnertest.Next(t, put, "the queued Put"))
 
 	must(kv.Drop(ctx))
 	es, err = kv.List(ctx, runner.ListOptions{})
@@ -297,11 +298,11 @@ func TestActorKVOnTheEngine(t *testing.T) {
 // KV works in Stop: during the stop of a sleep, and of a drain, before Stopped is reported.
 func TestActorKVInStopOnTheEngine(t *testing.T) {
 	e := startActorEnv(t)
-	p1, p2 := newProbe(), newProbe()
-	p1.stopKV = true
+	p1, p2 := runnertest.NewProbe(), runnertest.NewProbe()
+	p1.StopKV = true
 	r1 := hostOnEngine(t, e, p1, "k1")
 	aid := e.create(t, "probe", actor.CrashSleep, nil)
-	ac := next(t, p1.starts, "Start")
+	ac := runnertest.Next(t, p1.Starts, "Start")
 	e.waitPhase(t, aid, keys.PhaseRunning)
 	must := func(err error) {
 		t.Helper()
@@ -310,26 +311,26 @@ func TestActorKVInStopOnTheEngine(t *testing.T) {
 		}
 	}
 	must(ac.Sleep())
-	must(next(t, p1.stopKVErr, "the KV write in Stop (sleep)"))
+	must(runnertest.Next(t, p1.StopKVErr, "the KV write in Stop (sleep)"))
 	e.waitPhase(t, aid, keys.PhaseSleeping)
 	must(e.actors.Wake(context.Background(), aid))
-	ac1 := next(t, p1.starts, "Start after the wake")
+	ac1 := runnertest.Next(t, p1.Starts, "Start after the wake")
 	if _, ok, err := ac1.KV().Get(context.Background(), []byte("stopped-0")); err != nil || !ok {
 		t.Fatalf("generation 0's write in Stop: found %v, %v", ok, err)
 	}
 
 	hostOnEngine(t, e, p2, "k2")
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- r1.Shutdown(ctx, false) }()
-	must(next(t, p1.stopKVErr, "the KV write in Stop (drain)"))
-	must(next(t, done, "Shutdown"))
+	must(runnertest.Next(t, p1.StopKVErr, "the KV write in Stop (drain)"))
+	must(runnertest.Next(t, done, "Shutdown"))
 	// A sleep-policy actor sleeps after its runner's drain, as on Rivet; the next wake places
 	// it on the second runner.
 	e.waitPhase(t, aid, keys.PhaseSleeping)
 	must(e.actors.Wake(context.Background(), aid))
-	ac2 := next(t, p2.starts, "Start on the second runner")
+	ac2 := runnertest.Next(t, p2.Starts, "Start on the second runner")
 	if _, ok, err := ac2.KV().Get(context.Background(), []byte("stopped-1")); err != nil || !ok {
 		t.Fatalf("generation 1's write in Stop: found %v, %v", ok, err)
 	}
