@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/internal/multilisten"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -60,6 +62,7 @@ type Engine struct {
 	lifecycle *pegboard.Lifecycle
 	timeout   time.Duration
 	obs       *observability
+	tls       tlsConfigs
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -109,6 +112,10 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		}
 	}()
 	undo = append(undo, func() { _ = obs.tracing.Shutdown(context.Background()) })
+	if e.tls, err = loadTLS(cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	undo = append(undo, e.tls.outbound.CloseIdleConnections)
 	topo := Topology(cfg.Topology)
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
@@ -122,6 +129,12 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.startLoops(ctx, opts.Observability.CensusInterval)
+	if cfg.Anonymous() {
+		e.log.Warn("berth serves without an admin token on addresses other machines can reach (auth.allow_anonymous): " +
+			"anyone who reaches them can create and destroy actors, read their KV and drain runners; set auth.admin_token")
+	} else if !cfg.Open() {
+		e.log.Info("no admin token: listening on loopback only; set auth.admin_token to serve other machines")
+	}
 	local, _ := cfg.Topology.Local()
 	e.log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
 		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", cfg.Pegboard.RunnerLostThreshold,
@@ -162,12 +175,12 @@ type services struct {
 // registry and wakes the watchers), the lifecycle (which reaches the hosts through the
 // cluster), api-peer, the host-socket server, the gateway and api-public.
 func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
-	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
+	m, pb, log, trusted := e.obs.metrics, cfg.Pegboard, e.log, trustedProxies(cfg)
 	registry := hostsock.NewRegistry(m)
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
-		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log,
+		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log, HTTP: &http.Client{Transport: e.tls.outbound},
 		Local: registry, Changes: watchers,
 	})
 	// With several nodes, the others wake what waits on an actor there (gateway requests,
@@ -185,7 +198,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	svc := &services{}
 	// api-peer reaches only the leader through its peer client; api-public's serves this
 	// datacenter in process through api-peer's handler.
-	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout()})
+	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
+		HTTP: &http.Client{Transport: e.tls.outbound}})
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
 		Runners: lc.Runners, Actors: lc.Actors,
@@ -215,6 +229,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		TrustedProxies:       trusted,
+		Transport:            e.tls.outbound,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
 		FetchActorTimeout:    config.Ms(cfg.Guard.RoutePegboardFetchActor),
 		WakeSignalTimeout:    config.Ms(cfg.Guard.RoutePegboardWakeSignal),
@@ -232,19 +248,24 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 // other nodes relay to, before any socket can be claimed.
 func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
 	var err error
-	if e.public, err = listen(ctx, "api-public", cfg.Guard.Addr(), e.admit.wrap(svc.public), e.log); err != nil {
+	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), e.log); err != nil {
 		return undo, err
 	}
+	if cfg.Guard.ProxyProtocol {
+		e.public.ln = proxyProtocol(e.public.ln, trustedProxies(cfg))
+	}
+	serveTLS(e.public, e.tls.guard)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.APIPeer.Addr(), svc.peer, e.log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err
 	}
+	serveTLS(e.peer, e.tls.peer)
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
-	if err := e.cluster.Start(ctx, nodeAddress(cfg, e.peer.ln.Addr())); err != nil {
+	if err := e.cluster.Start(ctx, nodeAddress(cfg, scheme(e.tls.peer), e.peer.ln.Addr())); err != nil {
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.Metrics.Addr(), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
 		return undo, err
 	}
 	return undo, nil
@@ -294,6 +315,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.loops.Wait()
 		err := stopAll(ctx, e.public, e.peer, e.metrics)
 		e.peers.Close()
+		e.tls.outbound.CloseIdleConnections()
 		_ = e.bus.Close()
 		if cerr := e.db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
@@ -344,7 +366,7 @@ func Run(ctx context.Context, opts Options) error {
 
 // nodeAddress is where other nodes reach this one's internal listener: node.address, else
 // the api-peer listener's address (127.0.0.1 for an unspecified host).
-func nodeAddress(cfg *config.Config, peer net.Addr) string {
+func nodeAddress(cfg *config.Config, scheme string, peer net.Addr) string {
 	if cfg.Node.Address != "" {
 		return cfg.Node.Address
 	}
@@ -355,7 +377,7 @@ func nodeAddress(cfg *config.Config, peer net.Addr) string {
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // redactURL hides the password of a store URL for logs.
@@ -457,11 +479,16 @@ func (l *listener) closeFresh() {
 	}
 }
 
-func listen(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger) (*listener, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+// listen opens the listener name on addrs (config.ListenAddrs): the first must bind, the
+// others (the IPv6 loopback beside the IPv4 one) are left out, with a log line, when they
+// cannot.
+func listen(ctx context.Context, name string, addrs []string, h http.Handler, log *slog.Logger) (*listener, error) {
+	ln, skipped, err := multilisten.Listen(ctx, addrs)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, addr, err)
+		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, strings.Join(addrs, " and "), err)
+	}
+	for _, err := range skipped {
+		log.Info("listener: an address left out", "server", name, "error", err)
 	}
 	l := &listener{
 		name: name,

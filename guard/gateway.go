@@ -89,6 +89,11 @@ type Options struct {
 	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
 	// 2,000 in flight).
 	RateLimit core.RateLimit
+	// Transport carries requests proxied to other datacenters' gateways (their TLS settings);
+	// nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// TrustedProxies may name the client in X-Forwarded-For (core.ClientIP); nobody by default.
+	TrustedProxies core.Trusted
 	// RouteCacheTTL is how long a resolved route is reused by first attempts (10 min, as
 	// Rivet's route_cache_ttl); negative turns the cache off.
 	RouteCacheTTL time.Duration
@@ -205,7 +210,7 @@ func (g *Gateway) servePath(w http.ResponseWriter, r *http.Request, path, query 
 // serveQuery resolves a query-routed request to its actor and serves it; a getOrCreate for
 // another datacenter's region goes there whole.
 func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string, q Query) {
-	release, err := g.limiter.Acquire(core.ClientIP(r))
+	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
 		g.fail(w, r, ray, err)
 		return
@@ -234,7 +239,7 @@ func (g *Gateway) serveActor(w http.ResponseWriter, r *http.Request, ray string,
 		g.proxyTo(w, r, ray, dc)
 		return
 	}
-	release, err := g.limiter.Acquire(core.ClientIP(r))
+	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
 		g.fail(w, r, ray, err)
 		return
@@ -312,6 +317,7 @@ func (g *Gateway) proxyTo(w http.ResponseWriter, r *http.Request, ray string, dc
 	}
 	w.Header().Del(apihttp.HeaderRayID)
 	p := &httputil.ReverseProxy{
+		Transport: g.o.Transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.URL.Path, pr.Out.URL.RawPath = r.URL.Path, r.URL.RawPath

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -474,10 +476,26 @@ func TestLimits(t *testing.T) {
 	if w := f.serve("GET", target, nil, ""); w.Code != 429 || errKey(w) != "guard.rate_limit" {
 		t.Fatalf("third: %d %q", w.Code, errKey(w))
 	}
-	if w := f.serve("GET", target, http.Header{"X-Forwarded-For": {"203.0.113.9"}}, ""); w.Code != 200 {
-		t.Fatalf("another client: %d", w.Code)
+	// A client naming another address in X-Forwarded-For is still itself: no proxy is trusted.
+	for i := range 8 {
+		h := http.Header{"X-Forwarded-For": {"203.0.113." + strconv.Itoa(i)}}
+		if w := f.serve("GET", target, h, ""); w.Code != 429 || errKey(w) != "guard.rate_limit" {
+			t.Fatalf("rotating X-Forwarded-For, request %d: %d %q, want 429 guard.rate_limit", i, w.Code, errKey(w))
+		}
 	}
-	if w := f.serve("POST", target, http.Header{"X-Forwarded-For": {"203.0.113.10"}}, strings.Repeat("x", 11)); w.Code != 413 || errKey(w) != "guard.invalid_request_body" {
+	// Behind a trusted proxy (httptest's peer, 192.0.2.1), the header names the client.
+	f = newFixture(t, Options{RateLimit: core.RateLimit{Requests: 2, InFlight: -1}, MaxBody: 10,
+		TrustedProxies: core.Trusted{netip.MustParsePrefix("192.0.2.0/24")}})
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	for i := range 3 {
+		if w := f.serve("GET", target, http.Header{"X-Forwarded-For": {"203.0.113.9"}}, ""); w.Code != 200 && i < 2 || w.Code != 429 && i == 2 {
+			t.Fatalf("client 203.0.113.9 behind the proxy, request %d: %d", i, w.Code)
+		}
+	}
+	if w := f.serve("GET", target, http.Header{"X-Forwarded-For": {"203.0.113.10"}}, ""); w.Code != 200 {
+		t.Fatalf("another client behind the proxy: %d", w.Code)
+	}
+	if w := f.serve("POST", target, http.Header{"X-Forwarded-For": {"203.0.113.11"}}, strings.Repeat("x", 11)); w.Code != 413 || errKey(w) != "guard.invalid_request_body" {
 		t.Fatalf("body over the limit: %d %q", w.Code, errKey(w))
 	}
 	// The API is not rate limited by the gateway.

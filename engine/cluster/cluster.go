@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,9 @@ type Options struct {
 	Releases int
 	// AdminToken authenticates relays between nodes (x-rivet-token).
 	AdminToken string
-	Log        *slog.Logger
+	// HTTP dials the relays to other nodes (their TLS settings); nil means http.DefaultClient.
+	HTTP *http.Client
+	Log  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 

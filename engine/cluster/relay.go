@@ -121,7 +121,7 @@ func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID,
 	if n.o.AdminToken != "" {
 		hdr.Set("X-Rivet-Token", n.o.AdminToken)
 	}
-	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr})
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: n.o.HTTP})
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()

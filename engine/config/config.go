@@ -60,12 +60,20 @@ type Auth struct {
 	// endpoint except /health and /metadata. Unset means the API is open. It may not be set
 	// to the empty string: leave it out instead.
 	AdminToken string `json:"admin_token,omitempty"`
+	// AllowAnonymous lets the listeners face other machines without an admin token: anyone
+	// who reaches them can then create and destroy actors, read their KV and drain runners.
+	// Without it (the default), an engine with no admin token listens on loopback only, and a
+	// host key naming another interface is an error. berth logs a warning at start when it
+	// serves anonymously beyond loopback.
+	AllowAnonymous bool `json:"allow_anonymous"`
 }
 
 // Guard is the ingress listener, which also serves the public API.
 type Guard struct {
-	// Host to listen on: an IP address or host name; "::" (the default) and "" mean every
-	// interface, IPv4 and IPv6.
+	// Host to listen on: an IP address or host name. "" (the default) means every interface,
+	// IPv4 and IPv6, when auth.admin_token is set (or auth.allow_anonymous), and loopback only
+	// (127.0.0.1 and ::1) when the API has no token. "::" and "0.0.0.0" name every interface
+	// explicitly, and need a token too (or auth.allow_anonymous).
 	Host string `json:"host"`
 	// Port to listen on; default 6420. 0 picks a free port.
 	Port uint16 `json:"port"`
@@ -74,6 +82,20 @@ type Guard struct {
 	// off. Defaults 10000 and 2000, as on Rivet.
 	RateLimitRequests uint32 `json:"rate_limit_requests"`
 	RateLimitInFlight uint32 `json:"rate_limit_in_flight"`
+	// TrustedProxies lists the proxies (IP addresses or CIDR prefixes) allowed to say who the
+	// client is. A client is its socket's address unless that address is trusted: then it is
+	// the rightmost X-Forwarded-For entry that is not itself a trusted proxy (or, with
+	// proxy_protocol, the PROXY protocol header's source). Empty by default: X-Forwarded-For
+	// is never believed. The rate limits and the x-forwarded-for sent to actors use it. From
+	// the environment or a flag: comma-separated.
+	TrustedProxies []string `json:"trusted_proxies"`
+	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
+	// envoy sockets are served over TLS only (https, wss).
+	TLS TLS `json:"tls"`
+	// ProxyProtocol accepts a PROXY protocol (v1 or v2) header on guard connections that come
+	// from a trusted proxy, as load balancers in TCP mode send it; other connections are read
+	// as plain HTTP. Default false.
+	ProxyProtocol bool `json:"proxy_protocol"`
 	// The actor gateway's timeouts, in milliseconds, with Rivet's names and defaults:
 	// actor_ready_timeout (30000) bounds the wait for an actor to become connectable
 	// (guard.actor_ready_timeout); each read of the actor's state while routing
@@ -88,6 +110,34 @@ type Guard struct {
 	RoutePegboardResolveQuery   uint32 `json:"route_pegboard_resolve_query"`
 	GatewayResponseStartTimeout uint32 `json:"gateway_response_start_timeout"`
 	GatewayWebSocketOpenTimeout uint32 `json:"gateway_websocket_open_timeout"`
+}
+
+// TLS is a listener's certificate.
+type TLS struct {
+	// CertFile and KeyFile are PEM files of the certificate (its chain after it) and its key.
+	// Both set: the listener serves TLS 1.2 or newer only, and reads the files again when they
+	// change (a renewed certificate needs no restart). Both empty (the default): plain HTTP.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+}
+
+// Enabled reports whether a certificate is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// PeerTLS is the TLS of api-peer and of the calls between nodes and datacenters.
+type PeerTLS struct {
+	// CertFile and KeyFile: api-peer's certificate, as for guard.tls; with client_auth also the
+	// client certificate this node presents to other nodes and datacenters.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// CAFile is a PEM file of the authorities that sign the other nodes' and datacenters'
+	// certificates: https peer_url, proxy_url and node addresses are verified against them
+	// (and against the system's roots), and, with client_auth, the client certificates
+	// api-peer requires. Unset: the system's roots only.
+	CAFile string `json:"ca_file"`
+	// ClientAuth makes api-peer require a client certificate signed by ca_file (mutual TLS
+	// between nodes and datacenters). Default false.
+	ClientAuth bool `json:"client_auth"`
 }
 
 // Addr returns host:port for net.Listen.
@@ -105,10 +155,12 @@ func (a APIPublic) DatacenterTimeout() time.Duration { return Ms(a.DatacenterTim
 
 // APIPeer is the listener of the api-peer, the API other datacenters call.
 type APIPeer struct {
-	// Host to listen on, as for Guard.Host. Default "::".
+	// Host to listen on, as for Guard.Host. Default "".
 	Host string `json:"host"`
 	// Port to listen on; default 6421. 0 picks a free port.
 	Port uint16 `json:"port"`
+	// TLS serves api-peer over TLS and sets how nodes and datacenters verify each other.
+	TLS PeerTLS `json:"tls"`
 }
 
 // Addr returns host:port for net.Listen.
@@ -116,7 +168,7 @@ func (a APIPeer) Addr() string { return listenAddr(a.Host, a.Port) }
 
 // Metrics is the listener of the Prometheus endpoint, GET /metrics.
 type Metrics struct {
-	// Host to listen on, as for Guard.Host. Default "::".
+	// Host to listen on, as for Guard.Host. Default "".
 	Host string `json:"host"`
 	// Port to listen on; default 6430. 0 picks a free port.
 	Port uint16 `json:"port"`
@@ -232,7 +284,7 @@ const (
 	DefaultDatacenterLabel   = 1
 	DefaultPublicURL         = "http://127.0.0.1:6420"
 	DefaultPeerURL           = "http://127.0.0.1:6421"
-	DefaultHost              = "::"
+	DefaultHost              = "" // loopback without an admin token, else every interface
 	DefaultGuardPort         = 6420
 	DefaultAPIPeerPort       = 6421
 	DefaultMetricsPort       = 6430
@@ -349,6 +401,44 @@ func (t Topology) Local() (NamedDatacenter, bool) {
 
 // listenAddr joins host and port; "::" and "" both become the wildcard Go listens on for IPv4
 // and IPv6 at once, so that the default works on hosts without IPv6 too.
+// ListenAddrs returns the addresses a listener configured with host and port binds: host:port,
+// or, for the default host "" on an engine that is not open to the network (Open), the IPv4
+// and IPv6 loopback addresses.
+func (c *Config) ListenAddrs(host string, port uint16) []string {
+	if host == "" && !c.Open() {
+		p := strconv.Itoa(int(port))
+		return []string{net.JoinHostPort("127.0.0.1", p), net.JoinHostPort("::1", p)}
+	}
+	return []string{listenAddr(host, port)}
+}
+
+// Open reports whether the listeners may face other machines: the API has an admin token, or
+// auth.allow_anonymous says it may serve without one.
+func (c *Config) Open() bool { return c.Auth.AdminToken != "" || c.Auth.AllowAnonymous }
+
+// Anonymous reports whether the engine serves without an admin token on an address other
+// machines can reach (auth.allow_anonymous with a non-loopback host): worth a warning.
+func (c *Config) Anonymous() bool {
+	if c.Auth.AdminToken != "" {
+		return false
+	}
+	for _, h := range []string{c.Guard.Host, c.APIPeer.Host, c.Metrics.Host} {
+		if !IsLoopback(h) && (h != "" || c.Auth.AllowAnonymous) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsLoopback reports whether host names only this machine: "localhost" or a loopback IP.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func listenAddr(host string, port uint16) string {
 	if host == "::" {
 		host = ""

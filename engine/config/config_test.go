@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -112,6 +113,7 @@ func TestLoadJSONMergeEnvFlags(t *testing.T) {
 			"BERTH__auth__admin_token=from-env",
 			"BERTH__guard__port=3000",
 			"BERTH__topology__datacenters__b__peer_url=http://b-env:2",
+			"BERTH__guard__trusted_proxies=10.0.0.0/8, 192.168.1.1,",
 		},
 		Overrides: []Override{{Path: "database.url", Value: "file:///tmp/x", Source: "flag --db"}},
 	})
@@ -124,6 +126,9 @@ func TestLoadJSONMergeEnvFlags(t *testing.T) {
 	if len(c.Topology.Datacenters) != 2 || c.Topology.Datacenters["b"].PeerURL != "http://b-env:2" ||
 		c.Topology.Datacenters["b"].PublicURL != "http://b:1" {
 		t.Errorf("datacenters = %+v; maps merge key by key", c.Topology.Datacenters)
+	}
+	if !slices.Equal(c.Guard.TrustedProxies, []string{"10.0.0.0/8", "192.168.1.1"}) {
+		t.Errorf("guard.trusted_proxies = %q; from the environment, comma-separated", c.Guard.TrustedProxies)
 	}
 	if c.Auth.AdminToken != "from-env" || c.Database.URL != "file:///tmp/x" {
 		t.Errorf("auth/database = %+v %+v", c.Auth, c.Database)
@@ -156,6 +161,15 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bool strict", yaml: dc("    x: {datacenter_label: 1, is_leader: 1, public_url: 'http://a', peer_url: 'http://b'}\n"),
 			want: []string{"topology.datacenters.x.is_leader: want true or false, got number 1"}},
 		{name: "section as value", yaml: "guard: 6420\n", want: []string{"guard: want a section"}},
+		{name: "trusted proxy not an address", yaml: "guard: {trusted_proxies: ['10.0.0.0/8', 'proxy.local', '10.0.0.0/40']}\n",
+			want: []string{`guard.trusted_proxies.1: "proxy.local" is neither an IP address nor a CIDR prefix`,
+				`guard.trusted_proxies.2: "10.0.0.0/40" is not a CIDR prefix`}, wantErr: 2},
+		{name: "trusted proxies not a list", yaml: "guard: {trusted_proxies: {a: 1}}\n", want: []string{"guard.trusted_proxies: want a list of strings, got a mapping"}},
+		{name: "trusted proxy not a string", yaml: "guard: {trusted_proxies: [10]}\n", want: []string{"guard.trusted_proxies.0: want a string, got number 10"}},
+		{name: "proxy protocol without trusted proxies", yaml: "guard: {proxy_protocol: true}\n",
+			want: []string{"guard.proxy_protocol: needs guard.trusted_proxies"}},
+		{name: "open bind without token", yaml: "api_peer: {host: '0.0.0.0'}\n",
+			want: []string{`api_peer.host: "0.0.0.0" can be reached from other machines and auth.admin_token is not set`}},
 		{name: "bad peer url", yaml: dc("    dc1: {datacenter_label: 1, is_leader: true, public_url: 'http://a', peer_url: 'http://b'}\n    dc2: {datacenter_label: 2, public_url: 'http://c', peer_url: 'htp:/x'}\n") + "  datacenter_label: 1\n",
 			want: []string{`topology.datacenters.dc2.peer_url: invalid URL "htp:/x": the scheme must be http or https (`, "berth.yaml:4:66)"}},
 		{name: "url without host", yaml: dc("    a: {datacenter_label: 1, is_leader: true, public_url: 'http://', peer_url: 'http://b'}\n"),
@@ -251,7 +265,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, trusted_proxies ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,6 +70,8 @@ func (d *decoder) decode(path []string, n *node, v reflect.Value) {
 			return
 		}
 		v.SetUint(u)
+	case reflect.Slice:
+		d.decodeStrings(path, n, v)
 	default:
 		// Only the kinds above appear in Config; a new field of another kind needs a case here.
 		d.fail(path, n, "cannot decode into Go type %s", v.Type())
@@ -108,6 +110,36 @@ func (d *decoder) decodeMap(path []string, n *node, v reflect.Value) {
 		d.decode(append(path, k), n.m[k], elem)
 		v.SetMapIndex(reflect.ValueOf(k), elem)
 	}
+}
+
+// decodeStrings writes a list of strings: a list in a file, or comma-separated text from the
+// environment or a flag ("10.0.0.0/8, 192.168.1.1").
+func (d *decoder) decodeStrings(path []string, n *node, v reflect.Value) {
+	if v.Type().Elem().Kind() != reflect.String {
+		d.fail(path, n, "cannot decode into Go type %s", v.Type())
+		return
+	}
+	var items []string
+	switch {
+	case n.kind == kindList:
+		for i, e := range n.list {
+			if e.kind != kindScalar || e.typ != typString && e.typ != typText {
+				d.fail(append(path, strconv.Itoa(i)), e, "want a string, got %s", e.describe())
+				continue
+			}
+			items = append(items, e.text)
+		}
+	case n.kind == kindScalar && n.typ == typText:
+		for item := range strings.SplitSeq(n.text, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+	default:
+		d.fail(path, n, "want a list of strings, got %s", n.describe())
+		return
+	}
+	v.Set(reflect.ValueOf(items).Convert(v.Type()))
 }
 
 // fieldsOf maps each json key of struct type t to its field index.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -88,9 +89,30 @@ func (c *Config) validate() []*FieldError {
 	}
 
 	// listeners
-	checkHost(bad, "guard.host", c.Guard.Host)
-	checkHost(bad, "api_peer.host", c.APIPeer.Host)
-	checkHost(bad, "metrics.host", c.Metrics.Host)
+	for i, p := range c.Guard.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			bad("guard.trusted_proxies."+strconv.Itoa(i), "%v", err)
+		}
+	}
+	pairs := []struct{ path, cert, key string }{{"guard.tls", c.Guard.TLS.CertFile, c.Guard.TLS.KeyFile},
+		{"api_peer.tls", c.APIPeer.TLS.CertFile, c.APIPeer.TLS.KeyFile}}
+	for _, p := range pairs {
+		if (p.cert == "") != (p.key == "") {
+			bad(p.path, "cert_file and key_file go together: set both, or neither")
+		}
+	}
+	if t := c.APIPeer.TLS; t.ClientAuth && (t.CAFile == "" || t.CertFile == "") {
+		bad("api_peer.tls.client_auth", "needs ca_file (to verify clients) and cert_file and key_file (this node's own certificate)")
+	}
+	if c.Guard.ProxyProtocol && len(c.Guard.TrustedProxies) == 0 {
+		bad("guard.proxy_protocol", "needs guard.trusted_proxies: a PROXY header is accepted only from a trusted proxy")
+	}
+	for _, l := range []struct{ path, host string }{{"guard.host", c.Guard.Host}, {"api_peer.host", c.APIPeer.Host}, {"metrics.host", c.Metrics.Host}} {
+		if checkHost(bad, l.path, l.host) && !c.Open() && l.host != "" && !IsLoopback(l.host) {
+			bad(l.path, "%q can be reached from other machines and auth.admin_token is not set: set an admin token, "+
+				"or auth.allow_anonymous: true to serve without one (anyone who reaches it may then change every actor)", l.host)
+		}
+	}
 	if c.Guard.Port != 0 && c.Guard.Port == c.APIPeer.Port && sameHost(c.Guard.Host, c.APIPeer.Host) {
 		bad("api_peer.port", "%d is also guard.port; the two listeners need different ports", c.APIPeer.Port)
 	}
@@ -240,15 +262,18 @@ func checkURL(bad badFunc, path, raw string, required bool) {
 	}
 }
 
-// checkHost accepts "", an IP address, or a host name (letters, digits, '-', '.').
-func checkHost(bad badFunc, path, host string) {
+// checkHost accepts "", an IP address, or a host name (letters, digits, '-', '.'), and reports
+// whether host was one.
+func checkHost(bad badFunc, path, host string) bool {
 	if host == "" || net.ParseIP(host) != nil {
-		return
+		return true
 	}
 	if len(host) > 253 || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != "" ||
 		strings.HasPrefix(host, ".") || strings.HasPrefix(host, "-") || strings.Contains(host, "..") {
 		bad(path, "%q is neither an IP address nor a host name (give the port in the port key)", host)
+		return false
 	}
+	return true
 }
 
 func sameHost(a, b string) bool {
@@ -287,4 +312,22 @@ func joinFieldErrors(errs []*FieldError) error {
 		out[i] = e
 	}
 	return errors.Join(out...)
+}
+
+// ParsePrefix reads a trusted proxy: a CIDR prefix ("10.0.0.0/8") or one address, which is a
+// prefix of its full length.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix such as 10.0.0.0/8", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither an IP address nor a CIDR prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }

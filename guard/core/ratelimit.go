@@ -1,9 +1,6 @@
 package core
 
 import (
-	"net"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -128,19 +125,4 @@ func (l *Limiter) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.mu.ips.Len()
-}
-
-// ClientIP is the address requests are counted by: the first X-Forwarded-For entry, else the
-// socket's address.
-func ClientIP(r *http.Request) string {
-	if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-		first, _, _ := strings.Cut(xff, ",")
-		if first = strings.TrimSpace(first); first != "" {
-			return first
-		}
-	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
 }

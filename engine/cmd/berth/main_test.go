@@ -31,6 +31,7 @@ func TestStartConfigErrors(t *testing.T) {
 		{args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
 		{args: []string{"extra"}, want: []string{`unexpected arguments "extra"`}},
 		{args: []string{"--config", bad, "--db", "redis://x"}, want: []string{"guard.prot", "database.url"}},
+		{args: []string{"--listen", "0.0.0.0:0", "--db", "mem://"}, want: []string{`guard.host: "0.0.0.0" can be reached from other machines`, "auth.allow_anonymous"}},
 	}
 	for _, tt := range tests {
 		err := start(context.Background(), tt.args, tt.env)

@@ -21,6 +21,8 @@ type configFlags struct {
 	listen   string
 	db       string
 	logLevel string // berth start only
+	// allowAnonymous serves other machines without an admin token (berth start only).
+	allowAnonymous bool
 }
 
 func (f *configFlags) add(cmd *cobra.Command) {
@@ -44,6 +46,9 @@ func (f *configFlags) load(cmd *cobra.Command, environ []string) (*config.Config
 	}
 	if cmd.Flags().Changed("db") {
 		overrides = append(overrides, config.Override{Path: "database.url", Value: f.db, Source: "flag --db"})
+	}
+	if f.allowAnonymous {
+		overrides = append(overrides, config.Override{Path: "auth.allow_anonymous", Value: "true", Source: "flag --allow-anonymous"})
 	}
 	if cmd.Flags().Changed("log-level") {
 		overrides = append(overrides, config.Override{Path: "log.level", Value: f.logLevel, Source: "flag --log-level"})
@@ -92,6 +97,7 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVar(&cf.logLevel, "log-level", "", "log level: debug, info, warn or error (overrides log.level; default info)")
+	cmd.Flags().BoolVar(&cf.allowAnonymous, "allow-anonymous", false, "serve addresses other machines reach without an admin token (sets auth.allow_anonymous; without a token berth listens on loopback only)")
 	return cmd
 }
 

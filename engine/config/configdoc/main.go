@@ -210,6 +210,10 @@ func typeName(t reflect.Type) (string, error) {
 		return "boolean", nil
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return fmt.Sprintf("integer 0–%d", uint64(1<<t.Bits()-1)), nil
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "list of strings", nil
+		}
 	}
 	return "", fmt.Errorf("no documentation for Go type %s", t)
 }
@@ -226,6 +230,11 @@ func defaultOf(v reflect.Value) string {
 		return "`" + strconv.Quote(v.String()) + "`"
 	case reflect.Bool:
 		return "`" + strconv.FormatBool(v.Bool()) + "`"
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return "empty"
+		}
+		return "`" + fmt.Sprint(v.Interface()) + "`"
 	}
 	return "`" + strconv.FormatUint(v.Uint(), 10) + "`"
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/api-public/openapitest"
+	"github.com/berthhq/berth/pkg/tlstest"
 )
 
 // Settings are what a test sets in the engine's configuration; zero fields keep the defaults.
@@ -36,6 +38,10 @@ type Settings struct {
 	// Env is extra environment for the engine process (GODEBUG=…, GOMAXPROCS=…); BERTH__*
 	// variables of the test's own environment are never passed on.
 	Env []string
+
+	// TLS, when set, serves the guard port and api-peer over TLS with a certificate for
+	// 127.0.0.1 of this authority (URL is then https://), and Client trusts it.
+	TLS *tlstest.CA
 
 	// Configure, when set, edits the configuration (decoded JSON, the sections above
 	// filled in) before it is written: for what has no field here (pubsub, node, topology
@@ -58,7 +64,9 @@ type Engine struct {
 
 	st    Settings
 	dbURL string
-	ran   bool // started once: the ports are given out and stay
+	dir   string
+	tls   *tls.Config // the client side, with TLS
+	ran   bool        // started once: the ports are given out and stay
 
 	cmd    *exec.Cmd     // the current process
 	exited chan struct{} // closed once the current process has been waited for
@@ -69,7 +77,11 @@ func (e *Engine) configure() {
 	t, st := e.t, e.st
 	t.Helper()
 	ports := FreePorts(t, 2)
-	e.URL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	scheme := "http"
+	if st.TLS != nil {
+		scheme = "https"
+	}
+	e.URL = fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[0])
 	pegboard := map[string]any{}
 	for name, v := range map[string]uint32{
 		"runner_lost_threshold":          st.LostThresholdMs,
@@ -87,7 +99,7 @@ func (e *Engine) configure() {
 	cfg := map[string]any{
 		"topology": map[string]any{"datacenter_label": 1, "datacenters": map[string]any{
 			"default": map[string]any{"datacenter_label": 1, "is_leader": true, "public_url": e.URL,
-				"peer_url": fmt.Sprintf("http://127.0.0.1:%d", ports[1])},
+				"peer_url": fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[1])},
 		}},
 		"guard":    map[string]any{"host": "127.0.0.1", "port": ports[0]},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[1]},
@@ -97,6 +109,11 @@ func (e *Engine) configure() {
 	}
 	if st.AdminToken != "" {
 		cfg["auth"] = map[string]any{"admin_token": st.AdminToken}
+	}
+	if st.TLS != nil {
+		cert, key := st.TLS.Issue(t, e.dir, "berth", "127.0.0.1")
+		cfg["guard"].(map[string]any)["tls"] = map[string]any{"cert_file": cert, "key_file": key}
+		cfg["api_peer"].(map[string]any)["tls"] = map[string]any{"cert_file": cert, "key_file": key, "ca_file": st.TLS.File}
 	}
 	if st.Configure != nil {
 		st.Configure(cfg)
@@ -126,9 +143,12 @@ func NewEngine(t testing.TB, st Settings, dbURL string) *Engine {
 	t.Helper()
 	dir := t.TempDir()
 	e := &Engine{t: t, bin: Binary(t), env: st.Env, Token: st.AdminToken, st: st, dbURL: StoreURL(t, dbURL),
-		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log")}
+		config: filepath.Join(dir, "berth.json"), log: filepath.Join(dir, "berth.log"), dir: dir}
+	if st.TLS != nil {
+		e.tls = &tls.Config{RootCAs: st.TLS.Pool()}
+	}
 	e.configure()
-	transport := &http.Transport{MaxIdleConnsPerHost: 16}
+	transport := &http.Transport{MaxIdleConnsPerHost: 16, TLSClientConfig: e.tls}
 	t.Cleanup(transport.CloseIdleConnections)
 	e.Client = &http.Client{Transport: openapitest.NewValidatingTransport(t, transport), Timeout: 10 * time.Second}
 	t.Cleanup(func() {
@@ -258,7 +278,7 @@ func ephemeralLow() int {
 }
 
 func (e *Engine) waitHealthy() error {
-	client := &http.Client{Timeout: time.Second}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
