@@ -12,7 +12,6 @@ import (
 
 	"github.com/berthhq/berth/pkg/tlstest"
 	"github.com/berthhq/berth/sdk/client"
-	"github.com/berthhq/berth/sdk/runner"
 	"github.com/berthhq/berth/sdk/runner/runnertest"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
@@ -58,11 +57,11 @@ func TestTLSEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), soon)
 	defer cancel()
-	a, err := c.CreateActor(ctx, client.CreateActorRequest{Namespace: "default", Name: "echo", RunnerNameSelector: "echo"})
+	a, err := c.Actors().Create(ctx, client.ActorCreateOptions{Name: "echo", Pool: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Get(e.URL + "/gateway/" + a.ActorID + "/hello")
+	resp, err := hc.Get(e.URL + "/gateway/" + string(a.ActorId) + "/hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&echo)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || echo.ActorID != a.ActorID || echo.Path != "/hello" {
+	if err != nil || resp.StatusCode != 200 || echo.ActorID != string(a.ActorId) || echo.Path != "/hello" {
 		t.Fatalf("gateway over https: %d %+v %v", resp.StatusCode, echo, err)
 	}
 
@@ -86,7 +85,6 @@ func TestTLSEndToEnd(t *testing.T) {
 	if id := runnertest.Next(t, rec.Connected, "OnConnected"); id == "" {
 		t.Fatal("the Go runner connected without a runner id")
 	}
-	var _ runner.Hooks // the SDK's runner package is what runnertest drives
 }
 
 // Mutual TLS on api-peer: a caller without a certificate of the nodes' authority is refused
