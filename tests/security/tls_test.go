@@ -57,7 +57,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), soon)
 	defer cancel()
-	a, err := c.Actors().Create(ctx, client.ActorCreateOptions{Name: "echo", Pool: "echo"})
+	a, err := c.Actors().Create(ctx, client.ActorCreateOptions{Name: "echo", Pool: "echo", CrashPolicy: client.CrashDestroy})
 	if err != nil {
 		t.Fatal(err)
 	}
