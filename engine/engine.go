@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/hostsock"
-	"github.com/berthhq/berth/engine/internal/multilisten"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -442,95 +440,4 @@ func ensureDefaultNamespace(ctx context.Context, db udb.Database, topo apihttp.T
 		return fmt.Errorf("engine: create the default namespace: %w", err)
 	}
 	return nil
-}
-
-// listener is one HTTP server on its own socket.
-type listener struct {
-	name   string
-	ln     net.Listener
-	srv    *http.Server
-	served chan struct{} // closed when serve returns
-
-	// fresh holds the connections accepted that have not begun a request: net/http's
-	// Shutdown waits up to 5 s for those (an http.Transport's spare dial never sends one).
-	mu    sync.Mutex
-	fresh map[net.Conn]struct{}
-}
-
-// track follows the connections that have not begun a request.
-func (l *listener) track(c net.Conn, st http.ConnState) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st == http.StateNew {
-		l.fresh[c] = struct{}{}
-	} else {
-		delete(l.fresh, c)
-	}
-}
-
-// closeFresh closes the connections that have not begun a request: at shutdown they have
-// nothing in flight, and a client that sends one later retries elsewhere.
-func (l *listener) closeFresh() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.fresh {
-		_ = c.Close()
-		delete(l.fresh, c)
-	}
-}
-
-// listen opens the listener name on addrs (config.ListenAddrs): the first must bind, the
-// others (the IPv6 loopback beside the IPv4 one) are left out, with a log line, when they
-// cannot.
-func listen(ctx context.Context, name string, addrs []string, h http.Handler, log *slog.Logger) (*listener, error) {
-	ln, skipped, err := multilisten.Listen(ctx, addrs)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, strings.Join(addrs, " and "), err)
-	}
-	for _, err := range skipped {
-		log.Info("listener: an address left out", "server", name, "error", err)
-	}
-	l := &listener{
-		name: name,
-		ln:   ln,
-		srv: &http.Server{
-			Handler:           finishBody(h),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),
-		},
-		served: make(chan struct{}),
-		fresh:  map[net.Conn]struct{}{},
-	}
-	l.srv.ConnState = l.track
-	return l, nil
-}
-
-// serve runs until the server is shut down (nil) or fails (the error).
-func (l *listener) serve() error {
-	defer close(l.served)
-	if err := l.srv.Serve(l.ln); !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("engine: %s stopped: %w", l.name, err)
-	}
-	return nil
-}
-
-// stopAll shuts the servers down together: they stop accepting at once, and in-flight
-// requests get until ctx ends; connections still busy then are closed. It returns when every
-// serve loop has returned.
-func stopAll(ctx context.Context, ls ...*listener) error {
-	errs := make([]error, len(ls))
-	var wg sync.WaitGroup
-	for i, l := range ls {
-		wg.Go(func() {
-			l.srv.RegisterOnShutdown(l.closeFresh)
-			if err := l.srv.Shutdown(ctx); err != nil {
-				_ = l.srv.Close()
-				errs[i] = fmt.Errorf("%s: in-flight requests cut off: %w", l.name, err)
-			}
-			<-l.served
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

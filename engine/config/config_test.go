@@ -166,6 +166,10 @@ func TestLoadErrors(t *testing.T) {
 				`guard.trusted_proxies.2: "10.0.0.0/40" is not a CIDR prefix`}, wantErr: 2},
 		{name: "trusted proxies not a list", yaml: "guard: {trusted_proxies: {a: 1}}\n", want: []string{"guard.trusted_proxies: want a list of strings, got a mapping"}},
 		{name: "trusted proxy not a string", yaml: "guard: {trusted_proxies: [10]}\n", want: []string{"guard.trusted_proxies.0: want a string, got number 10"}},
+		{name: "certificate without key", yaml: "guard: {tls: {cert_file: /etc/berth/cert.pem}}\n",
+			want: []string{"guard.tls: cert_file and key_file go together"}},
+		{name: "mutual TLS without an authority", yaml: "api_peer: {tls: {cert_file: c.pem, key_file: k.pem, client_auth: true}}\n",
+			want: []string{"api_peer.tls.client_auth: needs ca_file"}},
 		{name: "proxy protocol without trusted proxies", yaml: "guard: {proxy_protocol: true}\n",
 			want: []string{"guard.proxy_protocol: needs guard.trusted_proxies"}},
 		{name: "open bind without token", yaml: "api_peer: {host: '0.0.0.0'}\n",
@@ -265,7 +269,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, trusted_proxies ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, tls, trusted_proxies ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

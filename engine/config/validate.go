@@ -36,8 +36,19 @@ func (c *Config) validate() []*FieldError {
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
 	}
+	c.validateTopology(bad)
+	if strings.ContainsFunc(c.Auth.AdminToken, isSpaceOrControl) {
+		bad("auth.admin_token", "must not contain spaces or control characters")
+	}
+	c.validateListeners(bad)
+	c.validateStore(bad)
+	c.validateTimings(bad)
+	c.validateObservability(bad)
+	return errs
+}
 
-	// topology
+// validateTopology checks the datacenters: names, labels, one leader, URLs.
+func (c *Config) validateTopology(bad badFunc) {
 	t := c.Topology
 	if len(t.Datacenters) == 0 {
 		bad("topology.datacenters", "at least one datacenter is required")
@@ -82,13 +93,11 @@ func (c *Config) validate() []*FieldError {
 		sort.Strings(labels)
 		bad("topology.datacenter_label", "%d is not the label of any datacenter in topology.datacenters (labels: %s)", t.DatacenterLabel, strings.Join(labels, ", "))
 	}
+}
 
-	// auth
-	if strings.ContainsFunc(c.Auth.AdminToken, isSpaceOrControl) {
-		bad("auth.admin_token", "must not contain spaces or control characters")
-	}
-
-	// listeners
+// validateListeners checks hosts, ports, TLS files, trusted proxies and that nothing faces
+// other machines without a token unless allowed.
+func (c *Config) validateListeners(bad badFunc) {
 	for i, p := range c.Guard.TrustedProxies {
 		if _, err := ParsePrefix(p); err != nil {
 			bad("guard.trusted_proxies."+strconv.Itoa(i), "%v", err)
@@ -128,8 +137,10 @@ func (c *Config) validate() []*FieldError {
 	if c.APIPublic.DatacenterTimeoutMs == 0 {
 		bad("api_public.datacenter_timeout_ms", "must be greater than 0")
 	}
+}
 
-	// database
+// validateStore checks the store, the bus and the node settings.
+func (c *Config) validateStore(bad badFunc) {
 	checkDatabaseURL(bad, "database.url", c.Database.URL)
 
 	// pubsub and node
@@ -156,7 +167,10 @@ func (c *Config) validate() []*FieldError {
 	if c.Node.ShutdownDrainMs == 0 {
 		bad("node.shutdown_drain_ms", "must be greater than zero, not 0")
 	}
+}
 
+// validateTimings checks the gateway's and the pegboard's timings.
+func (c *Config) validateTimings(bad badFunc) {
 	for _, f := range []struct {
 		name string
 		ms   uint32
@@ -173,7 +187,6 @@ func (c *Config) validate() []*FieldError {
 		}
 	}
 
-	// pegboard
 	pb := c.Pegboard
 	for _, f := range []struct {
 		name string
@@ -232,8 +245,6 @@ func (c *Config) validate() []*FieldError {
 	if pb.RescheduleBackoffMaxExponent > 30 {
 		bad("pegboard.reschedule_backoff_max_exponent", "%d is above 30", pb.RescheduleBackoffMaxExponent)
 	}
-	c.validateObservability(bad)
-	return errs
 }
 
 type badFunc func(path, format string, args ...any)
