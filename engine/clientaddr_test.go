@@ -102,3 +102,35 @@ func TestRateLimitKeysOnTheClient(t *testing.T) {
 		}
 	})
 }
+
+// One client address holds at most guard.max_connections_per_client connections: the next
+// gets 429 guard.too_many_connections, and a closed one frees its place.
+func TestConnectionsPerClient(t *testing.T) {
+	cfg := testConfig("")
+	cfg.Guard.MaxConnectionsPerClient = 3
+	e := startEngine(t, cfg)
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 3 {
+		c, err := net.Dial("tcp", e.PublicAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	if s := gatewayStatus(t, e.PublicAddr(), "", nil); s != http.StatusTooManyRequests {
+		t.Fatalf("a fourth connection: %d, want 429", s)
+	}
+	held[0].Close()
+	held = held[1:]
+	for range 100 { // the engine sees the close soon; each try is a new connection
+		if s := gatewayStatus(t, e.PublicAddr(), "", nil); s == http.StatusNotFound {
+			return
+		}
+	}
+	t.Fatal("a closed connection did not free its place")
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/berthhq/berth/engine/cluster"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/hostsock"
+	"github.com/berthhq/berth/engine/internal/connlimit"
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -253,6 +254,7 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 		e.public.ln = proxyProtocol(e.public.ln, trustedProxies(cfg))
 	}
 	serveTLS(e.public, e.tls.guard)
+	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), trustedProxies(cfg).Contains)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
 	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err

@@ -89,6 +89,11 @@ type Guard struct {
 	// is never believed. The rate limits and the x-forwarded-for sent to actors use it. From
 	// the environment or a flag: comma-separated.
 	TrustedProxies []string `json:"trusted_proxies"`
+	// MaxConnectionsPerClient bounds the connections one client address holds open on the
+	// guard port at once (keep-alives, requests, WebSockets, runner sockets); a connection
+	// over it gets 429 guard.too_many_connections and is closed. Trusted proxies are not
+	// counted. Default 1024; 0 turns the bound off.
+	MaxConnectionsPerClient uint32 `json:"max_connections_per_client"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -327,7 +332,7 @@ func Default() *Config {
 				},
 			},
 		},
-		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000,
+		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},

@@ -330,6 +330,10 @@ const (
 	// GuardRequestBodyTooLarge.
 	CodeGuardRequestBodyTooLarge
 
+	// CodeGuardTooManyConnections is guard.too_many_connections (429). berth: the client address holds
+	// guard.max_connections_per_client connections already. Build it with GuardTooManyConnections.
+	CodeGuardTooManyConnections
+
 	// CodeGuardRequestBuildError is guard.request_build_error (400). Build it with
 	// GuardRequestBuildError.
 	CodeGuardRequestBuildError
@@ -928,6 +932,12 @@ var catalog = []Entry{
 	{
 		Group: "guard", Code: "request_body_too_large", Status: 413,
 		Message: "Request body too large.",
+	},
+	{
+		Group: "guard", Code: "too_many_connections", Status: 429,
+		Message: "Too many open connections from this address.",
+		Detail:  "Too many open connections from this address (at most {max}).",
+		Meta:    []string{"max"},
 	},
 	{
 		Group: "guard", Code: "request_build_error", Status: 400,
@@ -1854,6 +1864,16 @@ func GuardRateLimit() *Error {
 //	Request body too large.
 func GuardRequestBodyTooLarge() *Error {
 	return newError(CodeGuardRequestBodyTooLarge, nil)
+}
+
+// GuardTooManyConnections builds guard.too_many_connections (429). berth: the client address holds
+// guard.max_connections_per_client connections already.
+//
+//	Too many open connections from this address (at most {max}).
+func GuardTooManyConnections(max int) *Error {
+	return newError(CodeGuardTooManyConnections, map[string]any{
+		"max": max,
+	})
 }
 
 // GuardRequestBuildError builds guard.request_build_error (400).

@@ -1,0 +1,98 @@
+package connlimit
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// A client over its cap gets 429 guard.too_many_connections; closing one connection frees
+// a place; an exempt address is not counted; the table forgets addresses with none open.
+func TestCap(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := New(inner, 2, nil).(*Listener)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	loop := netip.MustParseAddr("127.0.0.1")
+	a, b := dial(), dial()
+	sa, sb := <-accepted, <-accepted
+	if n := ln.Open(loop); n != 2 {
+		t.Fatalf("open = %d, want 2", n)
+	}
+	over := dial()
+	_ = over.SetDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(over), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ Group, Code, Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 429 || body.Group != "guard" || body.Code != "too_many_connections" {
+		t.Fatalf("third connection: %d %+v %v, want 429 guard.too_many_connections", resp.StatusCode, body, err)
+	}
+	over.Close()
+	select {
+	case c := <-accepted:
+		t.Fatalf("a connection over the cap reached the server: %v", c.RemoteAddr())
+	default:
+	}
+	sa.Close()
+	a.Close()
+	c := dial()
+	sc := <-accepted
+	if n := ln.Open(loop); n != 2 {
+		t.Fatalf("open after one closed and one more = %d, want 2", n)
+	}
+	for _, x := range []net.Conn{b, sb, c, sc} {
+		x.Close()
+	}
+	if n := ln.Open(loop); n != 0 || len(ln.open) != 0 {
+		t.Fatalf("after every connection closed: open = %d, table %v", n, ln.open)
+	}
+
+}
+
+// Exempt addresses (trusted proxies) are not counted.
+func TestExempt(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := New(inner, 1, func(netip.Addr) bool { return true })
+	defer ln.Close()
+	for range 2 {
+		d, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+}
