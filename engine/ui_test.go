@@ -18,8 +18,9 @@ import (
 )
 
 // With auth.admin_token set, /ui refuses a request without the token (401, the login form
-// for the page) or with another one (403); the login form's cookie, or a bearer header,
-// opens it, and /ui/api/ then reads the public API with that token.
+// for the page) or with another one (403), but serves its static assets to anyone; the login
+// form's session cookie, or a bearer header, opens it, and /ui/api/ then reads the public
+// API with the admin token.
 func TestDashboardNeedsTheAdminToken(t *testing.T) {
 	e := startEngine(t, testConfig("s3cret"))
 	base := "http://" + e.PublicAddr().String()
@@ -33,7 +34,8 @@ func TestDashboardNeedsTheAdminToken(t *testing.T) {
 		contains    string
 	}{
 		{"/ui/", "", 401, `name="token"`},
-		{"/ui/app.js", "", 401, "unauthorized"},
+		{"/ui/app.js", "", 200, "refresh"},
+		{"/ui/style.css", "", 200, "main.login"},
 		{"/ui/api/namespaces", "", 401, "unauthorized"},
 		{"/ui/actor-states?actor_ids=", "", 401, "unauthorized"},
 		{"/ui/", "wrong", 403, `name="token"`},
@@ -71,6 +73,9 @@ func TestDashboardNeedsTheAdminToken(t *testing.T) {
 	}
 	if c := res.Request.Response; c == nil || !strings.Contains(strings.Join(c.Header.Values("Set-Cookie"), ";"), "HttpOnly") {
 		t.Errorf("login cookie is not HttpOnly")
+	}
+	if strings.Contains(cookies[0].Value, "s3cret") {
+		t.Errorf("login cookie holds the token: %q", cookies[0].Value)
 	}
 	res, err = browser.Get(base + "/ui/api/namespaces")
 	if err != nil {
