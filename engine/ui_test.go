@@ -110,8 +110,9 @@ func chromiumPath() string {
 	return ""
 }
 
-// The dashboard, driven in headless Chromium: log in with the admin token, then the
-// created actor appears, running, with its generation, and the runner with its slots.
+// The dashboard, driven in headless Chromium: the login page is styled; log in with the
+// admin token, then the created actor appears, running, with its generation, and the runner
+// with its slots; log out, and the login form is back.
 func TestDashboardInChromium(t *testing.T) {
 	browserPath := chromiumPath()
 	if browserPath == "" {
@@ -140,12 +141,32 @@ func TestDashboardInChromium(t *testing.T) {
 	err = chromedp.Do(bctx,
 		chromedp.Navigate("http://"+e.PublicAddr().String()+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+	)
+	if err != nil {
+		t.Fatalf("login page: %v", err)
+	}
+	loginWidth, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("main.login")).maxWidth`))
+	if err != nil {
+		t.Fatalf("login page style: %v", err)
+	}
+	err = chromedp.Do(bctx,
 		chromedp.SendKeys(chromedp.CSS(`#token`), "tok"),
 		chromedp.Submit(chromedp.CSS(`#token`)),
 		chromedp.WaitVisible(chromedp.Search(row)),
 	)
 	if err != nil {
 		t.Fatalf("dashboard: %v", err)
+	}
+	cookies, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil {
+		t.Fatalf("document.cookie: %v", err)
+	}
+	// The stylesheet is public, so the login page is styled; the session cookie is HttpOnly.
+	if loginWidth == "none" || loginWidth == "" {
+		t.Errorf("login page unstyled: main.login max-width %q", loginWidth)
+	}
+	if cookies != "" {
+		t.Errorf("page scripts see cookies %q", cookies)
 	}
 	text := func(sel chromedp.Search) string {
 		v, err := chromedp.Run(bctx, chromedp.Text(sel))
@@ -162,5 +183,16 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	if !strings.Contains(slots, "/") || !strings.HasPrefix(loginStatus, "updated") {
 		t.Errorf("runner slots %q, status %q", slots, loginStatus)
+	}
+
+	// Logging out ends the session: the page shows the login form again.
+	err = chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`form.logout button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.Navigate("http://"+e.PublicAddr().String()+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+	)
+	if err != nil {
+		t.Fatalf("logout: %v", err)
 	}
 }
