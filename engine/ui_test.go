@@ -18,8 +18,9 @@ import (
 )
 
 // With auth.admin_token set, /ui refuses a request without the token (401, the login form
-// for the page) or with another one (403); the login form's cookie, or a bearer header,
-// opens it, and /ui/api/ then reads the public API with that token.
+// for the page) or with another one (403), but serves its static assets to anyone; the login
+// form's session cookie, or a bearer header, opens it, and /ui/api/ then reads the public
+// API with the admin token.
 func TestDashboardNeedsTheAdminToken(t *testing.T) {
 	e := startEngine(t, testConfig("s3cret"))
 	base := "http://" + e.PublicAddr().String()
@@ -33,7 +34,8 @@ func TestDashboardNeedsTheAdminToken(t *testing.T) {
 		contains    string
 	}{
 		{"/ui/", "", 401, `name="token"`},
-		{"/ui/app.js", "", 401, "unauthorized"},
+		{"/ui/app.js", "", 200, "refresh"},
+		{"/ui/style.css", "", 200, "main.login"},
 		{"/ui/api/namespaces", "", 401, "unauthorized"},
 		{"/ui/actor-states?actor_ids=", "", 401, "unauthorized"},
 		{"/ui/", "wrong", 403, `name="token"`},
@@ -72,6 +74,9 @@ func TestDashboardNeedsTheAdminToken(t *testing.T) {
 	if c := res.Request.Response; c == nil || !strings.Contains(strings.Join(c.Header.Values("Set-Cookie"), ";"), "HttpOnly") {
 		t.Errorf("login cookie is not HttpOnly")
 	}
+	if strings.Contains(cookies[0].Value, "s3cret") {
+		t.Errorf("login cookie holds the token: %q", cookies[0].Value)
+	}
 	res, err = browser.Get(base + "/ui/api/namespaces")
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +110,9 @@ func chromiumPath() string {
 	return ""
 }
 
-// The dashboard, driven in headless Chromium: log in with the admin token, then the
-// created actor appears, running, with its generation, and the runner with its slots.
+// The dashboard, driven in headless Chromium: the login page is styled; log in with the
+// admin token, then the created actor appears, running, with its generation, and the runner
+// with its slots; log out, and the login form is back.
 func TestDashboardInChromium(t *testing.T) {
 	browserPath := chromiumPath()
 	if browserPath == "" {
@@ -135,12 +141,32 @@ func TestDashboardInChromium(t *testing.T) {
 	err = chromedp.Do(bctx,
 		chromedp.Navigate("http://"+e.PublicAddr().String()+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+	)
+	if err != nil {
+		t.Fatalf("login page: %v", err)
+	}
+	loginWidth, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("main.login")).maxWidth`))
+	if err != nil {
+		t.Fatalf("login page style: %v", err)
+	}
+	err = chromedp.Do(bctx,
 		chromedp.SendKeys(chromedp.CSS(`#token`), "tok"),
 		chromedp.Submit(chromedp.CSS(`#token`)),
 		chromedp.WaitVisible(chromedp.Search(row)),
 	)
 	if err != nil {
 		t.Fatalf("dashboard: %v", err)
+	}
+	cookies, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.cookie`))
+	if err != nil {
+		t.Fatalf("document.cookie: %v", err)
+	}
+	// The stylesheet is public, so the login page is styled; the session cookie is HttpOnly.
+	if loginWidth == "none" || loginWidth == "" {
+		t.Errorf("login page unstyled: main.login max-width %q", loginWidth)
+	}
+	if cookies != "" {
+		t.Errorf("page scripts see cookies %q", cookies)
 	}
 	text := func(sel chromedp.Search) string {
 		v, err := chromedp.Run(bctx, chromedp.Text(sel))
@@ -157,5 +183,16 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	if !strings.Contains(slots, "/") || !strings.HasPrefix(loginStatus, "updated") {
 		t.Errorf("runner slots %q, status %q", slots, loginStatus)
+	}
+
+	// Logging out ends the session: the page shows the login form again.
+	err = chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`form.logout button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.Navigate("http://"+e.PublicAddr().String()+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+	)
+	if err != nil {
+		t.Fatalf("logout: %v", err)
 	}
 }

@@ -1,34 +1,43 @@
 package ui
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
 //go:embed static
 var static embed.FS
 
-// CookieName is the cookie that carries the admin token from the login form.
-const CookieName = "berth_admin_token"
+// CookieName is the session cookie the login form sets. It holds a signed session id, never
+// the admin token.
+const CookieName = "berth_session"
 
 // maxStateIDs bounds the actor ids of one /ui/actor-states request.
 const maxStateIDs = 200
 
+// maxLoginBody bounds a POST /ui/login body.
+const maxLoginBody = 4 << 10
+
 // Options configures Handler.
 type Options struct {
-	// AdminToken, when set, is required: as the CookieName cookie the login form sets, or
-	// as "Authorization: Bearer <token>".
+	// AdminToken, when set, is required: as "Authorization: Bearer <token>", or proved once
+	// to the login form, which then sets the session cookie.
 	AdminToken string
 	// API is the public API, called in process by /ui/api/.
 	API http.Handler
@@ -36,42 +45,75 @@ type Options struct {
 	DB udb.Database
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
+	// SessionLifetime is how long a login lasts (default DefaultSessionLifetime).
+	SessionLifetime time.Duration
+	// MaxSessions bounds the session table (default DefaultMaxSessions); beyond it the least
+	// recently used session ends.
+	MaxSessions int
+
+	now func() time.Time // tests
 }
+
+// tokenKey carries, in a request's context, the token /ui/api/ sends to the API.
+type tokenKey struct{}
 
 // Handler serves the dashboard under /ui:
 //
-//	GET  /ui/                 the page (index.html, app.js, style.css)
-//	GET  /ui/api/<path>       GET <path> of the public API, with the session's token as bearer
+//	GET  /ui/                 the page (index.html)
+//	GET  /ui/app.js, …        the page's other static files: public, even with auth on
+//	GET  /ui/api/<path>       GET <path> of the public API, with the caller's admin token
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
-//	POST /ui/login            form field token: checks it, sets the cookie, back to /ui/
-//	POST /ui/logout           clears the cookie
+//	POST /ui/login            form field token: checks it, starts a session, back to /ui/
+//	POST /ui/logout           ends the session, clears the cookie
 //
-// With an admin token configured every path but /ui/login answers 401 without a token (a
-// page with the login form for /ui/, JSON otherwise) and 403 with another one. The cookie
-// is HttpOnly and SameSite=Strict, scoped to /ui, so page scripts never see the token and
-// other sites cannot send it; /ui/api/ passes only GET, so the session cannot write.
+// With an admin token configured, the page and the data paths need either the token as a
+// bearer header (scripts) or a session: without one they answer 401 (the login form for the
+// page, JSON otherwise), with a wrong bearer token 403. A session lives in this process's
+// memory only (it ends when the engine restarts, and each node has its own), for
+// SessionLifetime; its cookie is the session id signed with a key made at start, HttpOnly,
+// SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
+// proved stays server side: /ui/api/ sends it to the API, so page scripts never see it.
+// /ui/api/ passes only GET, so the dashboard cannot write.
+//
+// Whether or not auth is on, requests other than GET, HEAD and OPTIONS are refused (403
+// api.forbidden) when they come from another site: Sec-Fetch-Site, else Origin, else
+// Referer must name this host (net/http's CrossOriginProtection, plus the Referer).
 func Handler(o Options) http.Handler {
 	sub, _ := fs.Sub(static, "static")
 	files := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
+	assets := publicAssets(sub)
+	ses := newSessions(o.SessionLifetime, o.MaxSessions, o.now)
 	want := sha256.Sum256([]byte(o.AdminToken))
 	check := func(tok string) bool {
 		got := sha256.Sum256([]byte(tok))
 		return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	}
+	cop := http.NewCrossOriginProtection()
+
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ui/login", func(w http.ResponseWriter, r *http.Request) {
+		if o.AdminToken == "" { // nothing to prove: the dashboard is open
+			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		tok := strings.TrimSpace(r.PostFormValue("token"))
-		if o.AdminToken != "" && !check(tok) {
+		if !check(tok) {
 			loginPage(w, http.StatusForbidden, "That token is not the admin token.")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/ui", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		if c, err := r.Cookie(CookieName); err == nil {
+			ses.remove(c.Value)
+		}
+		http.SetCookie(w, cookie(r, ses.create(tok), int(ses.lifetime/time.Second)))
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("POST /ui/logout", func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Path: "/ui", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		if c, err := r.Cookie(CookieName); err == nil {
+			ses.remove(c.Value)
+		}
+		http.SetCookie(w, cookie(r, "", -1))
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /ui/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +122,8 @@ func Handler(o Options) http.Handler {
 		out.URL.RawPath = ""
 		out.RequestURI = out.URL.RequestURI()
 		out.Header.Del("Cookie")
-		if tok := token(r); tok != "" {
+		out.Header.Del("Authorization")
+		if tok, _ := r.Context().Value(tokenKey{}).(string); tok != "" {
 			out.Header.Set("Authorization", "Bearer "+tok)
 		}
 		o.API.ServeHTTP(w, out)
@@ -97,46 +140,108 @@ func Handler(o Options) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-		if o.AdminToken != "" && r.URL.Path != "/ui/login" {
-			tok := token(r)
-			status := 0
-			switch {
-			case tok == "":
+		if cop.Check(r) != nil || crossSiteReferer(r) {
+			writeError(w, r, rerr.APIForbidden())
+			return
+		}
+		switch {
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && assets[r.URL.Path]:
+			files.ServeHTTP(w, r)
+			return
+		case r.URL.Path == "/ui/login" || r.URL.Path == "/ui/logout":
+			mux.ServeHTTP(w, r)
+			return
+		}
+		tok := bearer(r)
+		if o.AdminToken != "" {
+			status, msg := 0, ""
+			switch c, err := r.Cookie(CookieName); {
+			case tok != "":
+				if !check(tok) {
+					status, msg = http.StatusForbidden, "That token is not the admin token."
+				}
+			case err == nil:
+				s, ok := ses.lookup(c.Value)
+				if !ok {
+					status, msg = http.StatusUnauthorized, "The session has ended: log in again."
+					http.SetCookie(w, cookie(r, "", -1))
+				}
+				tok = s.token
+			default:
 				status = http.StatusUnauthorized
-			case !check(tok):
-				status = http.StatusForbidden
 			}
 			if status != 0 {
 				if r.Method == http.MethodGet && (r.URL.Path == "/ui/" || r.URL.Path == "/ui") {
-					msg := ""
-					if status == http.StatusForbidden {
-						msg = "The saved token is not the admin token."
-					}
 					loginPage(w, status, msg)
 					return
 				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(status)
-				_, _ = w.Write([]byte(`{"group":"api","code":"unauthorized","message":"The dashboard needs the admin token: log in at /ui/."}`))
+				if status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", "Bearer")
+					writeError(w, r, rerr.APIUnauthorized())
+				} else {
+					writeError(w, r, rerr.APIForbidden())
+				}
 				return
 			}
 		}
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok)))
 	})
 }
 
 // IsPath reports whether path belongs to the dashboard.
 func IsPath(path string) bool { return path == "/ui" || strings.HasPrefix(path, "/ui/") }
 
-// token is the request's admin token: the bearer header, else the login cookie.
-func token(r *http.Request) string {
+// publicAssets is the set of /ui/<file> paths served without auth: every embedded file but
+// the page itself, which is shown only after login.
+func publicAssets(sub fs.FS) map[string]bool {
+	out := map[string]bool{}
+	entries, _ := fs.ReadDir(sub, ".")
+	for _, e := range entries {
+		if !e.IsDir() && e.Name() != "index.html" {
+			out["/ui/"+e.Name()] = true
+		}
+	}
+	return out
+}
+
+// bearer is the request's "Authorization: Bearer" token, or "".
+func bearer(r *http.Request) string {
 	if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(tok)
 	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value
-	}
 	return ""
+}
+
+// cookie is the session cookie with value, or, with maxAge -1, the one that deletes it.
+func cookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: CookieName, Value: value, Path: "/ui", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+}
+
+// crossSiteReferer reports whether an unsafe request with neither Sec-Fetch-Site nor Origin
+// (which CrossOriginProtection checks) has a Referer naming another host. A request with
+// none of the three is not from a browser, or from one that hides where it comes from.
+func crossSiteReferer(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	ref := r.Header.Get("Referer")
+	if ref == "" || r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Origin") != "" {
+		return false
+	}
+	u, err := url.Parse(ref)
+	return err != nil || !strings.EqualFold(u.Host, r.Host)
+}
+
+// writeError answers with err as the engine's JSON error body.
+func writeError(w http.ResponseWriter, r *http.Request, err *rerr.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(apihttp.HeaderError, err.Key())
+	w.WriteHeader(err.Status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(err.JSON())
+	}
 }
 
 var loginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
@@ -172,7 +277,7 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 		aid, err := id.Parse(s)
 		if err != nil || len(ids) == maxStateIDs {
-			http.Error(w, `{"group":"api","code":"bad_request","message":"actor_ids: up to 200 comma-separated actor ids"}`, http.StatusBadRequest)
+			writeError(w, r, rerr.BadRequest("actor_ids", "up to 200 comma-separated actor ids"))
 			return
 		}
 		if aid.Label() == o.Label {
@@ -196,7 +301,8 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		return nil
 	})
 	if err != nil {
-		http.Error(w, `{"group":"core","code":"internal_error","message":"reading actor states failed"}`, http.StatusInternalServerError)
+		apihttp.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: reading actor states failed", slog.Any("error", err))
+		writeError(w, r, rerr.Public(rerr.Internal(err)))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

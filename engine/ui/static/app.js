@@ -1,5 +1,6 @@
-// berth dashboard: reads the public API through /ui/api/ (the login cookie becomes the
-// bearer token there) and this datacenter's actor states through /ui/actor-states.
+// berth dashboard: reads the public API through /ui/api/ (the server sends the admin token
+// the session proved; this script never sees it) and this datacenter's actor states through
+// /ui/actor-states.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
