@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/berthhq/berth/pkg/rerr/internal/tmpl"
 )
 
 // Entry is one catalog row: one code of catalog.yaml, whose header describes the fields.
@@ -120,7 +122,7 @@ func fill(tpl string, meta map[string]any) (string, bool) {
 			return b.String(), true
 		}
 		j := strings.IndexByte(tpl[i+1:], '}')
-		if j < 0 || !isName(tpl[i+1:i+1+j]) {
+		if j < 0 || !tmpl.IsToken(tpl[i+1:i+1+j]) {
 			b.WriteString(tpl[:i+1])
 			tpl = tpl[i+1:]
 			continue
@@ -137,39 +139,4 @@ func fill(tpl string, meta map[string]any) (string, bool) {
 		}
 		tpl = tpl[i+2+j:]
 	}
-}
-
-// placeholders returns the {names} in tpl, in order.
-func placeholders(tpl string) []string {
-	var out []string
-	for {
-		i := strings.IndexByte(tpl, '{')
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(tpl[i+1:], '}')
-		if j < 0 {
-			return out
-		}
-		if name := tpl[i+1 : i+1+j]; isName(name) {
-			out = append(out, name)
-			tpl = tpl[i+2+j:]
-		} else {
-			tpl = tpl[i+1:]
-		}
-	}
-}
-
-// isName reports whether s is a catalog token: non-empty, only a-z, 0-9 and _.
-func isName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berthhq/berth/pkg/rerr/internal/tmpl"
 )
 
 func TestCatalogWellFormed(t *testing.T) {
@@ -15,7 +17,7 @@ func TestCatalogWellFormed(t *testing.T) {
 			t.Errorf("%s: listed twice", key)
 		}
 		seen[key] = true
-		if !isName(e.Group) || !isName(e.Code) {
+		if !tmpl.IsToken(e.Group) || !tmpl.IsToken(e.Code) {
 			t.Errorf("%s: group and code must be a-z, 0-9 and _", key)
 		}
 		if e.Status < 400 || e.Status > 599 || http.StatusText(e.Status) == "" {
@@ -24,19 +26,19 @@ func TestCatalogWellFormed(t *testing.T) {
 		if strings.TrimSpace(e.Message) == "" || e.Message != strings.TrimSpace(e.Message) {
 			t.Errorf("%s: message %q is empty or padded", key, e.Message)
 		}
-		if p := placeholders(e.Message); len(p) > 0 {
+		if p := tmpl.Placeholders(e.Message); len(p) > 0 {
 			t.Errorf("%s: the plain message has placeholders %v; put them in Detail", key, p)
 		}
-		for _, p := range placeholders(e.Detail) {
+		for _, p := range tmpl.Placeholders(e.Detail) {
 			if !slices.Contains(e.Meta, p) {
 				t.Errorf("%s: placeholder {%s} of Detail is not in Meta %v", key, p, e.Meta)
 			}
 		}
-		if strings.Count(e.Detail, "{") != len(placeholders(e.Detail)) {
+		if strings.Count(e.Detail, "{") != len(tmpl.Placeholders(e.Detail)) {
 			t.Errorf("%s: Detail %q has a brace that is not a placeholder", key, e.Detail)
 		}
 		for _, m := range e.Meta {
-			if !isName(m) {
+			if !tmpl.IsToken(m) {
 				t.Errorf("%s: metadata key %q is not a token", key, m)
 			}
 		}

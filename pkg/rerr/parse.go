@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/berthhq/berth/pkg/rerr/internal/tmpl"
 )
 
 // maxParse bounds the body Parse reads; an error body is small.
@@ -33,7 +35,7 @@ func Parse(status int, body []byte) (*Error, error) {
 	switch {
 	case w.Group == nil || w.Code == nil || w.Message == nil:
 		return nil, fmt.Errorf("rerr: error body lacks group, code or message")
-	case !isName(*w.Group) || !isName(*w.Code):
+	case !tmpl.IsToken(*w.Group) || !tmpl.IsToken(*w.Code):
 		return nil, fmt.Errorf("rerr: error body has a malformed group.code %.64q", *w.Group+"."+*w.Code)
 	}
 	e := &Error{Group: *w.Group, Code: *w.Code, Message: *w.Message, Status: status}

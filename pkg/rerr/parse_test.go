@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/berthhq/berth/pkg/rerr/internal/tmpl"
 )
 
 func TestParse(t *testing.T) {
@@ -79,7 +81,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if e.Status < 400 || e.Status > 599 || !isName(e.Group) || !isName(e.Code) {
+		if e.Status < 400 || e.Status > 599 || !tmpl.IsToken(e.Group) || !tmpl.IsToken(e.Code) {
 			t.Fatalf("Parse accepted %+v", e)
 		}
 		out := e.JSON()
@@ -106,9 +108,9 @@ func FuzzFill(f *testing.F) {
 		switch {
 		case !strings.Contains(tpl, "{") && (!ok || got != tpl):
 			t.Fatalf("fill(%q) = %q, %v", tpl, got, ok)
-		case tpl == "{"+k+"}" && isName(k) && (!ok || got != v):
+		case tpl == "{"+k+"}" && tmpl.IsToken(k) && (!ok || got != v):
 			t.Fatalf("fill(%q, %q=%q) = %q, %v", tpl, k, v, got, ok)
 		}
-		_ = placeholders(tpl)
+		_ = tmpl.Placeholders(tpl)
 	})
 }

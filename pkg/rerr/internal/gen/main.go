@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/berthhq/berth/pkg/rerr/internal/tmpl"
 )
 
 func main() {
@@ -94,7 +96,7 @@ func parse(src []byte) ([]group, error) {
 	}
 	for gi := range groups {
 		g := &groups[gi]
-		if !isToken(g.Group) {
+		if !tmpl.IsToken(g.Group) {
 			fail(g.Group, "the group is not a token (a-z, 0-9, _)")
 		}
 		if len(g.Codes) == 0 {
@@ -104,7 +106,7 @@ func parse(src []byte) ([]group, error) {
 			c := &g.Codes[ci]
 			c.group = g.Group
 			key := c.key()
-			if !isToken(c.Code) {
+			if !tmpl.IsToken(c.Code) {
 				fail(key, "the code is not a token (a-z, 0-9, _)")
 			}
 			if seen[key] {
@@ -123,7 +125,7 @@ func parse(src []byte) ([]group, error) {
 			if c.Message == "" || c.Message != strings.TrimSpace(c.Message) {
 				fail(key, "the message %q is empty or padded", c.Message)
 			}
-			if p := placeholders(c.Message); len(p) > 0 {
+			if p := tmpl.Placeholders(c.Message); len(p) > 0 {
 				fail(key, "the plain message has placeholders %v; put them in detail", p)
 			}
 			if c.Close != 0 && !slices.Contains(closeCodes, c.Close) {
@@ -145,12 +147,12 @@ func parse(src []byte) ([]group, error) {
 				names[p.name] = true
 				c.params = append(c.params, p)
 			}
-			for _, ph := range placeholders(c.Detail) {
+			for _, ph := range tmpl.Placeholders(c.Detail) {
 				if !slices.ContainsFunc(c.params, func(p param) bool { return p.key == ph }) {
 					fail(key, "placeholder {%s} of detail is not in meta", ph)
 				}
 			}
-			if strings.Count(c.Detail, "{") != len(placeholders(c.Detail)) {
+			if strings.Count(c.Detail, "{") != len(tmpl.Placeholders(c.Detail)) {
 				fail(key, "detail %q has a brace that is not a placeholder", c.Detail)
 			}
 		}
@@ -169,7 +171,7 @@ func parseParam(s string) (param, error) {
 		return param{}, errors.New(`want "key type" or "key type omitempty"`)
 	}
 	p := param{key: f[0], typ: f[1], optional: optional}
-	if !isToken(p.key) {
+	if !tmpl.IsToken(p.key) {
 		return param{}, errors.New("the key is not a token (a-z, 0-9, _)")
 	}
 	if _, ok := zero[p.typ]; !ok {
@@ -393,39 +395,4 @@ func comment(b *bytes.Buffer, indent, text string) {
 		line += " " + w
 	}
 	b.WriteString(line + "\n")
-}
-
-// isToken reports whether s is a catalog token: non-empty, only a-z, 0-9 and _.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// placeholders returns the {names} in tpl that are tokens, in order (as rerr's fill reads them).
-func placeholders(tpl string) []string {
-	var out []string
-	for {
-		i := strings.IndexByte(tpl, '{')
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(tpl[i+1:], '}')
-		if j < 0 {
-			return out
-		}
-		if name := tpl[i+1 : i+1+j]; isToken(name) {
-			out = append(out, name)
-			tpl = tpl[i+2+j:]
-		} else {
-			tpl = tpl[i+1:]
-		}
-	}
 }
