@@ -43,7 +43,9 @@ func berthEngine(bin string) engineKind {
 				"default": map[string]any{"datacenter_label": 1, "is_leader": true, "public_url": url,
 					"peer_url": fmt.Sprintf("http://127.0.0.1:%d", ports[0])},
 			}},
-			"guard":    map[string]any{"host": "127.0.0.1", "port": port},
+			// The benchmark's client names rotating client addresses in X-Forwarded-For
+			// (sidebyside.XFF), which berth believes only from a trusted proxy.
+			"guard":    map[string]any{"host": "127.0.0.1", "port": port, "trusted_proxies": []string{"127.0.0.1"}},
 			"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[0]},
 			"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
 			"database": map[string]any{"url": "file://" + filepath.Join(dir, "db")},

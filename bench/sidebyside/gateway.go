@@ -34,9 +34,11 @@ func NewTarget(name, httpURL string, pid, node, idx int) *Target {
 	return &Target{Name: name, HTTP: httpURL, WS: "ws" + strings.TrimPrefix(httpURL, "http"), PID: pid, Node: node, Idx: idx}
 }
 
-// Both engines limit each client IP to 10,000 requests per 60 s (guard.rate_limit; the first
-// X-Forwarded-For entry names the client): each connection moves to a new address every
-// perAddress requests so that the limit never answers instead of the actor.
+// Both engines limit each client IP to 10,000 requests per 60 s (guard.rate_limit; the
+// reference takes the first X-Forwarded-For entry as the client, berth the rightmost entry
+// that is not a trusted proxy, and the benchmark's berth trusts its loopback client): each
+// connection moves to a new address every perAddress requests so that the limit never
+// answers instead of the actor.
 const perAddress = 4000
 
 // XFF is the client address of request n on connection conn of t.

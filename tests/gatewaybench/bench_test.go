@@ -44,7 +44,11 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 	harness.NeedNode(b)
 	refBin := referenceBinary(b)
 
-	berth := harness.StartEngine(b, harness.Settings{})
+	// The client names rotating addresses in X-Forwarded-For (sidebyside.XFF), which berth
+	// believes only from a trusted proxy.
+	berth := harness.StartEngine(b, harness.Settings{Configure: func(cfg map[string]any) {
+		cfg["guard"].(map[string]any)["trusted_proxies"] = []string{"127.0.0.1"}
+	}})
 	refURL, refPID := startReference(b, refBin)
 	plainPort := harness.FreePorts(b, 1)[0]
 
