@@ -62,6 +62,7 @@ type Engine struct {
 	timeout   time.Duration
 	obs       *observability
 	tls       tlsConfigs
+	trusted   core.Trusted // guard.trusted_proxies
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -115,6 +116,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.tls.outbound.CloseIdleConnections)
+	e.trusted = cfg.Guard.TrustedPrefixes()
 	topo := Topology(cfg.Topology)
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ type services struct {
 // registry and wakes the watchers), the lifecycle (which reaches the hosts through the
 // cluster), api-peer, the host-socket server, the gateway and api-public.
 func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
-	m, pb, log, trusted := e.obs.metrics, cfg.Pegboard, e.log, trustedProxies(cfg)
+	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
 	registry := hostsock.NewRegistry(m)
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
@@ -228,7 +230,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
-		TrustedProxies:       trusted,
+		TrustedProxies:       e.trusted,
 		Transport:            e.tls.outbound,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
 		FetchActorTimeout:    config.Ms(cfg.Guard.RoutePegboardFetchActor),
@@ -251,10 +253,10 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 		return undo, err
 	}
 	if cfg.Guard.ProxyProtocol {
-		e.public.ln = proxyProtocol(e.public.ln, trustedProxies(cfg))
+		e.public.ln = proxyProtocol(e.public.ln, e.trusted)
 	}
 	serveTLS(e.public, e.tls.guard)
-	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), trustedProxies(cfg).Contains)
+	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
 	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err

@@ -325,6 +325,18 @@ func joinFieldErrors(errs []*FieldError) error {
 	return errors.Join(out...)
 }
 
+// TrustedPrefixes is TrustedProxies parsed; Validate has checked every entry (one that does
+// not parse is left out).
+func (g Guard) TrustedPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range g.TrustedProxies {
+		if p, err := ParsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ParsePrefix reads a trusted proxy: a CIDR prefix ("10.0.0.0/8") or one address, which is a
 // prefix of its full length.
 func ParsePrefix(s string) (netip.Prefix, error) {

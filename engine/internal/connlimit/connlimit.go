@@ -22,8 +22,6 @@ type Listener struct {
 	net.Listener
 	Max    int
 	Exempt func(netip.Addr) bool
-	// Refused is called for each connection refused (for a metric or a log); may be nil.
-	Refused func(addr netip.Addr)
 
 	mu   sync.Mutex
 	open map[netip.Addr]int
@@ -52,9 +50,6 @@ func (l *Listener) Accept() (net.Conn, error) {
 		n := l.open[addr]
 		if n >= l.Max {
 			l.mu.Unlock()
-			if l.Refused != nil {
-				l.Refused(addr)
-			}
 			go refuse(c, l.Max)
 			continue
 		}
