@@ -255,8 +255,9 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 	if cfg.Guard.ProxyProtocol {
 		e.public.ln = proxyProtocol(e.public.ln, e.trusted)
 	}
+	// The connection cap sits under TLS: net/http must see the *tls.Conn to fill r.TLS.
+	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains, e.tls.guard != nil)
 	serveTLS(e.public, e.tls.guard)
-	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
 	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
 		return undo, err

@@ -22,17 +22,20 @@ type Listener struct {
 	net.Listener
 	Max    int
 	Exempt func(netip.Addr) bool
+	// Silent closes a connection over the cap without the 429: for a listener that TLS is
+	// layered on, where a plain HTTP answer would mean nothing to the client.
+	Silent bool
 
 	mu   sync.Mutex
 	open map[netip.Addr]int
 }
 
-// New wraps ln; max ≤ 0 returns ln unchanged.
-func New(ln net.Listener, max int, exempt func(netip.Addr) bool) net.Listener {
+// New wraps ln; max ≤ 0 returns ln unchanged. silent is Listener.Silent.
+func New(ln net.Listener, max int, exempt func(netip.Addr) bool, silent bool) net.Listener {
 	if max <= 0 {
 		return ln
 	}
-	return &Listener{Listener: ln, Max: max, Exempt: exempt, open: map[netip.Addr]int{}}
+	return &Listener{Listener: ln, Max: max, Exempt: exempt, Silent: silent, open: map[netip.Addr]int{}}
 }
 
 // Accept returns the next connection within its address's cap.
@@ -50,6 +53,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		n := l.open[addr]
 		if n >= l.Max {
 			l.mu.Unlock()
+			if l.Silent {
+				_ = c.Close()
+				continue
+			}
 			go refuse(c, l.Max)
 			continue
 		}

@@ -17,7 +17,7 @@ func TestCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := New(inner, 2, nil).(*Listener)
+	ln := New(inner, 2, nil, false).(*Listener)
 	defer ln.Close()
 	accepted := make(chan net.Conn, 8)
 	go func() {
@@ -81,7 +81,7 @@ func TestExempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := New(inner, 1, func(netip.Addr) bool { return true })
+	ln := New(inner, 1, func(netip.Addr) bool { return true }, false)
 	defer ln.Close()
 	for range 2 {
 		d, err := net.Dial("tcp", ln.Addr().String())
@@ -94,5 +94,39 @@ func TestExempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+	}
+}
+
+// A silent listener closes a connection over the cap without writing to it.
+func TestSilent(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := New(inner, 1, nil, true)
+	defer ln.Close()
+	first, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept() // the first; the second is closed inside the next Accept
+		if err == nil {
+			accepted <- c
+			_, _ = ln.Accept()
+		}
+	}()
+	c := <-accepted
+	defer c.Close()
+	over, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	_ = over.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := over.Read(make([]byte, 64)); n != 0 || err == nil {
+		t.Fatalf("over the cap: read %d bytes, %v; want the connection closed without an answer", n, err)
 	}
 }
