@@ -145,9 +145,6 @@ type PeerTLS struct {
 	ClientAuth bool `json:"client_auth"`
 }
 
-// Addr returns host:port for net.Listen.
-func (g Guard) Addr() string { return listenAddr(g.Host, g.Port) }
-
 // APIPublic configures the public API.
 type APIPublic struct {
 	// DatacenterTimeoutMs bounds each request the public API sends to a datacenter's api-peer
@@ -168,9 +165,6 @@ type APIPeer struct {
 	TLS PeerTLS `json:"tls"`
 }
 
-// Addr returns host:port for net.Listen.
-func (a APIPeer) Addr() string { return listenAddr(a.Host, a.Port) }
-
 // Metrics is the listener of the Prometheus endpoint, GET /metrics.
 type Metrics struct {
 	// Host to listen on, as for Guard.Host. Default "".
@@ -182,9 +176,6 @@ type Metrics struct {
 	// port is private.
 	Pprof bool `json:"pprof"`
 }
-
-// Addr returns host:port for net.Listen.
-func (m Metrics) Addr() string { return listenAddr(m.Host, m.Port) }
 
 // Database names the store.
 type Database struct {

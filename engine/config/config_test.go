@@ -43,9 +43,14 @@ func TestDefault(t *testing.T) {
 	if c.Metrics.Port != 6430 {
 		t.Errorf("metrics.port = %d, want 6430", c.Metrics.Port)
 	}
-	if got := c.Guard.Addr(); got != ":6420" {
-		t.Errorf("Guard.Addr() = %q, want :6420 (wildcard)", got)
+	if got := c.ListenAddrs(c.Guard.Host, c.Guard.Port); !slices.Equal(got, []string{"127.0.0.1:6420", "[::1]:6420"}) {
+		t.Errorf("guard listens on %q without a token, want loopback only", got)
 	}
+	c.Auth.AdminToken = "tok"
+	if got := c.ListenAddrs(c.Guard.Host, c.Guard.Port); !slices.Equal(got, []string{":6420"}) {
+		t.Errorf("guard listens on %q with a token, want :6420 (wildcard)", got)
+	}
+	c.Auth.AdminToken = ""
 	if err := Default().Validate(); err != nil {
 		t.Errorf("Default().Validate() = %v", err)
 	}
@@ -93,7 +98,8 @@ func TestLoadYAML(t *testing.T) {
 	if got := c.Topology.SortedDatacenters(); got[0].Name != "eu" || got[1].Name != "us" {
 		t.Errorf("SortedDatacenters = %v", got)
 	}
-	if c.Auth.AdminToken != "s3cret" || c.Guard.Addr() != "127.0.0.1:7420" || c.APIPeer.Addr() != "[::1]:7421" || c.Database.URL != "mem://" {
+	if c.Auth.AdminToken != "s3cret" || !slices.Equal(c.ListenAddrs(c.Guard.Host, c.Guard.Port), []string{"127.0.0.1:7420"}) ||
+		!slices.Equal(c.ListenAddrs(c.APIPeer.Host, c.APIPeer.Port), []string{"[::1]:7421"}) || c.Database.URL != "mem://" {
 		t.Errorf("config = %+v", c)
 	}
 }
