@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -158,6 +159,11 @@ func runnerKilled(s *Session) {
 // second runner on it alive), and the node comes back with its id and store. A request for
 // the actor through the other node (the only one elsewhere) is answered by the actor on the
 // second runner once the first is declared lost.
+//
+// On one node the second runner's socket dies with the engine too, and the reference may
+// give it a new runner id when it reconnects (twice in about ten runs), and its answer came
+// after 30 s, once after 62 s. So the answer counts as the second runner's under any id that
+// runner was given, and the time bound is the client's 90 s patience.
 func machineLost(s *Session) {
 	s.RunnerConfig("pool")
 	first, other := 0, s.LastNode()
@@ -168,9 +174,10 @@ func machineLost(s *Session) {
 	s.Target.Crash(s.T, first)
 	r := s.GatewayVia(other, http.MethodGet, aid, "/ping")
 	e := echoOf(r)
-	s.T.Logf("%s: the request after the crash took %v", s.Target.Name, r.Elapsed)
+	s.T.Logf("%s: the request after the crash took %v, answered by runner %q; the first runner was %q, the second %q",
+		s.Target.Name, r.Elapsed, e.RunnerID, doomed.ID, second.IDs())
 	s.Record("request after the crash", map[string]any{"status": r.Status, "error": errorOf(r)["error"], "actor": e.ActorID == aid,
-		"second runner": e.RunnerID == second.ID, "elapsed": bucket(r.Elapsed, 60*time.Second)})
+		"second runner": slices.Contains(second.IDs(), e.RunnerID), "elapsed": bucket(r.Elapsed, 90*time.Second)})
 }
 
 // runnerReconnects: the network between a runner and the engine fails (its connection is cut)

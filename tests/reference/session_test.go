@@ -221,6 +221,18 @@ type Runner struct {
 	ID string // the runner id of its first connection
 }
 
+// IDs are the runner ids of all its connections so far: a runner that reconnects after its
+// engine restarted may be given a new one.
+func (r *Runner) IDs() []string {
+	var ids []string
+	for _, ev := range r.Seen() {
+		if ev.Ev == "connected" && !slices.Contains(ids, ev.RunnerID) {
+			ids = append(ids, ev.RunnerID)
+		}
+	}
+	return ids
+}
+
 // RunnerOptions are a runner's settings; zero fields take reference-runner.mjs's defaults.
 type RunnerOptions struct {
 	Pool  string
