@@ -13,6 +13,7 @@ import (
 	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -41,6 +42,9 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	}
 	if err := s.checkLeader(); err != nil {
 		return err
+	}
+	if !q.Scope(auth.FromContext(c.Request().Context())) {
+		return c.JSON(http.StatusOK, apitypes.NamespacesListResponse{Namespaces: []namespace.Namespace{}})
 	}
 	in := namespace.ListInput{NamespaceIDs: q.NamespaceIDs}
 	if q.Limit != nil {
@@ -73,6 +77,9 @@ func (s *Server) listNamespaces(c echo.Context) error {
 
 // createNamespace serves POST /namespaces in the leader only.
 func (s *Server) createNamespace(c echo.Context) error {
+	if err := auth.FromContext(c.Request().Context()).AllowGlobal(); err != nil {
+		return err
+	}
 	if err := apihttp.BindQuery(c, &apihttp.NoQuery{}); err != nil {
 		return err
 	}

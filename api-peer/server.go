@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -22,8 +23,9 @@ type Deps struct {
 	Peers *apihttp.PeerClient
 	// Build is reported by /health and /metadata.
 	Build apihttp.BuildInfo
-	// AdminToken, when set, is required on every endpoint but /health and /metadata.
-	AdminToken string
+	// Auth, when enabled, wants a token on every endpoint but /health and /metadata, and
+	// limits each call to what the token's grant allows (see apihttp.Options.Auth).
+	Auth *auth.Authenticator
 	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
 	Log *slog.Logger
 	// Runners is this datacenter's runner lifecycle (engine/pegboard.Runners), which drains
@@ -53,7 +55,7 @@ func New(deps Deps) *Server { return &Server{deps: deps} }
 // Handler returns the api-peer as an http.Handler: an apihttp echo instance (error handler,
 // ray ids, bearer auth) with the routes of Register.
 func (s *Server) Handler() http.Handler {
-	e := apihttp.New(apihttp.Options{Log: s.deps.Log, AdminToken: s.deps.AdminToken, DatacenterLabel: s.deps.Topology.Local})
+	e := apihttp.New(apihttp.Options{Log: s.deps.Log, Auth: s.deps.Auth, DatacenterLabel: s.deps.Topology.Local})
 	s.Register(e)
 	return e
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 )
 
 func testServer(token string) http.Handler {
@@ -15,8 +16,8 @@ func testServer(token string) http.Handler {
 		Topology: apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{
 			{Name: "default", Label: 1, IsLeader: true, PublicURL: "http://127.0.0.1:6420", PeerURL: "http://127.0.0.1:6421"},
 		}},
-		Build:      apihttp.BuildInfo{Version: "v1", GitSHA: "sha", BuildTimestamp: "ts", GoVersion: "go1.26"},
-		AdminToken: token,
+		Build: apihttp.BuildInfo{Version: "v1", GitSHA: "sha", BuildTimestamp: "ts", GoVersion: "go1.26"},
+		Auth:  auth.Admin(token),
 	}).Handler()
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthhq/berth/api-public/openapitest"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 )
 
 // TestContract checks the served endpoints, and their error answers, against openapi.yaml.
@@ -14,7 +15,7 @@ func TestContract(t *testing.T) {
 	topo := apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{
 		{Name: "default", Label: 1, IsLeader: true, PublicURL: "http://127.0.0.1:6420"},
 	}}
-	h := openapitest.Handler(t, New(Deps{Topology: topo, Build: build, AdminToken: "tok"}).Handler())
+	h := openapitest.Handler(t, New(Deps{Topology: topo, Build: build, Auth: auth.Admin("tok")}).Handler())
 	for _, tc := range []struct {
 		target, token string
 		status        int

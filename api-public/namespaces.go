@@ -6,7 +6,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	apitypes "github.com/berthhq/berth/api-types"
+	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 )
 
 // Namespaces belong to the leader datacenter (see api-peer/namespaces.go): both endpoints
@@ -19,6 +21,9 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	var q apitypes.NamespacesListQuery
 	if err := apihttp.BindQuery(c, &q); err != nil {
 		return err
+	}
+	if !q.Scope(auth.FromContext(c.Request().Context())) {
+		return c.JSON(http.StatusOK, apitypes.NamespacesListResponse{Namespaces: []namespace.Namespace{}})
 	}
 	query, err := apihttp.EncodeQuery(q)
 	if err != nil {
@@ -33,6 +38,9 @@ func (s *Server) listNamespaces(c echo.Context) error {
 
 // createNamespace serves POST /namespaces.
 func (s *Server) createNamespace(c echo.Context) error {
+	if err := auth.FromContext(c.Request().Context()).AllowGlobal(); err != nil {
+		return err
+	}
 	if err := apihttp.BindQuery(c, &apihttp.NoQuery{}); err != nil {
 		return err
 	}

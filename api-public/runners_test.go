@@ -21,6 +21,7 @@ import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -90,7 +91,7 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 		c.dbs[dc.Name] = db
 		topo := c.topo
 		topo.Local = dc.Label
-		c.peers[dc.Name] = apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, AdminToken: token, Log: quiet}).Handler()
+		c.peers[dc.Name] = apipeer.New(apipeer.Deps{DB: db, Topology: topo, Peers: leaderPeers, Auth: auth.Admin(token), Log: quiet}).Handler()
 	}
 	v, err := udb.Transact(bg, c.dbs["a"], func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(bg, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(1), NowMs: 1000})
@@ -106,8 +107,8 @@ func newClusterWithToken(t *testing.T, dcTimeout time.Duration, token string) *c
 	topoB := c.topo
 	topoB.Local = 2
 	localB := apipeer.New(apipeer.Deps{DB: c.dbs["b"], Topology: topoB, Peers: leaderPeers, Log: quiet})
-	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet, Local: localB}).Handler())
-	c.pubPeer = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, AdminToken: token, Log: quiet}).Handler())
+	c.pub = openapitest.Handler(t, New(Deps{DB: c.dbs["b"], Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, Auth: auth.Admin(token), Log: quiet, Local: localB}).Handler())
+	c.pubPeer = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: dcTimeout, Auth: auth.Admin(token), Log: quiet}).Handler())
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -25,8 +26,9 @@ type Deps struct {
 	DatacenterTimeout time.Duration
 	// Build is reported by /health and /metadata.
 	Build apihttp.BuildInfo
-	// AdminToken, when set, is required on every endpoint but /health and /metadata.
-	AdminToken string
+	// Auth, when enabled, wants a token on every endpoint but /health and /metadata, and
+	// limits each call to what the token's grant allows (see apihttp.Options.Auth).
+	Auth *auth.Authenticator
 	// Log is the base logger; handlers log through apihttp.Logger(ctx), which adds the ray id.
 	Log *slog.Logger
 	// Local is this datacenter's api-peer. When set, it serves this datacenter's part of the
@@ -52,7 +54,7 @@ func New(deps Deps) *Server {
 // Handler returns the public API as an http.Handler: an apihttp echo instance (error handler,
 // ray ids, bearer auth) with the routes of Register.
 func (s *Server) Handler() http.Handler {
-	e := apihttp.New(apihttp.Options{Log: s.deps.Log, AdminToken: s.deps.AdminToken, DatacenterLabel: s.deps.Topology.Local})
+	e := apihttp.New(apihttp.Options{Log: s.deps.Log, Auth: s.deps.Auth, DatacenterLabel: s.deps.Topology.Local})
 	s.Register(e)
 	return e
 }

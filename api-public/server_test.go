@@ -14,6 +14,7 @@ import (
 
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -36,7 +37,7 @@ func TestEndpoints(t *testing.T) {
 		{Name: "eu", Label: 1, IsLeader: true, PublicURL: "https://eu.example"},
 		{Name: "us", Label: 2, PublicURL: "https://us.example"},
 	}}
-	h := New(Deps{Topology: topo, Build: build, AdminToken: "tok"}).Handler()
+	h := New(Deps{Topology: topo, Build: build, Auth: auth.Admin("tok")}).Handler()
 	tests := []struct {
 		target, token string
 		status        int
@@ -66,7 +67,7 @@ func TestFanOutExtension(t *testing.T) {
 		{Name: "three", Label: 3},
 	}}
 	peerHandler := func(version string) http.Handler {
-		return apipeer.New(apipeer.Deps{Topology: topo, Build: apihttp.BuildInfo{Version: version}, AdminToken: "tok"}).Handler()
+		return apipeer.New(apipeer.Deps{Topology: topo, Build: apihttp.BuildInfo{Version: version}, Auth: auth.Admin("tok")}).Handler()
 	}
 	two := httptest.NewServer(peerHandler("v-two"))
 	defer two.Close()
@@ -85,8 +86,8 @@ func TestFanOutExtension(t *testing.T) {
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{}).WithLocal(1, peerHandler("v-one"))
 	defer peers.Close()
 	s := New(Deps{Topology: topo, Peers: peers, DatacenterTimeout: 300 * time.Millisecond, Build: build,
-		AdminToken: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e := apihttp.New(apihttp.Options{AdminToken: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Auth: auth.Admin("tok"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := apihttp.New(apihttp.Options{Auth: auth.Admin("tok"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.Register(e)
 	e.GET("/versions", func(c echo.Context) error {
 		res, err := fanOutGet[apihttp.HealthResponse](c.Request().Context(), s, "/health", nil)

@@ -3,6 +3,7 @@ package apitypes
 import (
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -15,6 +16,19 @@ type NamespacesListQuery struct {
 	Cursor       *string `query:"cursor"`
 	Name         *string `query:"name"`
 	NamespaceIDs []id.ID `query:"namespace_id,csv=namespace_ids"`
+}
+
+// Scope limits q to what g sees: every namespace for a global grant, else only g's. It
+// reports false when q asks by name for another namespace, so nothing can be listed.
+func (q *NamespacesListQuery) Scope(g auth.Grant) bool {
+	if g.Global() {
+		return true
+	}
+	if q.Name != nil && *q.Name != g.Namespace {
+		return false
+	}
+	q.Name = &g.Namespace
+	return true
 }
 
 // NamespacesListResponse is the body of GET /namespaces.

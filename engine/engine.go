@@ -18,11 +18,13 @@ import (
 	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/engine/internal/connlimit"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/engine/ui"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
@@ -63,6 +65,7 @@ type Engine struct {
 	obs       *observability
 	tls       tlsConfigs
 	trusted   core.Trusted // guard.trusted_proxies
+	auth      *auth.Authenticator
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -117,6 +120,9 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	}
 	undo = append(undo, e.tls.outbound.CloseIdleConnections)
 	e.trusted = cfg.Guard.TrustedPrefixes()
+	if e.auth, err = auth.New(auth.Options{AdminToken: cfg.Auth.AdminToken, TokensFile: cfg.Auth.TokensFile, Log: obs.log}); err != nil {
+		return nil, fmt.Errorf("engine: auth.tokens_file: %w", err)
+	}
 	topo := Topology(cfg.Topology)
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
@@ -140,7 +146,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	e.log.Info("berth started", "public", e.public.ln.Addr().String(), "peer", e.peer.ln.Addr().String(),
 		"metrics", e.metrics.ln.Addr().String(), "runner_lost_threshold_ms", cfg.Pegboard.RunnerLostThreshold,
 		"datacenter", local.Name, "label", local.DatacenterLabel, "db", redactURL(cfg.Database.URL),
-		"auth", cfg.Auth.AdminToken != "", "version", opts.Build.Version, "node", e.cluster.ID(),
+		"auth", cfg.Auth.AdminToken != "", "scoped_tokens", e.auth.Tokens(), "version", opts.Build.Version, "node", e.cluster.ID(),
 		"pubsub", cfg.PubSub.URL != "")
 	return e, nil
 }
@@ -181,7 +187,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
-		Releases: e.shutdown.Releases, AdminToken: cfg.Auth.AdminToken, Log: log, HTTP: &http.Client{Transport: e.tls.outbound},
+		Releases: e.shutdown.Releases, Auth: e.auth, Log: log, HTTP: &http.Client{Transport: e.tls.outbound},
 		Local: registry, Changes: watchers,
 	})
 	// With several nodes, the others wake what waits on an actor there (gateway requests,
@@ -202,14 +208,14 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
 		HTTP: &http.Client{Transport: e.tls.outbound}})
 	peer := apipeer.New(apipeer.Deps{
-		DB: e.db, Topology: topo, Peers: e.peers, Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
+		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
 		Runners: lc.Runners, Actors: lc.Actors,
 	})
 	peerAPI := peer.Handler()
 	var err error
 	// The host sockets (/runners/connect, /envoys/connect) share the public listener, as on Rivet.
 	e.hosts, err = hostsock.New(hostsock.Options{
-		DB: e.db, Label: topo.Local, AdminToken: cfg.Auth.AdminToken, Log: log, Metrics: m, Version: build.Version,
+		DB: e.db, Label: topo.Local, Auth: e.auth, Log: log, Metrics: m, Version: build.Version,
 		Registry: registry, Cluster: e.cluster, Actors: lc.Actors, Runners: lc.Runners, Envoys: lc.Envoys,
 		ResolveNamespace:   peer.ResolveNamespace,
 		Runner:             hostsock.Timing{PingInterval: config.Ms(pb.RunnerUpdatePingIntervalMs), PingTimeout: config.Ms(pb.RunnerPingTimeoutMs), LostThreshold: config.Ms(pb.RunnerLostThreshold)},
@@ -222,7 +228,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: build, AdminToken: cfg.Auth.AdminToken, Log: log, Local: peer,
+		Build: build, Auth: e.auth, Log: log, Local: peer,
 	}).Handler()
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
@@ -240,7 +246,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
 		Telemetry:            e.obs.gateway(),
 	})
-	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)), api, cfg, e.db, topo.Local)
+	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)),
+		ui.Options{Auth: e.auth, ResolveNamespace: peer.ResolveNamespace, API: api, DB: e.db, Label: topo.Local})
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/census"
-	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/metrics"
 	"github.com/berthhq/berth/engine/telemetry"
 	"github.com/berthhq/berth/engine/ui"
@@ -74,10 +73,9 @@ func (o *observability) gateway() guard.Telemetry {
 }
 
 // public is the guard listener's outer layers: request telemetry, then the dashboard at
-// /ui, then next (the gateway, sockets and public API). api is the public API alone, which
-// the dashboard calls in process.
-func (o *observability) public(next, api http.Handler, cfg *config.Config, db udb.Database, label uint16) http.Handler {
-	dash := ui.Handler(ui.Options{AdminToken: cfg.Auth.AdminToken, API: api, DB: db, Label: label})
+// /ui, then next (the gateway, sockets and public API).
+func (o *observability) public(next http.Handler, dashboard ui.Options) http.Handler {
+	dash := ui.Handler(dashboard)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ui.IsPath(r.URL.Path) && r.Header.Get("X-Rivet-Target") == "" {
 			dash.ServeHTTP(w, r)

@@ -16,6 +16,7 @@ import (
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -41,8 +42,9 @@ type Options struct {
 	Lease time.Duration
 	// Releases bounds the ownership releases in flight; ≤ 0 means DefaultReleases.
 	Releases int
-	// AdminToken authenticates relays between nodes (x-rivet-token).
-	AdminToken string
+	// Auth authenticates relays between nodes: they present its admin token (x-rivet-token)
+	// and accept only it.
+	Auth *auth.Authenticator
 	// HTTP dials the relays to other nodes (their TLS settings); nil means http.DefaultClient.
 	HTTP *http.Client
 	Log  *slog.Logger

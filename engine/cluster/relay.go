@@ -20,6 +20,7 @@ import (
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	opnode "github.com/berthhq/berth/ops/node"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -118,8 +119,8 @@ func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID,
 	}
 	u.RawQuery = q.Encode()
 	hdr := http.Header{}
-	if n.o.AdminToken != "" {
-		hdr.Set("X-Rivet-Token", n.o.AdminToken)
+	if tok := n.o.Auth.AdminToken(); tok != "" {
+		hdr.Set("X-Rivet-Token", tok)
 	}
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: n.o.HTTP})
 	if err != nil {
@@ -321,7 +322,7 @@ func (t *remoteTunnel) Close() {
 // here; 503 while the node drains.
 func (n *Node) RelayHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !wsconn.CheckUpgrade(w, r, n.o.AdminToken, n.o.Label) {
+		if !wsconn.CheckUpgrade(w, r, n.o.Auth, auth.Grant.AllowGlobal, n.o.Label) {
 			return
 		}
 		if n.refuse.Load() {

@@ -66,6 +66,11 @@ type Auth struct {
 	// host key naming another interface is an error. berth logs a warning at start when it
 	// serves anonymously beyond loopback.
 	AllowAnonymous bool `json:"allow_anonymous"`
+	// TokensFile is the path of a JSON file of scoped tokens, each limited to one namespace
+	// and a role (admin, read or runner) and kept as its SHA-256 (see docs/security.md;
+	// `berth tokens create` writes it). It is read again when it changes: tokens are added
+	// and revoked without a restart. Needs admin_token. Default: none.
+	TokensFile string `json:"tokens_file,omitempty"`
 }
 
 // Guard is the ingress listener, which also serves the public API.

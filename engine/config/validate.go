@@ -40,6 +40,9 @@ func (c *Config) validate() []*FieldError {
 	if strings.ContainsFunc(c.Auth.AdminToken, isSpaceOrControl) {
 		bad("auth.admin_token", "must not contain spaces or control characters")
 	}
+	if c.Auth.TokensFile != "" && c.Auth.AdminToken == "" {
+		bad("auth.tokens_file", "needs auth.admin_token: the nodes and datacenters call each other with it")
+	}
 	c.validateListeners(bad)
 	c.validateStore(bad)
 	c.validateTimings(bad)

@@ -16,6 +16,7 @@ import (
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -76,10 +77,11 @@ type Options struct {
 	DB udb.Database
 	// Label is the local datacenter label, for new runner, connection and ray ids.
 	Label uint16
-	// AdminToken, when set, must be given in the rivet_token.<t> subprotocol or the
-	// x-rivet-token header.
-	AdminToken string
-	Log        *slog.Logger
+	// Auth, when enabled, wants a token in the rivet_token.<t> subprotocol or the
+	// x-rivet-token header: the admin token, or an admin or runner token of the socket's
+	// namespace.
+	Auth *auth.Authenticator
+	Log  *slog.Logger
 	// Metrics records pings and live sockets; nil means a registry of the Server's own.
 	Metrics *metrics.Metrics
 	// Version is the engine's version, stored in the metadata of actor KV values; empty
@@ -171,7 +173,8 @@ func protocolFor(r *http.Request) protocol {
 
 // serve accepts one socket of protocol p, which is served until it ends (Close waits).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
-	if !wsconn.CheckUpgrade(w, r, s.o.AdminToken, s.o.Label) {
+	allow := func(g auth.Grant) *rerr.Error { return g.AllowHost(r.URL.Query().Get("namespace")) }
+	if !wsconn.CheckUpgrade(w, r, s.o.Auth, allow, s.o.Label) {
 		return
 	}
 	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame}, r, &websocket.AcceptOptions{

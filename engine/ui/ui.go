@@ -2,8 +2,6 @@ package ui
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"html/template"
@@ -15,7 +13,9 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -25,7 +25,7 @@ import (
 var static embed.FS
 
 // CookieName is the session cookie the login form sets. It holds a signed session id, never
-// the admin token.
+// a token.
 const CookieName = "berth_session"
 
 // maxStateIDs bounds the actor ids of one /ui/actor-states request.
@@ -36,9 +36,13 @@ const maxLoginBody = 4 << 10
 
 // Options configures Handler.
 type Options struct {
-	// AdminToken, when set, is required: as "Authorization: Bearer <token>", or proved once
-	// to the login form, which then sets the session cookie.
-	AdminToken string
+	// Auth, when enabled, wants a token that may call the API (admin or read, of every
+	// namespace or of one): as "Authorization: Bearer <token>", or proved once to the login
+	// form, which then sets the session cookie. A namespace token sees its namespace only.
+	Auth *auth.Authenticator
+	// ResolveNamespace finds a namespace by name (api-peer's resolver), for the grants of
+	// namespace tokens; required with Auth.
+	ResolveNamespace func(ctx context.Context, name string) (namespace.Namespace, error)
 	// API is the public API, called in process by /ui/api/.
 	API http.Handler
 	// DB is this datacenter's store, for /ui/actor-states.
@@ -57,19 +61,33 @@ type Options struct {
 // tokenKey carries, in a request's context, the token /ui/api/ sends to the API.
 type tokenKey struct{}
 
+// authenticate returns the grant of a token the dashboard takes, or the message and status
+// that refuse it.
+func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
+	g, err := a.Authenticate(tok)
+	switch {
+	case err != nil:
+		return g, http.StatusForbidden, "That token is not valid here."
+	case g.AllowAPI(http.MethodGet) != nil:
+		return g, http.StatusForbidden, "A runner token cannot open the dashboard: use an admin or read token."
+	}
+	return g, 0, ""
+}
+
 // Handler serves the dashboard under /ui:
 //
 //	GET  /ui/                 the page (index.html)
 //	GET  /ui/app.js, …        the page's other static files: public, even with auth on
-//	GET  /ui/api/<path>       GET <path> of the public API, with the caller's admin token
+//	GET  /ui/api/<path>       GET <path> of the public API, with the caller's token
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
-// With an admin token configured, the page and the data paths need either the token as a
-// bearer header (scripts) or a session: without one they answer 401 (the login form for the
-// page, JSON otherwise), with a wrong bearer token 403. A session lives in this process's
+// With auth on, the page and the data paths need either a token as a bearer header
+// (scripts) or a session: without one they answer 401 (the login form for the page, JSON
+// otherwise), with a wrong token, or a runner token, 403. The session's token is checked
+// again on every request, so a revoked token ends its sessions. A session lives in this process's
 // memory only (it ends when the engine restarts, and each node has its own), for
 // SessionLifetime; its cookie is the session id signed with a key made at start, HttpOnly,
 // SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
@@ -84,23 +102,18 @@ func Handler(o Options) http.Handler {
 	files := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
 	assets := publicAssets(sub)
 	ses := newSessions(o.SessionLifetime, o.MaxSessions, o.now)
-	want := sha256.Sum256([]byte(o.AdminToken))
-	check := func(tok string) bool {
-		got := sha256.Sum256([]byte(tok))
-		return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-	}
 	cop := http.NewCrossOriginProtection()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ui/login", func(w http.ResponseWriter, r *http.Request) {
-		if o.AdminToken == "" { // nothing to prove: the dashboard is open
+		if !o.Auth.Enabled() { // nothing to prove: the dashboard is open
 			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		tok := strings.TrimSpace(r.PostFormValue("token"))
-		if !check(tok) {
-			loginPage(w, http.StatusForbidden, "That token is not the admin token.")
+		if _, status, msg := authenticate(o.Auth, tok); status != 0 {
+			loginPage(w, status, msg)
 			return
 		}
 		if c, err := r.Cookie(CookieName); err == nil {
@@ -153,20 +166,25 @@ func Handler(o Options) http.Handler {
 			return
 		}
 		tok := bearer(r)
-		if o.AdminToken != "" {
+		g := auth.Everything
+		if o.Auth.Enabled() {
 			status, msg := 0, ""
 			switch c, err := r.Cookie(CookieName); {
 			case tok != "":
-				if !check(tok) {
-					status, msg = http.StatusForbidden, "That token is not the admin token."
-				}
+				g, status, msg = authenticate(o.Auth, tok)
 			case err == nil:
 				s, ok := ses.lookup(c.Value)
 				if !ok {
 					status, msg = http.StatusUnauthorized, "The session has ended: log in again."
 					http.SetCookie(w, cookie(r, "", -1))
+					break
 				}
 				tok = s.token
+				if g, status, msg = authenticate(o.Auth, tok); status != 0 {
+					ses.remove(c.Value)
+					http.SetCookie(w, cookie(r, "", -1))
+					status, msg = http.StatusUnauthorized, "The session's token is no longer valid: log in again."
+				}
 			default:
 				status = http.StatusUnauthorized
 			}
@@ -184,7 +202,8 @@ func Handler(o Options) http.Handler {
 				return
 			}
 		}
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok)))
+		ctx := auth.WithGrant(context.WithValue(r.Context(), tokenKey{}, tok), g)
+		mux.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -249,7 +268,7 @@ var loginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
 <link rel="stylesheet" href="/ui/style.css"></head>
 <body><main class="login"><h1>berth</h1>
 <form method="post" action="/ui/login">
-<label>Admin token <input type="password" name="token" id="token" autocomplete="current-password" required autofocus></label>
+<label>Token <input type="password" name="token" id="token" autocomplete="current-password" required autofocus></label>
 <button type="submit">Log in</button></form>
 {{if .}}<p class="error" id="login-error">{{.}}</p>{{end}}
 </main></body></html>`))
@@ -285,9 +304,27 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 	}
 	out := make(map[string]actorState, len(ids))
+	var scope id.ID // the namespace of a grant limited to one
+	if g := auth.FromContext(r.Context()); !g.Global() {
+		ns, err := o.ResolveNamespace(r.Context(), g.Namespace)
+		if err != nil {
+			writeError(w, r, rerr.Public(err))
+			return
+		}
+		scope = ns.NamespaceID
+	}
 	err := udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
 		clear(out)
 		for _, aid := range ids {
+			if scope != (id.ID{}) {
+				ns, found, err := actor.NamespaceOf(r.Context(), rt.Snapshot(), aid)
+				if err != nil {
+					return err
+				}
+				if !found || ns != scope {
+					continue
+				}
+			}
 			// Snapshot reads (actor.Lookup): a dashboard may be a moment stale, and it must
 			// not make lifecycle transitions retry.
 			st, found, err := actor.Lookup(r.Context(), rt, aid)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthhq/berth/pkg/auth"
 )
 
 const testToken = "s3cret-token"
@@ -35,7 +37,7 @@ func (c *clock) add(d time.Duration) {
 
 func newHandler(t *testing.T, token string, mod ...func(*Options)) http.Handler {
 	t.Helper()
-	o := Options{AdminToken: token, API: fakeAPI}
+	o := Options{Auth: auth.Admin(token), API: fakeAPI}
 	for _, m := range mod {
 		m(&o)
 	}
@@ -135,7 +137,7 @@ func TestUIStaticAssetsArePublic(t *testing.T) {
 func TestUILoginStartsASession(t *testing.T) {
 	h := newHandler(t, testToken)
 	res := do(h, "POST", "/ui/login", url.Values{"token": {"wrong"}}.Encode())
-	if res.StatusCode != 403 || len(res.Cookies()) != 0 || !strings.Contains(bodyOf(t, res), "not the admin token") {
+	if res.StatusCode != 403 || len(res.Cookies()) != 0 || !strings.Contains(bodyOf(t, res), "not valid here") {
 		t.Fatalf("login with a wrong token: %d, cookies %v", res.StatusCode, res.Cookies())
 	}
 

@@ -15,13 +15,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
 // peerServer is a berth api-peer stand-in built on New, so its errors are real berth errors.
 func peerServer(t *testing.T, token string) *httptest.Server {
 	t.Helper()
-	e, _ := newTestEcho(t, Options{AdminToken: token})
+	e, _ := newTestEcho(t, Options{Auth: auth.Admin(token)})
 	e.GET("/things", func(c echo.Context) error {
 		var q struct {
 			Names []string `query:"name"`
@@ -196,7 +197,7 @@ func TestPeerClientUnreachable(t *testing.T) {
 }
 
 func TestPeerClientInProcess(t *testing.T) {
-	local, _ := newTestEcho(t, Options{AdminToken: "tok"})
+	local, _ := newTestEcho(t, Options{Auth: auth.Admin("tok")})
 	local.GET("/who", func(c echo.Context) error {
 		tok, _ := Token(c.Request().Context())
 		return c.JSON(http.StatusOK, map[string]string{"path": c.Request().URL.RequestURI(), "token": tok})

@@ -2,8 +2,6 @@ package apihttp
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -29,10 +28,10 @@ type Options struct {
 	// Log receives one line per failed request (Error for 5xx, with the cause; Debug for 4xx)
 	// and a Debug access line per request. Nil means slog.Default().
 	Log *slog.Logger
-	// AdminToken, when not empty, is required as "Authorization: Bearer <token>" on every path
-	// except PublicPaths: a request without a token gets 401 api.unauthorized, one with another
-	// token 403 api.forbidden. Tokens are compared in constant time.
-	AdminToken string
+	// Auth, when enabled, requires "Authorization: Bearer <token>" on every path except
+	// PublicPaths: a request without a token gets 401 api.unauthorized, one with an unknown
+	// token or one whose grant does not allow the call 403 api.forbidden. Nil: open.
+	Auth *auth.Authenticator
 	// PublicPaths answer without a token; nil means DefaultPublicPaths. Matched exactly.
 	PublicPaths []string
 	// DatacenterLabel is put into every ray id.
@@ -61,7 +60,7 @@ func New(opts Options) *echo.Echo {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler
 	e.Pre(requestContext(log, opts.DatacenterLabel), refuseLargeBodies)
-	e.Use(recoverPanic, bearerAuth(opts.AdminToken, public))
+	e.Use(recoverPanic, bearerAuth(opts.Auth, public))
 	return e
 }
 
@@ -182,10 +181,11 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// bearerAuth checks the admin token, and keeps any presented token in the request context for
-// forwarding (see Token), also when auth is off.
-func bearerAuth(token string, public []string) echo.MiddlewareFunc {
-	want := sha256.Sum256([]byte(token))
+// bearerAuth keeps the presented token in the request context for forwarding (see Token),
+// authenticates it (unless auth is off or the path is public),
+// refuses what its grant does not allow (AllowAPI), keeps a namespace-scoped grant to its
+// namespace (scopeNamespace), and puts the grant in the request context (auth.FromContext).
+func bearerAuth(a *auth.Authenticator, public []string) echo.MiddlewareFunc {
 	open := make(map[string]bool, len(public))
 	for _, p := range public {
 		open[p] = true
@@ -194,24 +194,55 @@ func bearerAuth(token string, public []string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			given, ok := bearer(req.Header.Get(echo.HeaderAuthorization))
-			if ok {
-				c.SetRequest(req.WithContext(WithToken(req.Context(), given)))
+			if ok { // forwarded to other datacenters, which check it again (see Token)
+				req = req.WithContext(WithToken(req.Context(), given))
+				c.SetRequest(req)
 			}
-			if token == "" || open[req.URL.Path] {
+			if !a.Enabled() || open[req.URL.Path] {
 				return next(c)
 			}
-			if !ok {
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
-				return rerr.APIUnauthorized()
+			g, err := a.Authenticate(given)
+			if err != nil {
+				if rerr.Is(err, rerr.CodeAPIUnauthorized) {
+					c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
+				}
+				return err
 			}
-			// Hashing first makes the comparison independent of both lengths.
-			got := sha256.Sum256([]byte(given))
-			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				return rerr.APIForbidden()
+			if err := g.AllowAPI(req.Method); err != nil {
+				return err
 			}
+			if !g.Global() {
+				if err := scopeNamespace(c, g); err != nil {
+					return err
+				}
+			}
+			c.SetRequest(req.WithContext(auth.WithGrant(req.Context(), g)))
 			return next(c)
 		}
 	}
+}
+
+// unscopedRoutes take no namespace query: the node's own, the datacenters and the namespaces
+// (whose handlers filter them by the grant).
+var unscopedRoutes = map[string]bool{"/health": true, "/metadata": true, "/datacenters": true, "/namespaces": true}
+
+// scopeNamespace keeps a request of a grant limited to one namespace to that namespace: a
+// namespace query naming another is answered as if that namespace did not exist, and a
+// route that takes a namespace gets the grant's when the query has none (instead of the
+// default namespace).
+func scopeNamespace(c echo.Context, g auth.Grant) error {
+	req := c.Request()
+	q := req.URL.Query()
+	for _, ns := range q["namespace"] {
+		if ns != g.Namespace {
+			return rerr.NamespaceNotFound(ns)
+		}
+	}
+	if len(q["namespace"]) == 0 && !unscopedRoutes[c.Path()] {
+		q.Set("namespace", g.Namespace)
+		req.URL.RawQuery = q.Encode()
+	}
+	return nil
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header; the scheme is

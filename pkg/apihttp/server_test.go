@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -193,7 +194,7 @@ func TestBearerAuth(t *testing.T) {
 		token, hasToken = Token(c.Request().Context())
 		return c.JSON(http.StatusOK, map[string]string{"ok": "yes"})
 	}
-	e, _ := newTestEcho(t, Options{AdminToken: "s3cret"})
+	e, _ := newTestEcho(t, Options{Auth: auth.Admin("s3cret")})
 	for _, p := range []string{"/health", "/metadata", "/datacenters"} {
 		e.GET(p, handler)
 	}

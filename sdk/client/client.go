@@ -36,8 +36,9 @@ type settings struct {
 	namespace string
 }
 
-// WithToken sends token as "Authorization: Bearer <token>" on every request: the engine's
-// admin token, needed on every endpoint but /health and /metadata when the engine has one.
+// WithToken sends token as "Authorization: Bearer <token>" on every request, needed on every
+// endpoint but /health and /metadata when the engine has auth on: the admin token, or an
+// admin or read token of one namespace (which sees that namespace only).
 func WithToken(token string) Option { return func(s *settings) { s.token = token } }
 
 // WithHTTPClient sends requests through hc instead of http.DefaultClient (for timeouts,

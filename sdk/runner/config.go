@@ -68,8 +68,8 @@ type Config struct {
 	Version uint32
 	// TotalSlots is how many actors this runner hosts at most; at least 1.
 	TotalSlots uint32
-	// Token is the engine's admin token, sent as the rivet_token.<token> subprotocol; empty
-	// for an engine without auth.
+	// Token is the engine's admin token or a runner (or admin) token of Namespace, sent as
+	// the rivet_token.<token> subprotocol; empty for an engine without auth.
 	Token string
 	// Metadata is a JSON object stored with the runner (GET /runners); nil for none.
 	Metadata json.RawMessage

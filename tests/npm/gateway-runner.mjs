@@ -7,6 +7,7 @@
 //   BERTH_NAMESPACE  namespace, default "default"
 //   RUNNER_NAME      runner name (pool), default "echo"
 //   RUNNER_SLOTS     total slots, default 10
+//   RUNNER_TOKEN     the token it connects with (rivet_token.<token>), default none
 //
 // HTTP, on any actor:
 //   /sleep   answers "sleeping", then runner.sleepActor (the actor goes to sleep)
@@ -59,6 +60,7 @@ const generations = new Map();
 const runner = new Runner({
 	logger,
 	endpoint,
+	token: process.env.RUNNER_TOKEN || undefined,
 	namespace: process.env.BERTH_NAMESPACE ?? "default",
 	runnerName: process.env.RUNNER_NAME ?? "echo",
 	version: 1,

@@ -158,6 +158,7 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		c.runnersCommand(),
 		c.envoysCommand(),
 		c.actorsCommand(),
+		c.tokensCommand(),
 	)
 	for _, cmd := range c.transferCommands() {
 		root.AddCommand(cmd)
@@ -225,7 +226,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func (c *cli) clientFlags(cmd *cobra.Command) *cobra.Command {
 	f := cmd.PersistentFlags()
 	f.StringVar(&c.endpoint, "endpoint", "", "the engine's public URL (env "+envEndpoint+"; default "+defaultEndpoint+")")
-	f.StringVar(&c.token, "token", "", "the engine's admin token (env "+envToken+")")
+	f.StringVar(&c.token, "token", "", "a token: the admin token or a scoped one (env "+envToken+")")
 	f.StringVarP(&c.namespace, "namespace", "n", "", "the namespace (env "+envNamespace+"; default "+client.DefaultNamespace+")")
 	f.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
 	return cmd

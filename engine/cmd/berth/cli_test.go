@@ -33,12 +33,18 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // returns its public URL.
 func startEngine(t *testing.T, token string) string {
 	t.Helper()
+	return startEngineWith(t, func(c *config.Config) { c.Auth.AdminToken = token })
+}
+
+// startEngineWith is startEngine with the configuration set by set.
+func startEngineWith(t *testing.T, set func(*config.Config)) string {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Database.URL = "mem://"
 	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
 	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
 	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	cfg.Auth.AdminToken = token
+	set(cfg)
 	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: quiet})
 	if err != nil {
 		t.Fatal(err)

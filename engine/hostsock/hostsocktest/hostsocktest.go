@@ -15,6 +15,7 @@ import (
 	"github.com/berthhq/berth/engine/pegboard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
@@ -63,9 +64,10 @@ func Start(t testing.TB, db udb.Database, c Config) *Node {
 	if c.Actor != nil {
 		cfg = *c.Actor
 	}
+	a := auth.Admin(c.AdminToken)
 	registry := hostsock.NewRegistry(nil)
 	watchers := pegboard.NewWatchers()
-	node := cluster.New(cluster.Options{DB: db, Bus: bus, ID: c.ID, Label: c.Label, Log: c.Log, AdminToken: c.AdminToken,
+	node := cluster.New(cluster.Options{DB: db, Bus: bus, ID: c.ID, Label: c.Label, Log: c.Log, Auth: a,
 		Local: registry, Changes: watchers})
 	lc := pegboard.NewLifecycle(pegboard.LifecycleOptions{
 		DB: db, Hosts: node, Watchers: watchers, Log: c.Log, Config: cfg, Label: c.Label, Datacenter: "default",
@@ -77,7 +79,7 @@ func Start(t testing.TB, db udb.Database, c Config) *Node {
 		},
 	})
 	srv, err := hostsock.New(hostsock.Options{
-		DB: db, Label: c.Label, AdminToken: c.AdminToken, Log: c.Log,
+		DB: db, Label: c.Label, Auth: a, Log: c.Log,
 		Registry: registry, Cluster: node, Actors: lc.Actors, Runners: lc.Runners, Envoys: lc.Envoys,
 		ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
 			return udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (namespace.Namespace, error) {

@@ -1,7 +1,6 @@
 package wsconn
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -42,14 +42,14 @@ func IsTarget(r *http.Request, t string) bool {
 	return r.Header.Get("X-Rivet-Target") == t
 }
 
-// CheckUpgrade answers a request that must not be upgraded and reports false: a method other
-// than GET is 405 api.method_not_allowed; with an admin token set, a token missing from both
-// the rivet_token.<t> subprotocol and the x-rivet-token header is api.unauthorized and a
-// wrong one api.forbidden (compared in constant time). The token is checked before anything
-// else about the request. A refused WebSocket handshake is accepted and closed at once, as
-// Rivet's guard does, so that the client reads why (Refuse).
-func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string, label uint16) bool {
-	if err := checkToken(r, adminToken); err != nil {
+// CheckUpgrade answers a request that must not be upgraded and reports false: with auth
+// on, a token missing from both the rivet_token.<t> subprotocol and the x-rivet-token header
+// is api.unauthorized, an unknown one, or one whose grant allow refuses, api.forbidden; then
+// a method other than GET is 405 api.method_not_allowed. The token is checked before
+// anything else about the request. A refused WebSocket handshake is accepted and closed at
+// once, as Rivet's guard does, so that the client reads why (Refuse).
+func CheckUpgrade(w http.ResponseWriter, r *http.Request, a *auth.Authenticator, allow func(auth.Grant) *rerr.Error, label uint16) bool {
+	if err := checkToken(r, a, allow); err != nil {
 		Refuse(w, r, err, id.New(label).String())
 		return false
 	}
@@ -60,10 +60,10 @@ func CheckUpgrade(w http.ResponseWriter, r *http.Request, adminToken string, lab
 	return true
 }
 
-// checkToken returns the error of a request without the admin token, nil with it or when
-// there is none.
-func checkToken(r *http.Request, adminToken string) *rerr.Error {
-	if adminToken == "" {
+// checkToken returns the error of a socket request whose token is missing, unknown or not
+// allowed, nil otherwise (and always when auth is off).
+func checkToken(r *http.Request, a *auth.Authenticator, allow func(auth.Grant) *rerr.Error) *rerr.Error {
+	if !a.Enabled() {
 		return nil
 	}
 	tok, has := "", false
@@ -76,13 +76,14 @@ func checkToken(r *http.Request, adminToken string) *rerr.Error {
 	if !has {
 		tok, has = r.Header.Get("X-Rivet-Token"), r.Header.Get("X-Rivet-Token") != ""
 	}
-	if !has {
-		return rerr.APIUnauthorized()
-	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(adminToken)) != 1 {
+	if has && tok == "" { // an empty rivet_token.: a wrong token, not a missing one
 		return rerr.APIForbidden()
 	}
-	return nil
+	g, err := a.Authenticate(tok)
+	if err != nil {
+		return err
+	}
+	return allow(g)
 }
 
 // Refuse answers a request the socket server will not serve: a WebSocket handshake is

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/berthhq/berth/pkg/auth"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -134,7 +136,7 @@ func TestCheckUpgrade(t *testing.T) {
 			r.Header.Set("X-Rivet-Token", tc.header)
 		}
 		w := httptest.NewRecorder()
-		ok := CheckUpgrade(w, r, tc.token, 1)
+		ok := CheckUpgrade(w, r, auth.Admin(tc.token), auth.Grant.AllowGlobal, 1)
 		if ok != (tc.want == 0) || !ok && w.Code != tc.want {
 			t.Errorf("%+v: ok %v, status %d", tc, ok, w.Code)
 		}
