@@ -77,15 +77,17 @@ bench-compare: build
 	$(GO) build -o bin/bench-compare ./bench/compare
 	./bin/bench-compare -berth $(BIN) $(BENCH_COMPARE_FLAGS)
 
-# Run every fuzzer in the repository (both modules) for FUZZTIME each (default 30s).
+# Run every fuzzer in the repository (both modules) for FUZZTIME each (default 30s);
+# FUZZFLAGS adds go test flags (-parallel 1 keeps it to one core).
 FUZZTIME ?= 30s
+FUZZFLAGS ?=
 fuzz:
 	@for m in $(MODULES); do \
 		cd $(CURDIR)/$$m || exit 1; \
 		for pkg in $$($(GO) list $(PKGS)); do \
 			for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 				echo "== $$pkg $$f"; \
-				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg || exit 1; \
 			done; \
 		done; \
 	done

@@ -177,3 +177,26 @@ func TestNewToken(t *testing.T) {
 		t.Errorf("%q is not usable in a WebSocket subprotocol", a)
 	}
 }
+
+// ParseFile never panics, and what it accepts passes Check and survives a write and a read.
+func FuzzParseFile(f *testing.F) {
+	f.Add([]byte(`{"tokens": []}`))
+	f.Add([]byte(`{"tokens": [{"id": "a", "namespace": "n", "role": "read", "sha256": "` + Hash("x") + `", "expires_at": "2027-01-01T00:00:00Z"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := ParseFile(data)
+		if err != nil {
+			return
+		}
+		if err := file.Check(); err != nil {
+			t.Fatalf("accepted, then Check: %v", err)
+		}
+		path := filepath.Join(t.TempDir(), "tokens.json")
+		if err := WriteFile(path, file); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadFile(path)
+		if err != nil || len(again.Tokens) != len(file.Tokens) {
+			t.Fatalf("written and read again: %v, %d tokens of %d", err, len(again.Tokens), len(file.Tokens))
+		}
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -368,4 +370,64 @@ func TestScopedTokensEndToEnd(t *testing.T) {
 func isAPIError(err error, group, code string) bool {
 	var e *client.APIError
 	return errors.As(err, &e) && e.Group == group && e.Code == code
+}
+
+// The dashboard with a namespace's read token: it logs in, sees that namespace only (in the
+// API it reads and in the actor states), and the session ends when the token is revoked. A
+// runner token cannot log in.
+func TestScopedTokensOnTheDashboard(t *testing.T) {
+	s := startScoped(t)
+	actorA, actorB := s.actor(t, "team-a"), s.actor(t, "team-b")
+	login := func(token string) (*http.Client, int) {
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+		resp, err := browser.PostForm(s.URL+"/ui/login", url.Values{"token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return browser, resp.StatusCode
+	}
+	get := func(browser *http.Client, path string) (int, string) {
+		resp, err := browser.Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if _, status := login(s.tokens["a-runner"]); status != http.StatusForbidden {
+		t.Errorf("login with a runner token: %d, want 403", status)
+	}
+	browser, status := login(s.tokens["a-read"])
+	if status != http.StatusOK {
+		t.Fatalf("login with a read token: %d", status)
+	}
+	if status, body := get(browser, "/ui/api/namespaces"); status != 200 || !strings.Contains(body, `"team-a"`) || strings.Contains(body, "team-b") || strings.Contains(body, `"default"`) {
+		t.Errorf("namespaces through the dashboard: %d %s", status, body)
+	}
+	if status, body := get(browser, "/ui/actor-states?actor_ids="+actorA+","+actorB); status != 200 || !strings.Contains(body, actorA) || strings.Contains(body, actorB) {
+		t.Errorf("actor states of team-a's and team-b's actors: %d %s", status, body)
+	}
+
+	f, err := auth.ReadFile(s.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Tokens = slices.DeleteFunc(f.Tokens, func(e auth.Entry) bool { return e.ID == "a-read" })
+	if err := auth.WriteFile(s.file, f); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(soon)
+	for {
+		status, _ := get(browser, "/ui/api/namespaces")
+		if status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session of a revoked token still reads: %d", status)
+		}
+		time.Sleep(100 * time.Millisecond) // the engine looks at the file at most once a second
+	}
 }
