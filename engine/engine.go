@@ -18,7 +18,6 @@ import (
 	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/engine/internal/connlimit"
 	"github.com/berthhq/berth/engine/pegboard"
-	"github.com/berthhq/berth/engine/ui"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
@@ -246,8 +245,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
 		Telemetry:            e.obs.gateway(),
 	})
-	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)),
-		ui.Options{Auth: e.auth, ResolveNamespace: peer.ResolveNamespace, API: api, DB: e.db, Label: topo.Local})
+	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)), e.dashboard(api, peer, topo.Local))
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil
 }

@@ -196,3 +196,29 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("logout: %v", err)
 	}
 }
+
+// Behind a trusted TLS-terminating proxy (X-Forwarded-Proto: https) the session cookie is
+// Secure; the same header from an untrusted peer changes nothing.
+func TestDashboardCookieBehindAProxy(t *testing.T) {
+	for _, trusted := range []bool{false, true} {
+		cfg := testConfig("s3cret")
+		if trusted {
+			cfg.Guard.TrustedProxies = []string{"127.0.0.1"}
+		}
+		e := startEngine(t, cfg)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+e.PublicAddr().String()+"/ui/login",
+			strings.NewReader(url.Values{"token": {"s3cret"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		tr := &http.Transport{}
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		tr.CloseIdleConnections()
+		if c := res.Cookies(); len(c) != 1 || c[0].Secure != trusted {
+			t.Errorf("trusted proxy %v: cookies %+v, want one, Secure %v", trusted, c, trusted)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,6 +50,13 @@ type Options struct {
 	DB udb.Database
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
+	// ClientIP is the address a request counts as, for the failed-login limit; nil means the
+	// socket's peer.
+	ClientIP func(*http.Request) string
+	// SecureCookie reports whether the session cookie is marked Secure; nil means when the
+	// request came over TLS. Behind a TLS-terminating proxy the engine also says yes when a
+	// trusted proxy sends X-Forwarded-Proto: https.
+	SecureCookie func(*http.Request) bool
 	// SessionLifetime is how long a login lasts (default DefaultSessionLifetime).
 	SessionLifetime time.Duration
 	// MaxSessions bounds the session table (default DefaultMaxSessions); beyond it the least
@@ -102,6 +110,24 @@ func Handler(o Options) http.Handler {
 	files := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
 	assets := publicAssets(sub)
 	ses := newSessions(o.SessionLifetime, o.MaxSessions, o.now)
+	if o.now == nil {
+		o.now = time.Now
+	}
+	limiter := newLoginLimiter(o.now)
+	if o.ClientIP == nil {
+		o.ClientIP = func(r *http.Request) string {
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			return host
+		}
+	}
+	if o.SecureCookie == nil {
+		o.SecureCookie = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	// cookie is the session cookie with value, or, with maxAge -1, the one that deletes it.
+	cookie := func(r *http.Request, value string, maxAge int) *http.Cookie {
+		return &http.Cookie{Name: CookieName, Value: value, Path: "/ui", MaxAge: maxAge, HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: o.SecureCookie(r)}
+	}
 	cop := http.NewCrossOriginProtection()
 
 	mux := http.NewServeMux()
@@ -110,9 +136,15 @@ func Handler(o Options) http.Handler {
 			http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 			return
 		}
+		client := o.ClientIP(r)
+		if limiter.blocked(client) {
+			loginPage(w, http.StatusTooManyRequests, "Too many failed logins from your address: wait a minute.")
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 		tok := strings.TrimSpace(r.PostFormValue("token"))
 		if _, status, msg := authenticate(o.Auth, tok); status != 0 {
+			limiter.failed(client)
 			loginPage(w, status, msg)
 			return
 		}
@@ -229,12 +261,6 @@ func bearer(r *http.Request) string {
 		return strings.TrimSpace(tok)
 	}
 	return ""
-}
-
-// cookie is the session cookie with value, or, with maxAge -1, the one that deletes it.
-func cookie(r *http.Request, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: value, Path: "/ui", MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
 }
 
 // crossSiteReferer reports whether an unsafe request with neither Sec-Fetch-Site nor Origin

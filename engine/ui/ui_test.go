@@ -384,3 +384,50 @@ func TestUISecureCookieUnderTLS(t *testing.T) {
 		t.Errorf("logout over TLS: %d %v", res.StatusCode, res.Header.Values("Set-Cookie"))
 	}
 }
+
+// Failed logins are limited per client address: the 11th within a minute is refused, even
+// with the right token, while another address may still log in; a minute later the client
+// may try again.
+func TestUILoginAttemptsAreLimited(t *testing.T) {
+	clock := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	h := newHandler(t, testToken, func(o *Options) {
+		o.now = func() time.Time { return clock }
+		o.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Client") }
+	})
+	login := func(client, token string) int {
+		res := do(h, "POST", "/ui/login", url.Values{"token": {token}}.Encode(), "X-Test-Client: "+client)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for i := range maxLoginFailures {
+		if s := login("a", "wrong"); s != 403 {
+			t.Fatalf("failed login %d: %d, want 403", i+1, s)
+		}
+	}
+	if s := login("a", testToken); s != 429 {
+		t.Errorf("login after %d failures: %d, want 429", maxLoginFailures, s)
+	}
+	if s := login("b", testToken); s != 303 {
+		t.Errorf("another client's login: %d, want 303", s)
+	}
+	clock = clock.Add(loginFailureWindow)
+	if s := login("a", testToken); s != 303 {
+		t.Errorf("login a window later: %d, want 303", s)
+	}
+}
+
+// SecureCookie decides the cookie's Secure flag (the engine says yes behind a trusted
+// TLS-terminating proxy).
+func TestUISecureCookie(t *testing.T) {
+	h := newHandler(t, testToken, func(o *Options) {
+		o.SecureCookie = func(r *http.Request) bool { return r.Header.Get("X-Forwarded-Proto") == "https" }
+	})
+	for _, proto := range []string{"http", "https"} {
+		res := do(h, "POST", "/ui/login", url.Values{"token": {testToken}}.Encode(), "X-Forwarded-Proto: "+proto)
+		res.Body.Close()
+		cookies := res.Cookies()
+		if len(cookies) != 1 || cookies[0].Secure != (proto == "https") {
+			t.Errorf("login over %s: cookies %+v", proto, cookies)
+		}
+	}
+}

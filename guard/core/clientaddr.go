@@ -22,6 +22,13 @@ func (t Trusted) Contains(addr netip.Addr) bool {
 	return false
 }
 
+// Sent reports whether r's socket peer is a trusted proxy, whose X-Forwarded-* headers are
+// then believed.
+func (t Trusted) Sent(r *http.Request) bool {
+	peer := socketAddr(r.RemoteAddr)
+	return peer.IsValid() && t.Contains(peer)
+}
+
 // ClientIP is the address a request is counted and reported by: the socket's peer, unless
 // that peer is a trusted proxy; then the rightmost X-Forwarded-For entry that is not a
 // trusted proxy itself (each proxy appends the address it saw, so entries to the left of the
