@@ -35,6 +35,10 @@ type Settings struct {
 	ActorStopThresholdMs  uint32 // pegboard.actor_stop_threshold
 	BaseRetryTimeoutMs    uint32 // pegboard.base_retry_timeout
 
+	// Ports, when set, are the guard's and api-peer's ports (from FreePorts), for a
+	// topology that names them before the engine starts; nil picks fresh ones.
+	Ports []int
+
 	// Env is extra environment for the engine process (GODEBUG=…, GOMAXPROCS=…); BERTH__*
 	// variables of the test's own environment are never passed on.
 	Env []string
@@ -76,7 +80,10 @@ type Engine struct {
 func (e *Engine) configure() {
 	t, st := e.t, e.st
 	t.Helper()
-	ports := FreePorts(t, 2)
+	ports := st.Ports
+	if len(ports) != 2 {
+		ports = FreePorts(t, 2)
+	}
 	scheme := "http"
 	if st.TLS != nil {
 		scheme = "https"
