@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -239,8 +240,12 @@ func scopeNamespace(c echo.Context, g auth.Grant) error {
 		}
 	}
 	if len(q["namespace"]) == 0 && !unscopedRoutes[c.Path()] {
-		q.Set("namespace", g.Namespace)
-		req.URL.RawQuery = q.Encode()
+		// Appended, not re-encoded: the rest of the query reaches the handler as sent.
+		add := "namespace=" + url.QueryEscape(g.Namespace)
+		if req.URL.RawQuery != "" {
+			add = "&" + add
+		}
+		req.URL.RawQuery += add
 	}
 	return nil
 }

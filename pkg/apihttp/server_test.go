@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -299,6 +300,45 @@ func TestClientWentAway(t *testing.T) {
 	for _, l := range logs.lines(t) {
 		if l["level"] == "ERROR" {
 			t.Errorf("a client that went away is not an error: %v", l)
+		}
+	}
+}
+
+// A namespace token's request is kept to its namespace: a route that takes one gets the
+// token's when the query names none (the rest of the query untouched), another is
+// namespace.not_found, and the routes without a namespace are left as they are.
+func TestScopedNamespace(t *testing.T) {
+	tok := auth.NewToken()
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	if err := auth.WriteFile(file, auth.File{Tokens: []auth.Entry{{ID: "a", Namespace: "team-a", Role: auth.RoleAdmin, SHA256: auth.Hash(tok)}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{AdminToken: "admin", TokensFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newTestEcho(t, Options{Auth: a})
+	seen := func(c echo.Context) error {
+		g := auth.FromContext(c.Request().Context())
+		return c.String(http.StatusOK, g.Namespace+"|"+c.Request().URL.RawQuery)
+	}
+	e.GET("/actors", seen)
+	e.GET("/namespaces", seen)
+	for _, tc := range []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/actors", 200, "team-a|namespace=team-a"},
+		{"/actors?name=x%2Fy&limit=2", 200, "team-a|name=x%2Fy&limit=2&namespace=team-a"},
+		{"/actors?namespace=team-a", 200, "team-a|namespace=team-a"},
+		{"/actors?namespace=team-b", 404, `"code":"not_found"`},
+		{"/actors?namespace=team-a&namespace=default", 404, `"code":"not_found"`},
+		{"/namespaces", 200, "team-a|"},
+	} {
+		got := do(t, e, http.MethodGet, tc.target, "Authorization", "Bearer "+tok)
+		if got.status != tc.status || !strings.Contains(got.body, tc.body) {
+			t.Errorf("GET %s: %d %s, want %d %s", tc.target, got.status, got.body, tc.status, tc.body)
 		}
 	}
 }
