@@ -66,6 +66,31 @@ func startScoped(t *testing.T) *scopedEngine {
 	return s
 }
 
+// revoke removes the token id from the tokens file, as `berth tokens revoke` does.
+func (s *scopedEngine) revoke(t *testing.T, id string) {
+	t.Helper()
+	f, err := auth.ReadFile(s.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Tokens = slices.DeleteFunc(f.Tokens, func(e auth.Entry) bool { return e.ID == id })
+	if err := auth.WriteFile(s.file, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond, as an outside observer of the engine would, until it holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(soon)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not seen within %v", what, soon)
+		}
+		time.Sleep(100 * time.Millisecond) // the engine looks at the tokens file at most once a second
+	}
+}
+
 // actor creates an actor of pool "pool" in ns (with the admin token) and returns its id.
 func (s *scopedEngine) actor(t *testing.T, ns string) string {
 	t.Helper()
@@ -346,25 +371,11 @@ func TestScopedTokensEndToEnd(t *testing.T) {
 	}
 
 	// Revoked while the engine runs, the runner token no longer connects.
-	f, err := auth.ReadFile(s.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Tokens = slices.DeleteFunc(f.Tokens, func(e auth.Entry) bool { return e.ID == "a-runner" })
-	if err := auth.WriteFile(s.file, f); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(soon)
-	for {
+	s.revoke(t, "a-runner")
+	eventually(t, "the revoked runner token refused", func() bool {
 		code, reason := socketClose(t, s.URL, "/runners/connect?protocol_version=7&namespace=team-a&runner_key=late", s.tokens["a-runner"])
-		if code == websocket.StatusPolicyViolation && strings.HasPrefix(reason, "api.forbidden#") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked runner token still connects: %d %q", code, reason)
-		}
-		time.Sleep(100 * time.Millisecond) // the engine looks at the file at most once a second
-	}
+		return code == websocket.StatusPolicyViolation && strings.HasPrefix(reason, "api.forbidden#")
+	})
 }
 
 func isAPIError(err error, group, code string) bool {
@@ -411,23 +422,9 @@ func TestScopedTokensOnTheDashboard(t *testing.T) {
 		t.Errorf("actor states of team-a's and team-b's actors: %d %s", status, body)
 	}
 
-	f, err := auth.ReadFile(s.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Tokens = slices.DeleteFunc(f.Tokens, func(e auth.Entry) bool { return e.ID == "a-read" })
-	if err := auth.WriteFile(s.file, f); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(soon)
-	for {
+	s.revoke(t, "a-read")
+	eventually(t, "the revoked token's session ended", func() bool {
 		status, _ := get(browser, "/ui/api/namespaces")
-		if status == http.StatusUnauthorized {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session of a revoked token still reads: %d", status)
-		}
-		time.Sleep(100 * time.Millisecond) // the engine looks at the file at most once a second
-	}
+		return status == http.StatusUnauthorized
+	})
 }
