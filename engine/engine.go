@@ -249,28 +249,30 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 // other nodes relay to, before any socket can be claimed.
 func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
 	var err error
-	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), e.log); err != nil {
+	lim := limitsOf(cfg.Guard)
+	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), lim, e.log); err != nil {
 		return undo, err
 	}
 	if cfg.Guard.ProxyProtocol {
-		e.public.ln = proxyProtocol(e.public.ln, e.trusted)
+		e.public.ln = proxyProtocol(e.public.ln, e.trusted, lim.readHeader)
 	}
-	// The connection cap sits under TLS: net/http must see the *tls.Conn to fill r.TLS.
+	// The connection cap sits under TLS, which counts the heads' plaintext above it.
 	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains, e.tls.guard != nil)
-	serveTLS(e.public, e.tls.guard)
+	e.public.serveHeads(e.tls.guard)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, lim, e.log); err != nil {
 		return undo, err
 	}
-	serveTLS(e.peer, e.tls.peer)
+	e.peer.serveHeads(e.tls.peer)
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
 	if err := e.cluster.Start(ctx, nodeAddress(cfg, scheme(e.tls.peer), e.peer.ln.Addr())); err != nil {
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), lim, e.log); err != nil {
 		return undo, err
 	}
+	e.metrics.serveHeads(nil)
 	return undo, nil
 }
 

@@ -94,6 +94,19 @@ type Guard struct {
 	// over it gets 429 guard.too_many_connections and is closed. Trusted proxies are not
 	// counted. Default 1024; 0 turns the bound off.
 	MaxConnectionsPerClient uint32 `json:"max_connections_per_client"`
+	// MaxHeaderBytes bounds the head of a request on the guard port, its request line and
+	// header lines as sent (431 guard.request_header_fields_too_large), and MaxHeaderCount
+	// its header fields (431 guard.too_many_request_headers). The connection is closed after
+	// the answer. Defaults 65536 (1024 to 1048576) and 100, as on Rivet (1 to 10000).
+	MaxHeaderBytes uint32 `json:"max_header_bytes"`
+	MaxHeaderCount uint32 `json:"max_header_count"`
+	// ReadHeaderTimeoutMs bounds how long a connection to any of the listeners (guard,
+	// api_peer, metrics) may take to send a request's head, TLS handshake and PROXY header
+	// included, counted from its first byte (from the connection's opening for the first
+	// request); IdleTimeoutMs how long a kept-alive connection may wait before its next
+	// request. Past either, the connection is closed. Defaults 10000 and 120000.
+	ReadHeaderTimeoutMs uint32 `json:"read_header_timeout_ms"`
+	IdleTimeoutMs       uint32 `json:"idle_timeout_ms"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -290,6 +303,8 @@ const (
 	DefaultReleases          = 128
 	DefaultShutdownDrainMs   = 25000
 	DefaultGCHeapFloorMiB    = 64
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxHeaderCount    = 100
 
 	DefaultRunnerLostThreshold        = 15000   // ms
 	DefaultRunnerEligibleThreshold    = 10000   // ms
@@ -324,6 +339,8 @@ func Default() *Config {
 			},
 		},
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
+			MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
+			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},
