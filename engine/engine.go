@@ -240,7 +240,9 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
 		Telemetry:            e.obs.gateway(),
 	})
-	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)), api, cfg, e.db, topo.Local)
+	// WebSockets are counted per client before anything else looks at them.
+	sockets := connlimit.NewSockets(int(cfg.Guard.MaxWebSocketsPerClient), func(r *http.Request) string { return core.ClientIP(r, e.trusted) })
+	svc.public = e.obs.public(sockets.Wrap(gateway.Wrap(e.hosts.Wrap(api))), api, cfg, e.db, topo.Local)
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil
 }

@@ -94,6 +94,11 @@ type Guard struct {
 	// over it gets 429 guard.too_many_connections and is closed. Trusted proxies are not
 	// counted. Default 1024; 0 turns the bound off.
 	MaxConnectionsPerClient uint32 `json:"max_connections_per_client"`
+	// MaxWebSocketsPerClient bounds the WebSockets one client address (as for the rate
+	// limits) holds open on the guard port: gateway WebSockets and runner and envoy sockets.
+	// One over it gets 429 guard.too_many_websockets before the upgrade. Default 512; 0 turns
+	// the bound off.
+	MaxWebSocketsPerClient uint32 `json:"max_websockets_per_client"`
 	// MaxHeaderBytes bounds the head of a request on the guard port, its request line and
 	// header lines as sent (431 guard.request_header_fields_too_large), and MaxHeaderCount
 	// its header fields (431 guard.too_many_request_headers). The connection is closed after
@@ -339,7 +344,7 @@ func Default() *Config {
 			},
 		},
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
-			MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
+			MaxWebSocketsPerClient: 512, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
 			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
