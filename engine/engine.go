@@ -177,7 +177,7 @@ type services struct {
 // cluster), api-peer, the host-socket server, the gateway and api-public.
 func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
 	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
-	registry := hostsock.NewRegistry(m)
+	registry := hostsock.NewRegistry(m, int(cfg.Guard.MaxTunnelsPerHost))
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),

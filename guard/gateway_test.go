@@ -503,3 +503,19 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("API: %d", w.Code)
 	}
 }
+
+// A host that carries the most tunnels it may is answered at once with 503
+// guard.host_overloaded: not retried, not queued.
+func TestFullHost(t *testing.T) {
+	f := newFixture(t, Options{})
+	opens := 0
+	f.gw.o.Hosts = hostsOf{func(actor.Host) (Tunnel, error) {
+		opens++
+		return nil, rerr.GuardHostOverloaded(3)
+	}}
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	if w := f.serve("GET", "/gateway/"+aid.String()+"/x", nil, ""); w.Code != 503 || errKey(w) != "guard.host_overloaded" || opens != 1 {
+		t.Fatalf("%d %q %s after %d opens; want 503 guard.host_overloaded after one", w.Code, errKey(w), w.Body, opens)
+	}
+}

@@ -112,6 +112,10 @@ type Guard struct {
 	// request. Past either, the connection is closed. Defaults 10000 and 120000.
 	ReadHeaderTimeoutMs uint32 `json:"read_header_timeout_ms"`
 	IdleTimeoutMs       uint32 `json:"idle_timeout_ms"`
+	// MaxTunnelsPerHost bounds the gateway requests and WebSockets one runner or envoy socket
+	// carries at once; one more gets 503 guard.host_overloaded at once, rather than waiting.
+	// Default 16384; 0 turns the bound off.
+	MaxTunnelsPerHost uint32 `json:"max_tunnels_per_host"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -345,7 +349,7 @@ func Default() *Config {
 		},
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
 			MaxWebSocketsPerClient: 512, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
-			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000,
+			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000, MaxTunnelsPerHost: 16384,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},

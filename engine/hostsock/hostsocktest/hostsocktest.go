@@ -35,6 +35,8 @@ type Config struct {
 	Runner, Envoy hostsock.Timing
 	// InitTimeout and ActorStopThreshold are hostsock.Options'.
 	InitTimeout, ActorStopThreshold time.Duration
+	// MaxTunnels bounds the tunnels of one socket (hostsock.NewRegistry); 0: no bound.
+	MaxTunnels int
 }
 
 // Node is one engine node's host sockets and control plane over a store.
@@ -63,7 +65,7 @@ func Start(t testing.TB, db udb.Database, c Config) *Node {
 	if c.Actor != nil {
 		cfg = *c.Actor
 	}
-	registry := hostsock.NewRegistry(nil)
+	registry := hostsock.NewRegistry(nil, c.MaxTunnels)
 	watchers := pegboard.NewWatchers()
 	node := cluster.New(cluster.Options{DB: db, Bus: bus, ID: c.ID, Label: c.Label, Log: c.Log, AdminToken: c.AdminToken,
 		Local: registry, Changes: watchers})
