@@ -230,6 +230,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		MaxRequestsPerActor:  int(cfg.Guard.MaxRequestsPerActor),
 		TrustedProxies:       e.trusted,
 		Transport:            e.tls.outbound,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),

@@ -116,6 +116,10 @@ type Guard struct {
 	// carries at once; one more gets 503 guard.host_overloaded at once, rather than waiting.
 	// Default 16384; 0 turns the bound off.
 	MaxTunnelsPerHost uint32 `json:"max_tunnels_per_host"`
+	// MaxRequestsPerActor bounds the gateway HTTP requests in flight to one actor through
+	// one node (WebSockets are bounded per client and per host instead); one more gets 429
+	// guard.actor_overloaded at once. Default 1024; 0 turns the bound off.
+	MaxRequestsPerActor uint32 `json:"max_requests_per_actor"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -349,7 +353,7 @@ func Default() *Config {
 		},
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
 			MaxWebSocketsPerClient: 512, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
-			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000, MaxTunnelsPerHost: 16384,
+			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000, MaxTunnelsPerHost: 16384, MaxRequestsPerActor: 1024,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},

@@ -278,7 +278,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, idle_timeout_ms, max_connections_per_client, max_header_bytes, max_header_count, max_tunnels_per_host, max_websockets_per_client, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, read_header_timeout_ms, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, tls, trusted_proxies ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, idle_timeout_ms, max_connections_per_client, max_header_bytes, max_header_count, max_requests_per_actor, max_tunnels_per_host, max_websockets_per_client, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, read_header_timeout_ms, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, tls, trusted_proxies ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
