@@ -201,9 +201,10 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	// datacenter in process through api-peer's handler.
 	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
 		HTTP: &http.Client{Transport: e.tls.outbound}})
+	bodies := apihttp.BodyLimits{Large: int64(cfg.Guard.MaxAPIBodyBytes), Small: int64(cfg.Guard.MaxAPISmallBodyBytes)}
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, AdminToken: cfg.Auth.AdminToken, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors,
+		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies,
 	})
 	peerAPI := peer.Handler()
 	var err error
@@ -222,7 +223,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: build, AdminToken: cfg.Auth.AdminToken, Log: log, Local: peer,
+		Build: build, AdminToken: cfg.Auth.AdminToken, Log: log, Local: peer, Bodies: bodies,
 	}).Handler()
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{

@@ -120,6 +120,15 @@ type Guard struct {
 	// one node (WebSockets are bounded per client and per host instead); one more gets 429
 	// guard.actor_overloaded at once. Default 1024; 0 turns the bound off.
 	MaxRequestsPerActor uint32 `json:"max_requests_per_actor"`
+	// MaxAPIBodyBytes bounds a REST request body on the endpoints that carry data (POST and
+	// PUT /actors, PUT /runner-configs/{name}): default 2097152, as on Rivet, which leaves an
+	// actor input about 1.5 MiB once in base64. MaxAPISmallBodyBytes bounds it on those whose
+	// body holds a few short fields (POST /namespaces, POST /actors/{id}/sleep and
+	// /reschedule): default 65536. Both from 1024 to 20971520. A larger body gets 413
+	// guard.invalid_request_body and is not read further; api-peer takes 6 times either
+	// (at most 20 MiB), as api-public re-encodes what it forwards.
+	MaxAPIBodyBytes      uint32 `json:"max_api_body_bytes"`
+	MaxAPISmallBodyBytes uint32 `json:"max_api_small_body_bytes"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -318,6 +327,7 @@ const (
 	DefaultGCHeapFloorMiB    = 64
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxHeaderCount    = 100
+	MaxAPIBody               = 20 << 20 // the largest guard.max_api_body_bytes
 
 	DefaultRunnerLostThreshold        = 15000   // ms
 	DefaultRunnerEligibleThreshold    = 10000   // ms
@@ -354,6 +364,7 @@ func Default() *Config {
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
 			MaxWebSocketsPerClient: 512, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
 			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000, MaxTunnelsPerHost: 16384, MaxRequestsPerActor: 1024,
+			MaxAPIBodyBytes: 2 << 20, MaxAPISmallBodyBytes: 64 << 10,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},

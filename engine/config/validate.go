@@ -154,6 +154,8 @@ func (c *Config) validateLimits(bad badFunc) {
 		{"max_header_count", g.MaxHeaderCount, 1, 10000},
 		{"read_header_timeout_ms", g.ReadHeaderTimeoutMs, 1, math.MaxUint32},
 		{"idle_timeout_ms", g.IdleTimeoutMs, 1, math.MaxUint32},
+		{"max_api_body_bytes", g.MaxAPIBodyBytes, 1024, MaxAPIBody},
+		{"max_api_small_body_bytes", g.MaxAPISmallBodyBytes, 1024, MaxAPIBody},
 	} {
 		switch {
 		case f.v == 0 && f.min == 1:

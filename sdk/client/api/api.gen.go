@@ -1443,8 +1443,9 @@ type ClientInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -1465,8 +1466,9 @@ type ClientInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -1819,8 +1821,9 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -1851,8 +1854,9 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -4122,8 +4126,9 @@ type ClientWithResponsesInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -4144,8 +4149,9 @@ type ClientWithResponsesInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -5145,6 +5151,8 @@ type ActorsRescheduleHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5180,6 +5188,11 @@ func (r ActorsRescheduleHTTPResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ActorsRescheduleHTTPResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActorsRescheduleHTTPResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5249,6 +5262,8 @@ type ActorsSleepHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5284,6 +5299,11 @@ func (r ActorsSleepHTTPResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ActorsSleepHTTPResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActorsSleepHTTPResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6762,8 +6782,9 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -6790,8 +6811,9 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -7910,6 +7932,13 @@ func ParseActorsRescheduleHTTPResponse(rsp *http.Response) (*ActorsRescheduleHTT
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7998,6 +8027,13 @@ func ParseActorsSleepHTTPResponse(rsp *http.Response) (*ActorsSleepHTTPResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

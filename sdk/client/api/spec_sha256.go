@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "0decf31131f407dce99b5ede45487c4c7a5b594cb0477068626176468166c904"
+const SpecSHA256 = "be1af034aec363f16b542e9a14ac56db3f369e3be172c255f2c671af298849be"
