@@ -88,7 +88,7 @@ func listen(ctx context.Context, name string, addrs []string, h http.Handler, li
 		name: name,
 		ln:   ln,
 		srv: &http.Server{
-			Handler:           finishBody(headlimit.WithTLS(h)),
+			Handler:           finishBody(headlimit.Handler(h)),
 			ReadHeaderTimeout: lim.readHeader,
 			IdleTimeout:       lim.idle,
 			// A backstop: headlimit answers a head over lim.head before net/http reads this

@@ -1,7 +1,9 @@
 // Package headlimit bounds the head of every HTTP/1.1 request a listener reads (its request
 // line and header lines) as the bytes arrive, before net/http buffers them, and answers a
 // head over the bounds with the engine's JSON error, which net/http's own limit cannot give.
-// A listener with TLS is served here too, so that the bytes counted are the plaintext.
+// The answers net/http itself writes to a head it cannot parse (400, and 431 past its own
+// limit) are turned into JSON errors as well. A listener with TLS is served here too, so
+// that the bytes counted are the plaintext.
 package headlimit
 
 import (
@@ -75,7 +77,10 @@ type Conn struct {
 	lim      Limits
 	log      *log.Logger
 	armed    atomic.Bool // a request's head is being read
-	shaken   bool        // the TLS handshake is done
+	// head: no handler has begun since the head began, so a write is net/http's own answer
+	// to a head it refused.
+	head     atomic.Bool
+	shaken   bool // the TLS handshake is done
 	tlsOnce  sync.Once
 	tlsState *tls.ConnectionState
 
@@ -90,6 +95,36 @@ type Conn struct {
 func (c *Conn) Arm() {
 	c.n, c.lines, c.lineLen, c.last = 0, 0, 0, 0
 	c.armed.Store(true)
+	c.head.Store(true)
+}
+
+// Write writes to the connection; net/http's own plain-text answer to a head it refused
+// (400, or 431 past its MaxHeaderBytes) is written as the JSON error instead.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.head.Load() {
+		if e := c.refusal(p); e != nil {
+			write(c.Conn, e)
+			return len(p), nil
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// refusal is the JSON error for net/http's answer p, or nil when p is not one it turns.
+func (c *Conn) refusal(p []byte) *rerr.Error {
+	switch {
+	case bytes.HasPrefix(p, []byte("HTTP/1.1 431 ")):
+		return rerr.GuardRequestHeaderFieldsTooLarge(c.lim.MaxBytes)
+	case bytes.HasPrefix(p, []byte("HTTP/1.1 400 ")):
+		// "400 Bad Request: <reason>" for the reasons net/http names, else none.
+		line, _, _ := bytes.Cut(p, []byte("\r\n"))
+		_, reason, ok := bytes.Cut(line, []byte(": "))
+		if !ok {
+			reason = []byte("malformed HTTP request")
+		}
+		return rerr.BadRequest("", string(reason))
+	}
+	return nil
 }
 
 // Read reads from the connection, counting the head of a request while one is read.
@@ -197,7 +232,7 @@ func (c *Conn) TLS() *tls.ConnectionState {
 
 type connKey struct{}
 
-// ConnContext is an http.Server's ConnContext that lets WithTLS find the connection.
+// ConnContext is an http.Server's ConnContext that lets Handler find the connection.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if hc, ok := c.(*Conn); ok {
 		return context.WithValue(ctx, connKey{}, hc)
@@ -205,12 +240,16 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// WithTLS fills r.TLS for requests on a Conn with TLS (net/http fills it only for a
-// *tls.Conn it serves itself), then serves h.
-func WithTLS(h http.Handler) http.Handler {
+// Handler serves h on a server of Conns (ConnContext, Rearm): it marks the head served, so
+// that what follows is the handler's to write, and fills r.TLS for a Conn with TLS (net/http
+// fills it only for a *tls.Conn it serves itself).
+func Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(connKey{}).(*Conn); ok && r.TLS == nil {
-			r.TLS = c.TLS()
+		if c, ok := r.Context().Value(connKey{}).(*Conn); ok {
+			c.head.Store(false)
+			if r.TLS == nil {
+				r.TLS = c.TLS()
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -18,22 +18,32 @@ import (
 var testLimits = Limits{MaxBytes: 8 << 10, MaxCount: 20}
 
 // serve runs an http.Server on a Listener with testLimits (and TLS with cfg) whose handler
-// answers 200 with the body's length and whether r.TLS is set.
+// answers 200 with the body's length and whether r.TLS is set, or, on /plain400, a
+// plain-text 400 of its own.
 func serve(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	return serveWith(t, cfg, testLimits.MaxBytes)
+}
+
+func serveWith(t *testing.T, cfg *tls.Config, maxHeaderBytes int) string {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler: WithTLS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler: Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/plain400" {
+				http.Error(w, "the handler's own", http.StatusBadRequest)
+				return
+			}
 			n, _ := io.Copy(io.Discard, r.Body)
 			fmt.Fprintf(w, "%d %v", n, r.TLS != nil)
 		})),
 		ConnContext:       ConnContext,
 		ConnState:         Rearm,
 		ReadHeaderTimeout: 5 * time.Second,
-		MaxHeaderBytes:    testLimits.MaxBytes,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	go func() { _ = srv.Serve(New(inner, testLimits, cfg)) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -67,10 +77,50 @@ func exchange(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (*http.Res
 
 func wantError(t *testing.T, what string, resp *http.Response, body, code string) {
 	t.Helper()
+	wantStatus(t, what, resp, body, http.StatusRequestHeaderFieldsTooLarge, code)
+}
+
+func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int, code string) {
+	t.Helper()
 	var e struct{ Group, Code, Message string }
-	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge ||
+	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != status ||
 		e.Group+"."+e.Code != code || e.Message == "" || resp.Header.Get("X-Rivet-Error") != code {
-		t.Errorf("%s: %d %s, want 431 %s", what, resp.StatusCode, body, code)
+		t.Errorf("%s: %d %s, want %d %s", what, resp.StatusCode, body, status, code)
+	}
+}
+
+// The answers net/http writes to heads it cannot parse are JSON errors; a handler's own
+// plain-text 400 is left as it is.
+func TestMalformedHeads(t *testing.T) {
+	addr := serveWith(t, nil, 1024) // net/http's own limit below ours: its 431 is turned too
+	for _, tc := range []struct {
+		name, raw string
+		status    int
+		code      string
+	}{
+		{"a NUL in the path", "GET /a\x00b HTTP/1.1\r\nHost: x\r\n\r\n", 400, "api.bad_request"},
+		{"a NUL in a header", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", 400, "api.bad_request"},
+		{"no Host", "GET / HTTP/1.1\r\n\r\n", 400, "api.bad_request"},
+		{"a bad header name", "GET / HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n", 400, "api.bad_request"},
+		{"not HTTP", "\x16\x03\x01\x00\x05hello\r\n\r\n", 400, "api.bad_request"},
+		{"over net/http's own limit", head(2, strings.Repeat("a", 6<<10)), 431, "guard.request_header_fields_too_large"},
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := exchange(t, c, bufio.NewReader(c), tc.raw)
+		c.Close()
+		wantStatus(t, tc.name, resp, body, tc.status, tc.code)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, body := exchange(t, c, bufio.NewReader(c), "GET /plain400 HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 400 || body != "the handler's own\n" {
+		t.Fatalf("a handler's 400: %d %q", resp.StatusCode, body)
 	}
 }
 
