@@ -40,8 +40,7 @@ type UpsertOutput struct {
 // config may change variant). The protocol version, if any, is kept.
 //
 // The name is checked (CheckName, field "runner_name") and the config
-// validated (Validate), and it must fit in one value of the store
-// (udb.MaxValueSize); nothing is written on failure. The old config is
+// validated (Validate); nothing is written on failure. The old config is
 // read serializably: a concurrent upsert or delete of the same name
 // conflicts, so endpoint_config_changed is computed against the config this
 // write replaces. An old config that does not decode is store.corrupt;
@@ -57,15 +56,6 @@ func Upsert(ctx context.Context, tx udb.Transaction, in UpsertInput) (UpsertOutp
 		return UpsertOutput{}, err
 	}
 	data := keys.RunnerConfigDataKey{Namespace: in.Namespace, Name: in.Name}
-	// A config is one value of the store: one larger than a value may be is the client's to
-	// shrink (its metadata, mostly), not an internal error of the write.
-	if n := len(data.Encode(in.Config)); n > udb.MaxValueSize {
-		field := ""
-		if in.Config.Metadata != nil {
-			field = "metadata"
-		}
-		return UpsertOutput{}, invalid(field, "the config takes %d bytes stored, more than the %d a runner config may", n, udb.MaxValueSize)
-	}
 	old, found, err := keys.Get(ctx, tx, data) // serializable: see above
 	if err != nil {
 		return UpsertOutput{}, corrupt.Mark("runner config", err)

@@ -1696,7 +1696,9 @@ type ClientInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -1712,7 +1714,9 @@ type ClientInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -2304,7 +2308,9 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -2330,7 +2336,9 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -4401,7 +4409,9 @@ type ClientWithResponsesInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -4417,7 +4427,9 @@ type ClientWithResponsesInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -7195,7 +7207,9 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -7217,7 +7231,9 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.

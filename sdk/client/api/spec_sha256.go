@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "be1af034aec363f16b542e9a14ac56db3f369e3be172c255f2c671af298849be"
+const SpecSHA256 = "63fca6a8b4532078feb1403dffb1a1333385241134b9494bac3fa3ba61fd54a0"
