@@ -99,10 +99,11 @@ type Guard struct {
 	// One over it gets 429 guard.too_many_websockets before the upgrade. Default 512; 0 turns
 	// the bound off.
 	MaxWebSocketsPerClient uint32 `json:"max_websockets_per_client"`
-	// MaxHeaderBytes bounds the head of a request on the guard port, its request line and
-	// header lines as sent (431 guard.request_header_fields_too_large), and MaxHeaderCount
-	// its header fields (431 guard.too_many_request_headers). The connection is closed after
-	// the answer. Defaults 65536 (1024 to 1048576) and 100, as on Rivet (1 to 10000).
+	// MaxHeaderBytes bounds the head of a request on every listener (guard, api_peer,
+	// metrics), its request line and header lines as sent (431
+	// guard.request_header_fields_too_large), and MaxHeaderCount its header fields (431
+	// guard.too_many_request_headers). The connection is closed after the answer. Defaults
+	// 65536 (1024 to 1048576) and 100, Rivet's count (1 to 10000).
 	MaxHeaderBytes uint32 `json:"max_header_bytes"`
 	MaxHeaderCount uint32 `json:"max_header_count"`
 	// ReadHeaderTimeoutMs bounds how long a connection to any of the listeners (guard,
@@ -121,8 +122,8 @@ type Guard struct {
 	// guard.actor_overloaded at once. Default 1024; 0 turns the bound off.
 	MaxRequestsPerActor uint32 `json:"max_requests_per_actor"`
 	// MaxAPIBodyBytes bounds a REST request body on the endpoints that carry data (POST and
-	// PUT /actors, PUT /runner-configs/{name}): default 2097152, as on Rivet, which leaves an
-	// actor input about 1.5 MiB once in base64. MaxAPISmallBodyBytes bounds it on those whose
+	// PUT /actors, PUT /runner-configs/{name}): default 2097152, as on Rivet, room for about
+	// 1.5 MiB of actor input (sent in base64). MaxAPISmallBodyBytes bounds it on those whose
 	// body holds a few short fields (POST /namespaces, POST /actors/{id}/sleep and
 	// /reschedule): default 65536. Both from 1024 to 20971520. A larger body gets 413
 	// guard.invalid_request_body and is not read further; api-peer takes 6 times either
