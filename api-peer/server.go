@@ -34,6 +34,9 @@ type Deps struct {
 	// Actors is this datacenter's actor lifecycle (engine/pegboard.Actors), which the actor
 	// writes go through; nil answers them with core.internal_error.
 	Actors ActorsService
+	// Bodies bound the request bodies of the endpoints that take one, as api-public's; each
+	// is taken 6 times over here (routes.go).
+	Bodies apihttp.BodyLimits
 }
 
 // RunnersService is the runner lifecycle the handlers drain runners through.

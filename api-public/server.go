@@ -35,6 +35,8 @@ type Deps struct {
 	// runner list's fan-out in process: the same answer, without encoding it to JSON and
 	// decoding it again. Nil sends that part through Peers like the others.
 	Local *apipeer.Server
+	// Bodies bound the request bodies of the endpoints that take one (routes.go).
+	Bodies apihttp.BodyLimits
 }
 
 // Server is the public API. Its handlers are methods, one resource per file, registered in

@@ -182,7 +182,7 @@ type services struct {
 // cluster), api-peer, the host-socket server, the gateway and api-public.
 func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.BuildInfo) (*services, error) {
 	m, pb, log := e.obs.metrics, cfg.Pegboard, e.log
-	registry := hostsock.NewRegistry(m)
+	registry := hostsock.NewRegistry(m, int(cfg.Guard.MaxTunnelsPerHost))
 	watchers := pegboard.NewWatchers()
 	e.cluster = cluster.New(cluster.Options{
 		DB: e.db, Bus: e.bus, ID: cfg.Node.ID, Label: topo.Local, Lease: config.Ms(cfg.Node.LeaseMs),
@@ -206,9 +206,10 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	// datacenter in process through api-peer's handler.
 	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
 		HTTP: &http.Client{Transport: e.tls.outbound}})
+	bodies := apihttp.BodyLimits{Large: int64(cfg.Guard.MaxAPIBodyBytes), Small: int64(cfg.Guard.MaxAPISmallBodyBytes)}
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors,
+		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies,
 	})
 	peerAPI := peer.Handler()
 	var err error
@@ -227,7 +228,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: build, Auth: e.auth, Log: log, Local: peer,
+		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies,
 	}).Handler()
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
@@ -235,6 +236,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		// Query routing (rvt-namespace) resolves namespaces as the API does: at the leader.
 		ResolveNamespace:     peer.ResolveNamespace,
 		RateLimit:            core.RateLimit{Requests: limitOrOff(cfg.Guard.RateLimitRequests), InFlight: limitOrOff(cfg.Guard.RateLimitInFlight)},
+		MaxRequestsPerActor:  int(cfg.Guard.MaxRequestsPerActor),
 		TrustedProxies:       e.trusted,
 		Transport:            e.tls.outbound,
 		ActorReadyTimeout:    config.Ms(cfg.Guard.ActorReadyTimeout),
@@ -245,7 +247,9 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
 		Telemetry:            e.obs.gateway(),
 	})
-	svc.public = e.obs.public(gateway.Wrap(e.hosts.Wrap(api)), e.dashboard(api, peer, topo.Local))
+	// WebSockets are counted per client before anything else looks at them.
+	sockets := connlimit.NewSockets(int(cfg.Guard.MaxWebSocketsPerClient), func(r *http.Request) string { return core.ClientIP(r, e.trusted) })
+	svc.public = e.obs.public(sockets.Wrap(gateway.Wrap(e.hosts.Wrap(api))), e.dashboard(api, peer, topo.Local))
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil
 }
@@ -254,28 +258,30 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 // other nodes relay to, before any socket can be claimed.
 func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
 	var err error
-	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), e.log); err != nil {
+	lim := limitsOf(cfg.Guard)
+	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), lim, e.log); err != nil {
 		return undo, err
 	}
 	if cfg.Guard.ProxyProtocol {
-		e.public.ln = proxyProtocol(e.public.ln, e.trusted)
+		e.public.ln = proxyProtocol(e.public.ln, e.trusted, lim.readHeader)
 	}
-	// The connection cap sits under TLS: net/http must see the *tls.Conn to fill r.TLS.
+	// The connection cap sits under TLS, which counts the heads' plaintext above it.
 	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains, e.tls.guard != nil)
-	serveTLS(e.public, e.tls.guard)
+	e.public.serveHeads(e.tls.guard)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, e.log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, lim, e.log); err != nil {
 		return undo, err
 	}
-	serveTLS(e.peer, e.tls.peer)
+	e.peer.serveHeads(e.tls.peer)
 	undo = append(undo, func() { _ = e.peer.ln.Close() })
 	if err := e.cluster.Start(ctx, nodeAddress(cfg, scheme(e.tls.peer), e.peer.ln.Addr())); err != nil {
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), e.log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), lim, e.log); err != nil {
 		return undo, err
 	}
+	e.metrics.serveHeads(nil)
 	return undo, nil
 }
 

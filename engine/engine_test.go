@@ -211,7 +211,7 @@ func TestStopAllDrains(t *testing.T) {
 				<-release
 				_, _ = io.WriteString(w, "done")
 			})
-			l, err := listen(context.Background(), "slow", []string{"127.0.0.1:0"}, h, quiet)
+			l, err := listen(context.Background(), "slow", []string{"127.0.0.1:0"}, h, limitsOf(config.Default().Guard), quiet)
 			if err != nil {
 				t.Fatal(err)
 			}

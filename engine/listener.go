@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/internal/headlimit"
 	"github.com/berthhq/berth/engine/internal/multilisten"
 )
 
@@ -25,10 +28,14 @@ type listener struct {
 	// Shutdown waits up to 5 s for those (an http.Transport's spare dial never sends one).
 	mu    sync.Mutex
 	fresh map[net.Conn]struct{}
+
+	head headlimit.Limits
 }
 
-// track follows the connections that have not begun a request.
+// track follows the connections that have not begun a request, and has a connection that
+// waits for its next request count that request's head (headlimit).
 func (l *listener) track(c net.Conn, st http.ConnState) {
+	headlimit.Rearm(c, st)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st == http.StateNew {
@@ -49,10 +56,27 @@ func (l *listener) closeFresh() {
 	}
 }
 
+// serverLimits bound what every listener reads of a client: a request's head (its size and
+// header count, and how long it may take) and a kept-alive connection's wait.
+type serverLimits struct {
+	head       headlimit.Limits
+	readHeader time.Duration
+	idle       time.Duration
+}
+
+// limitsOf is the configuration's serverLimits.
+func limitsOf(g config.Guard) serverLimits {
+	return serverLimits{
+		head:       headlimit.Limits{MaxBytes: int(g.MaxHeaderBytes), MaxCount: int(g.MaxHeaderCount)},
+		readHeader: config.Ms(g.ReadHeaderTimeoutMs),
+		idle:       config.Ms(g.IdleTimeoutMs),
+	}
+}
+
 // listen opens the listener name on addrs (config.ListenAddrs): the first must bind, the
 // others (the IPv6 loopback beside the IPv4 one) are left out, with a log line, when they
-// cannot.
-func listen(ctx context.Context, name string, addrs []string, h http.Handler, log *slog.Logger) (*listener, error) {
+// cannot. The caller may wrap l.ln before serving, serveHeads last.
+func listen(ctx context.Context, name string, addrs []string, h http.Handler, lim serverLimits, log *slog.Logger) (*listener, error) {
 	ln, skipped, err := multilisten.Listen(ctx, addrs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, strings.Join(addrs, " and "), err)
@@ -64,16 +88,30 @@ func listen(ctx context.Context, name string, addrs []string, h http.Handler, lo
 		name: name,
 		ln:   ln,
 		srv: &http.Server{
-			Handler:           finishBody(h),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),
+			Handler:           finishBody(headlimit.Handler(h)),
+			ReadHeaderTimeout: lim.readHeader,
+			IdleTimeout:       lim.idle,
+			// A backstop: headlimit answers a head over lim.head before net/http reads this
+			// much (its own answer is plain text).
+			MaxHeaderBytes: lim.head.MaxBytes,
+			ConnContext:    headlimit.ConnContext,
+			ErrorLog:       slog.NewLogLogger(log.With("server", name).Handler(), slog.LevelWarn),
 		},
 		served: make(chan struct{}),
 		fresh:  map[net.Conn]struct{}{},
+		head:   lim.head,
 	}
 	l.srv.ConnState = l.track
 	return l, nil
+}
+
+// serveHeads has l count the request heads it reads (headlimit), serving TLS with cfg on
+// the connections (nil: plain HTTP) beneath the count, so that it counts the plaintext.
+// It wraps the listener last.
+func (l *listener) serveHeads(cfg *tls.Config) {
+	hl := headlimit.New(l.ln, l.head, cfg)
+	hl.ErrorLog = l.srv.ErrorLog
+	l.ln = hl
 }
 
 // serve runs until the server is shut down (nil) or fails (the error).

@@ -57,13 +57,6 @@ func loadTLS(cfg *config.Config) (tlsConfigs, error) {
 	return out, nil
 }
 
-// serveTLS makes l serve TLS with c; nil c leaves it plain.
-func serveTLS(l *listener, c *tls.Config) {
-	if c != nil {
-		l.ln = tls.NewListener(l.ln, c)
-	}
-}
-
 // scheme is the URL scheme of a listener served with c.
 func scheme(c *tls.Config) string {
 	if c != nil {

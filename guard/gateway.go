@@ -89,6 +89,9 @@ type Options struct {
 	// RateLimit is the per-client-IP admission of actor traffic (10,000 requests per 60 s,
 	// 2,000 in flight).
 	RateLimit core.RateLimit
+	// MaxRequestsPerActor bounds the HTTP requests in flight to one actor through this
+	// gateway (429 guard.actor_overloaded); 0 means no bound.
+	MaxRequestsPerActor int
 	// Transport carries requests proxied to other datacenters' gateways (their TLS settings);
 	// nil means http.DefaultTransport.
 	Transport http.RoundTripper
@@ -106,9 +109,10 @@ const maxWakes = 8
 
 // Gateway routes the guard port's traffic (Wrap) and serves actor requests.
 type Gateway struct {
-	o       Options
-	limiter *core.Limiter
-	routes  *core.RouteCache[id.ID, route]
+	o        Options
+	limiter  *core.Limiter
+	routes   *core.RouteCache[id.ID, route]
+	perActor *core.Slots[id.ID] // HTTP requests in flight per actor
 }
 
 // New returns a Gateway.
@@ -140,7 +144,8 @@ func New(o Options) *Gateway {
 	if o.RouteCacheTTL == 0 {
 		o.RouteCacheTTL = 10 * time.Minute
 	}
-	return &Gateway{o: o, limiter: core.NewLimiter(o.RateLimit, nil), routes: core.NewRouteCache[id.ID, route](o.RouteCacheTTL, 0, nil)}
+	return &Gateway{o: o, limiter: core.NewLimiter(o.RateLimit, nil), routes: core.NewRouteCache[id.ID, route](o.RouteCacheTTL, 0, nil),
+		perActor: core.NewSlots[id.ID](o.MaxRequestsPerActor)}
 }
 
 // actorRequest is a request routed to one actor: by path, query or target headers.
@@ -248,11 +253,19 @@ func (g *Gateway) serveActor(w http.ResponseWriter, r *http.Request, ray string,
 	g.serveResolved(w, r, ray, req)
 }
 
+// serveResolved serves a request for an actor of this datacenter: a WebSocket, or an HTTP
+// request within the actor's bound of requests in flight (before its body is read).
 func (g *Gateway) serveResolved(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
 	if isWebSocket(r) {
 		g.serveWebSocket(w, r, ray, req)
 		return
 	}
+	release, ok := g.perActor.Acquire(req.ActorID)
+	if !ok {
+		g.fail(w, r, ray, rerr.GuardActorOverloaded(g.o.MaxRequestsPerActor))
+		return
+	}
+	defer release()
 	g.serveHTTP(w, r, ray, req)
 }
 

@@ -503,3 +503,65 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("API: %d", w.Code)
 	}
 }
+
+// A host that carries the most tunnels it may is answered at once with 503
+// guard.host_overloaded: not retried, not queued.
+func TestFullHost(t *testing.T) {
+	f := newFixture(t, Options{})
+	opens := 0
+	f.gw.o.Hosts = hostsOf{func(actor.Host) (Tunnel, error) {
+		opens++
+		return nil, rerr.GuardHostOverloaded(3)
+	}}
+	aid, rid := id.New(1), id.New(1)
+	f.place(t, aid, keys.PhaseRunning, &rid)
+	if w := f.serve("GET", "/gateway/"+aid.String()+"/x", nil, ""); w.Code != 503 || errKey(w) != "guard.host_overloaded" || opens != 1 {
+		t.Fatalf("%d %q %s after %d opens; want 503 guard.host_overloaded after one", w.Code, errKey(w), w.Body, opens)
+	}
+}
+
+// An actor with MaxRequestsPerActor HTTP requests in flight gets 429 guard.actor_overloaded
+// for the next one at once; other actors are not affected, and a finished request frees
+// its place.
+func TestRequestsPerActor(t *testing.T) {
+	f := newFixture(t, Options{MaxRequestsPerActor: 2})
+	busy, idle, rid := id.New(1), id.New(1), id.New(1)
+	f.place(t, busy, keys.PhaseRunning, &rid)
+	f.place(t, idle, keys.PhaseRunning, &rid)
+	hold := make(chan struct{})
+	f.runners.answer = func(id.ID) proto.ToServerResponseStart {
+		<-hold
+		return proto.ToServerResponseStart{Status: 200}
+	}
+	done := make(chan int, 2)
+	for range 2 {
+		go func() { done <- f.serve("GET", "/gateway/"+busy.String()+"/x", nil, "").Code }()
+	}
+	waitUntil(t, "two requests in flight", func() bool { return f.runners.count(rid) == 2 })
+	if w := f.serve("GET", "/gateway/"+busy.String()+"/x", nil, ""); w.Code != 429 || errKey(w) != "guard.actor_overloaded" {
+		t.Fatalf("a third request: %d %q %s; want 429 guard.actor_overloaded", w.Code, errKey(w), w.Body)
+	}
+	go func() { done <- f.serve("GET", "/gateway/"+idle.String()+"/x", nil, "").Code }()
+	waitUntil(t, "the other actor's request in flight", func() bool { return f.runners.count(rid) == 3 })
+	close(hold)
+	for range 3 {
+		if code := <-done; code != 200 {
+			t.Fatalf("a request in flight: %d", code)
+		}
+	}
+	if w := f.serve("GET", "/gateway/"+busy.String()+"/x", nil, ""); w.Code != 200 {
+		t.Fatalf("after the requests finished: %d %s", w.Code, w.Body)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not seen within 10s", what)
+		}
+		time.Sleep(time.Millisecond) // polling an observed state
+	}
+}

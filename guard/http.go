@@ -111,6 +111,9 @@ type response struct {
 // awaited.
 func (g *Gateway) exchange(ctx context.Context, rt route, start proto.ToClientRequestStart, body *streamedBody) (resp response, err error) {
 	tun, err := g.openTunnel(rt)
+	if rerr.Is(err, rerr.CodeGuardHostOverloaded) {
+		return response{}, routeError{err} // the host is full: answered at once, not retried
+	}
 	if err != nil {
 		return response{}, rerr.GuardServiceUnavailable().WithCause(err)
 	}

@@ -96,6 +96,9 @@ func (g *Gateway) openWebSocket(ctx context.Context, req actorRequest, attempt i
 		return nil, false, err
 	}
 	tun, err := g.openTunnel(rt)
+	if rerr.Is(err, rerr.CodeGuardHostOverloaded) {
+		return nil, false, routeError{err} // the host is full: not retried
+	}
 	if err != nil {
 		return nil, false, rerr.GuardWebSocketServiceUnavailable().WithCause(err)
 	}

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -124,8 +125,8 @@ func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID,
 	}
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: n.o.HTTP})
 	if err != nil {
-		if resp != nil && resp.Body != nil {
-			_ = resp.Body.Close()
+		if e := overloaded(resp); e != nil {
+			return nil, e
 		}
 		return nil, errors.Join(ErrNoSocket, err)
 	}
@@ -133,6 +134,23 @@ func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID,
 	t.ws = ws
 	go t.readLoop()
 	return t, nil
+}
+
+// overloaded is the guard.host_overloaded a relay's owner answered with (the host carries
+// the most tunnels it may), or nil; it closes resp's body.
+func overloaded(resp *http.Response) error {
+	if resp == nil || resp.Body == nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if e, err := rerr.Parse(resp.StatusCode, b); err == nil && rerr.Is(e, rerr.CodeGuardHostOverloaded) {
+		return e
+	}
+	return nil
 }
 
 // remoteOwner returns the other live node that holds h's socket; false when none does (no
@@ -348,7 +366,9 @@ func (n *Node) RelayHandler() http.Handler {
 			tun, err = n.local.OpenTunnel(h, n.local.GatewayID(), nil, 0)
 		}
 		if err != nil {
-			if h.IsEnvoy() {
+			if e, ok := rerr.As(err); ok && rerr.Is(e, rerr.CodeGuardHostOverloaded) {
+				wsconn.WriteHTTPError(w, e)
+			} else if h.IsEnvoy() {
 				wsconn.WriteHTTPError(w, rerr.EnvoyNotFound(h.EnvoyKey))
 			} else {
 				wsconn.WriteHTTPError(w, rerr.RunnerNotFound(""))

@@ -14,6 +14,7 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/pubsub"
+	"github.com/berthhq/berth/pkg/rerr"
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
@@ -245,5 +246,38 @@ func TestRelayedRunnerTunnelIsTheGatewaysRequest(t *testing.T) {
 	}
 	if idx, err := res.SendIndexed(msg); err != nil || idx != 3 || <-sent != 3 {
 		t.Fatalf("after the resume: SendIndexed = %d, %v", idx, err)
+	}
+}
+
+type fullLocal struct{ *fakeLocal }
+
+func (l fullLocal) OpenTunnel(actor.Host, proto.GatewayID, *proto.RequestID, uint16) (guard.ResumableTunnel, error) {
+	return nil, rerr.GuardHostOverloaded(7)
+}
+
+// A host that carries the most tunnels it may on the node holding its socket refuses a
+// relayed tunnel with guard.host_overloaded, which reaches the gateway's node as that error
+// (not retried as a missing socket).
+func TestRelayedTunnelOfAFullHost(t *testing.T) {
+	db, bus := openStore(t), pubsub.NewMemory()
+	t.Cleanup(func() { _ = bus.Close() })
+	h := actor.RunnerHost(id.New(1))
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	local := fullLocal{newFakeLocal(h)}
+	nb := New(Options{DB: db, Bus: bus, ID: "b", Label: 1, Lease: 3 * time.Second, Releases: 8, Local: local, Changes: local})
+	handler = nb.RelayHandler()
+	if err := nb.Start(context.Background(), srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nb.Stop)
+	if _, err := nb.ClaimSocket(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	na := startNode(t, db, bus, "a", 8, newFakeLocal())
+	_, err := na.OpenRemoteTunnel(h, proto.GatewayID{})
+	if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeGuardHostOverloaded) || errors.Is(err, ErrNoSocket) || e.Metadata["max"] == nil {
+		t.Fatalf("relay to a full host: %v, want guard.host_overloaded", err)
 	}
 }

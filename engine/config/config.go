@@ -99,6 +99,42 @@ type Guard struct {
 	// over it gets 429 guard.too_many_connections and is closed. Trusted proxies are not
 	// counted. Default 1024; 0 turns the bound off.
 	MaxConnectionsPerClient uint32 `json:"max_connections_per_client"`
+	// MaxWebSocketsPerClient bounds the WebSockets one client address (as for the rate
+	// limits) holds open on the guard port: gateway WebSockets and runner and envoy sockets.
+	// One over it gets 429 guard.too_many_websockets before the upgrade. Default 512; 0 turns
+	// the bound off.
+	MaxWebSocketsPerClient uint32 `json:"max_websockets_per_client"`
+	// MaxHeaderBytes bounds the head of a request on every listener (guard, api_peer,
+	// metrics), its request line and header lines as sent (431
+	// guard.request_header_fields_too_large), and MaxHeaderCount its header fields (431
+	// guard.too_many_request_headers). The connection is closed after the answer. Defaults
+	// 65536 (1024 to 1048576) and 100, Rivet's count (1 to 10000).
+	MaxHeaderBytes uint32 `json:"max_header_bytes"`
+	MaxHeaderCount uint32 `json:"max_header_count"`
+	// ReadHeaderTimeoutMs bounds how long a connection to any of the listeners (guard,
+	// api_peer, metrics) may take to send a request's head, TLS handshake and PROXY header
+	// included, counted from its first byte (from the connection's opening for the first
+	// request); IdleTimeoutMs how long a kept-alive connection may wait before its next
+	// request. Past either, the connection is closed. Defaults 10000 and 120000.
+	ReadHeaderTimeoutMs uint32 `json:"read_header_timeout_ms"`
+	IdleTimeoutMs       uint32 `json:"idle_timeout_ms"`
+	// MaxTunnelsPerHost bounds the gateway requests and WebSockets one runner or envoy socket
+	// carries at once; one more gets 503 guard.host_overloaded at once, rather than waiting.
+	// Default 16384; 0 turns the bound off.
+	MaxTunnelsPerHost uint32 `json:"max_tunnels_per_host"`
+	// MaxRequestsPerActor bounds the gateway HTTP requests in flight to one actor through
+	// one node (WebSockets are bounded per client and per host instead); one more gets 429
+	// guard.actor_overloaded at once. Default 1024; 0 turns the bound off.
+	MaxRequestsPerActor uint32 `json:"max_requests_per_actor"`
+	// MaxAPIBodyBytes bounds a REST request body on the endpoints that carry data (POST and
+	// PUT /actors, PUT /runner-configs/{name}): default 2097152, as on Rivet, room for about
+	// 1.5 MiB of actor input (sent in base64). MaxAPISmallBodyBytes bounds it on those whose
+	// body holds a few short fields (POST /namespaces, POST /actors/{id}/sleep and
+	// /reschedule): default 65536. Both from 1024 to 20971520. A larger body gets 413
+	// guard.invalid_request_body and is not read further; api-peer takes 6 times either
+	// (at most 20 MiB), as api-public re-encodes what it forwards.
+	MaxAPIBodyBytes      uint32 `json:"max_api_body_bytes"`
+	MaxAPISmallBodyBytes uint32 `json:"max_api_small_body_bytes"`
 	// TLS is the guard port's certificate: set, the public API, the gateway and the runner and
 	// envoy sockets are served over TLS only (https, wss).
 	TLS TLS `json:"tls"`
@@ -295,6 +331,9 @@ const (
 	DefaultReleases          = 128
 	DefaultShutdownDrainMs   = 25000
 	DefaultGCHeapFloorMiB    = 64
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxHeaderCount    = 100
+	MaxAPIBody               = 20 << 20 // the largest guard.max_api_body_bytes
 
 	DefaultRunnerLostThreshold        = 15000   // ms
 	DefaultRunnerEligibleThreshold    = 10000   // ms
@@ -329,6 +368,9 @@ func Default() *Config {
 			},
 		},
 		Guard: Guard{Host: DefaultHost, Port: DefaultGuardPort, RateLimitRequests: 10000, RateLimitInFlight: 2000, MaxConnectionsPerClient: 1024,
+			MaxWebSocketsPerClient: 512, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxHeaderCount: DefaultMaxHeaderCount,
+			ReadHeaderTimeoutMs: 10000, IdleTimeoutMs: 120000, MaxTunnelsPerHost: 16384, MaxRequestsPerActor: 1024,
+			MaxAPIBodyBytes: 2 << 20, MaxAPISmallBodyBytes: 64 << 10,
 			ActorReadyTimeout: 30000, RoutePegboardFetchActor: 5000, RoutePegboardWakeSignal: 5000, RoutePegboardResolveQuery: 15000,
 			GatewayResponseStartTimeout: 300000, GatewayWebSocketOpenTimeout: 15000},
 		APIPublic: APIPublic{DatacenterTimeoutMs: DefaultDatacenterTimeout},

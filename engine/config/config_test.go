@@ -156,7 +156,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "unknown top-level key", yaml: "gaurd: {port: 1}\n",
 			want: []string{"gaurd: unknown key; known keys in the top level are api_peer, api_public, auth, database, guard, log, metrics, node, otel, pegboard, pubsub, topology", "berth.yaml:1:8"}},
 		{name: "unknown nested key", yaml: "guard:\n  prot: 1\n",
-			want: []string{"guard.prot: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, max_connections_per_client, port,", "berth.yaml:2:9"}},
+			want: []string{"guard.prot: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, idle_timeout_ms,", "berth.yaml:2:9"}},
 		{name: "port out of range", yaml: "guard: {port: 70000}\n",
 			want: []string{"guard.port: want an integer from 0 to 65535, got number 70000"}},
 		{name: "port is text", yaml: "guard: {port: abc}\n",
@@ -213,6 +213,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "zero timeout", yaml: "api_public: {datacenter_timeout_ms: 0}\n", want: []string{"api_public.datacenter_timeout_ms: must be greater than 0"}},
 		{name: "zero gateway timeouts", yaml: "guard: {actor_ready_timeout: 0, route_pegboard_wake_signal: 0}\n",
 			want: []string{"guard.actor_ready_timeout: must be greater than 0", "guard.route_pegboard_wake_signal: must be greater than 0"}},
+		{name: "guard limits out of range", yaml: "guard: {max_header_bytes: 100, max_header_count: 0, idle_timeout_ms: 0, max_api_body_bytes: 30000000}\n",
+			want: []string{"guard.max_header_bytes: must be from 1024 to 1048576, not 100", "guard.max_header_count: must be greater than 0",
+				"guard.idle_timeout_ms: must be greater than 0", "guard.max_api_body_bytes: must be from 1024 to 20971520, not 30000000"}, wantErr: 4},
 		{name: "metrics on the guard port", env: []string{"BERTH__metrics__port=6420"},
 			want: []string{"metrics.port: 6420 is also guard.port"}},
 		{name: "lost threshold under the ping interval", env: []string{"BERTH__pegboard__runner_lost_threshold=2000"},
@@ -275,7 +278,7 @@ func TestFileErrors(t *testing.T) {
 		{"json trailing", "b.json", `{} {}`, "data after the top-level value"},
 		{"json top-level array", "b.json", `[1]`, "the top level must be a mapping"},
 		{"bad yaml", "b.yaml", "guard: [", "b.yaml"},
-		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, max_connections_per_client, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, tls, trusted_proxies ("},
+		{"json unknown key has a position", "b.json", "{\n  \"guard\": {\"hots\": \"x\"}\n}", "guard.hots: unknown key; known keys in guard are actor_ready_timeout, gateway_response_start_timeout, gateway_websocket_open_timeout, host, idle_timeout_ms, max_api_body_bytes, max_api_small_body_bytes, max_connections_per_client, max_header_bytes, max_header_count, max_requests_per_actor, max_tunnels_per_host, max_websockets_per_client, port, proxy_protocol, rate_limit_in_flight, rate_limit_requests, read_header_timeout_ms, route_pegboard_fetch_actor, route_pegboard_resolve_query, route_pegboard_wake_signal, tls, trusted_proxies ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

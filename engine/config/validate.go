@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -22,7 +23,8 @@ import (
 // database.url has a scheme berth knows; api_public.datacenter_timeout_ms > 0; an admin token
 // has no spaces or control characters; the pegboard timings are > 0 and the ping timeout is
 // longer than the ping interval; pubsub.url is a nats:// URL and then database.url is
-// postgres:// or fdb://; node.address is an http or https URL; node.lease_ms ≥ 1000.
+// postgres:// or fdb://; node.address is an http or https URL; node.lease_ms ≥ 1000; the
+// guard's limits are within the ranges their keys give.
 func (c *Config) Validate() error {
 	errs := c.validate()
 	if len(errs) == 0 {
@@ -44,6 +46,7 @@ func (c *Config) validate() []*FieldError {
 		bad("auth.tokens_file", "needs auth.admin_token: the nodes and datacenters call each other with it")
 	}
 	c.validateListeners(bad)
+	c.validateLimits(bad)
 	c.validateStore(bad)
 	c.validateTimings(bad)
 	c.validateObservability(bad)
@@ -139,6 +142,30 @@ func (c *Config) validateListeners(bad badFunc) {
 	}
 	if c.APIPublic.DatacenterTimeoutMs == 0 {
 		bad("api_public.datacenter_timeout_ms", "must be greater than 0")
+	}
+}
+
+// validateLimits checks the guard's bounds on what clients send: each within its range.
+func (c *Config) validateLimits(bad badFunc) {
+	g := c.Guard
+	for _, f := range []struct {
+		name     string
+		v        uint32
+		min, max uint32
+	}{
+		{"max_header_bytes", g.MaxHeaderBytes, 1024, 1 << 20},
+		{"max_header_count", g.MaxHeaderCount, 1, 10000},
+		{"read_header_timeout_ms", g.ReadHeaderTimeoutMs, 1, math.MaxUint32},
+		{"idle_timeout_ms", g.IdleTimeoutMs, 1, math.MaxUint32},
+		{"max_api_body_bytes", g.MaxAPIBodyBytes, 1024, MaxAPIBody},
+		{"max_api_small_body_bytes", g.MaxAPISmallBodyBytes, 1024, MaxAPIBody},
+	} {
+		switch {
+		case f.v == 0 && f.min == 1:
+			bad("guard."+f.name, "must be greater than 0")
+		case f.v < f.min || f.v > f.max:
+			bad("guard."+f.name, "must be from %d to %d, not %d", f.min, f.max, f.v)
+		}
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
 	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
@@ -124,4 +126,30 @@ func TestEnvoyTunnel(t *testing.T) {
 	if _, err := e.node.Registry.OpenTunnel(actor.EnvoyHost(e.ns, "envoy-1"), e.node.Registry.GatewayID(), nil, 0); err != wsconn.ErrNoSocket {
 		t.Fatalf("tunnel to a closed socket: %v", err)
 	}
+}
+
+// A socket carries at most MaxTunnels tunnels: one more is 503 guard.host_overloaded at
+// once, and a closed tunnel frees its place.
+func TestTunnelsPerHost(t *testing.T) {
+	e := startEnvoys(t, hostsocktest.Config{MaxTunnels: 2})
+	connectEnvoy(t, e, e.hs, "envoy-1")
+	h := actor.EnvoyHost(e.ns, "envoy-1")
+	var open []guard.ResumableTunnel
+	for range 2 {
+		tun, err := e.node.Registry.OpenTunnel(h, e.node.Registry.GatewayID(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, tun)
+	}
+	if _, err := e.node.Registry.OpenTunnel(h, e.node.Registry.GatewayID(), nil, 0); !rerr.Is(err, rerr.CodeGuardHostOverloaded) {
+		t.Fatalf("a third tunnel: %v, want guard.host_overloaded", err)
+	}
+	open[0].Close()
+	tun, err := e.node.Registry.OpenTunnel(h, e.node.Registry.GatewayID(), nil, 0)
+	if err != nil {
+		t.Fatalf("a tunnel after one closed: %v", err)
+	}
+	tun.Close()
+	open[1].Close()
 }

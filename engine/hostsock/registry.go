@@ -9,6 +9,7 @@ import (
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/rerr"
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
 
@@ -17,8 +18,9 @@ import (
 // Local): each call acts on a socket held here and reports false, or fails with
 // wsconn.ErrNoSocket, when there is none.
 type Registry struct {
-	metrics *metrics.Metrics
-	gateway proto.GatewayID // this process's gateway id, random
+	metrics    *metrics.Metrics
+	gateway    proto.GatewayID // this process's gateway id, random
+	maxTunnels int             // per socket; 0: no bound
 
 	mu      sync.Mutex
 	conns   map[id.ID]*conn       // registered sockets by connection id
@@ -28,9 +30,10 @@ type Registry struct {
 	closed  bool                  // nothing is added after this
 }
 
-// NewRegistry returns an empty registry; m (nil: none) counts its runner sockets.
-func NewRegistry(m *metrics.Metrics) *Registry {
-	r := &Registry{metrics: m, conns: map[id.ID]*conn{}, hosts: map[actor.Host]*conn{}, tunnels: map[tunnelKey]*Tunnel{}}
+// NewRegistry returns an empty registry; m (nil: none) counts its runner sockets, and
+// maxTunnels (0: no bound) bounds the tunnels open on one socket at once.
+func NewRegistry(m *metrics.Metrics, maxTunnels int) *Registry {
+	r := &Registry{metrics: m, maxTunnels: maxTunnels, conns: map[id.ID]*conn{}, hosts: map[actor.Host]*conn{}, tunnels: map[tunnelKey]*Tunnel{}}
 	_, _ = crand.Read(r.gateway[:])
 	return r
 }
@@ -140,13 +143,18 @@ func (r *Registry) EvictHere(connID id.ID) bool {
 // OpenTunnel opens a gateway request to an actor on h's socket: a fresh request of gateway
 // gw when req is nil, else request req of gw, its next message numbered next (a hibernated
 // WebSocket that resumes, or a request another node relays here). wsconn.ErrNoSocket when
-// h's socket is not here; wsconn.ErrTunnelClosed when req is open here already.
+// h's socket is not here; wsconn.ErrTunnelClosed when req is open here already; 503
+// guard.host_overloaded when the socket carries the most tunnels it may.
 func (r *Registry) OpenTunnel(h actor.Host, gw proto.GatewayID, req *proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.hosts[h]
 	if c == nil {
 		return nil, wsconn.ErrNoSocket
+	}
+	// Tunnels are added under r.mu only, so the count cannot pass the bound.
+	if r.maxTunnels > 0 && c.open.Len() >= r.maxTunnels {
+		return nil, rerr.GuardHostOverloaded(r.maxTunnels)
 	}
 	t := &Tunnel{c: c, next: next, key: tunnelKey{gateway: gw}}
 	if req != nil {

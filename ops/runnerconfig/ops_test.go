@@ -187,14 +187,18 @@ func TestUpsertRefusesBadInput(t *testing.T) {
 	db := opstest.Open(t)
 	bad := serverless("https://a.example/", nil)
 	bad.Serverless.SlotsPerRunner = 0
+	huge := normal(0)
+	meta := `{"x":"` + strings.Repeat("a", udb.MaxValueSize) + `"}`
+	huge.Metadata = &meta
 	for name, tc := range map[string]struct {
 		in   UpsertInput
 		want rerr.Code
 	}{
-		"zero namespace": {UpsertInput{Name: "p", Config: normal(0)}, rerr.CodeCoreInternalError},
-		"empty name":     {UpsertInput{Namespace: ns1, Config: normal(0)}, rerr.CodeAPIBadRequest},
-		"slash":          {UpsertInput{Namespace: ns1, Name: "a/b", Config: normal(0)}, rerr.CodeAPIBadRequest},
-		"invalid config": {UpsertInput{Namespace: ns1, Name: "p", Config: bad}, rerr.CodeRunnerConfigInvalid},
+		"zero namespace":     {UpsertInput{Name: "p", Config: normal(0)}, rerr.CodeCoreInternalError},
+		"empty name":         {UpsertInput{Namespace: ns1, Config: normal(0)}, rerr.CodeAPIBadRequest},
+		"slash":              {UpsertInput{Namespace: ns1, Name: "a/b", Config: normal(0)}, rerr.CodeAPIBadRequest},
+		"invalid config":     {UpsertInput{Namespace: ns1, Name: "p", Config: bad}, rerr.CodeRunnerConfigInvalid},
+		"too large to store": {UpsertInput{Namespace: ns1, Name: "p", Config: huge}, rerr.CodeRunnerConfigInvalid},
 		"short stop threshold": {UpsertInput{Namespace: ns1, Name: "p", Config: serverless("https://a.example/", nil),
 			ActorStopThresholdMs: 59_999}, rerr.CodeRunnerConfigInvalid},
 	} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // Limits of a serverless config, as in the Rivet engine.
@@ -40,8 +41,26 @@ const DefaultActorStopThresholdMs = 1_800_000
 //   - drain_grace_period below request_lifespan, and drain_grace_period·1000
 //     at most actorStopThresholdMs (0 means DefaultActorStopThresholdMs);
 //   - actor_eviction_rate a finite number ≥ 0 (berth: Rivet takes any f32);
-//   - metadata, if set, valid JSON in UTF-8.
+//   - metadata, if set, valid JSON in UTF-8;
+//   - the whole config at most udb.MaxValueSize bytes stored (berth: it is one value of
+//     the store; Rivet takes more), named as metadata's fault when it has metadata.
 func Validate(c keys.RunnerConfig, field string, actorStopThresholdMs int64) error {
+	if err := validateFields(c, field, actorStopThresholdMs); err != nil {
+		return err
+	}
+	if n := len(keys.RunnerConfigDataKey{}.Encode(c)); n > udb.MaxValueSize {
+		f := field
+		if c.Metadata != nil {
+			f = join(field, "metadata")
+		}
+		return invalid(f, "the config takes %d bytes stored, more than the %d a runner config may", n, udb.MaxValueSize)
+	}
+	return nil
+}
+
+// validateFields is Validate but for the stored size, which only a config that passes it can
+// be encoded to measure.
+func validateFields(c keys.RunnerConfig, field string, actorStopThresholdMs int64) error {
 	if actorStopThresholdMs <= 0 {
 		actorStopThresholdMs = DefaultActorStopThresholdMs
 	}

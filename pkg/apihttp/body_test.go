@@ -79,3 +79,13 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+// Times scales both bounds, defaults included, to at most MaxBodySize (api-peer's bounds).
+func TestBodyLimitsTimes(t *testing.T) {
+	if got := (BodyLimits{Large: 4 << 20, Small: 1024}).Times(6); got.Large != MaxBodySize || got.Small != 6144 {
+		t.Fatalf("Times(6) = %+v", got)
+	}
+	if got := (BodyLimits{}).Times(6); got.Large != 6*DefaultLargeBody || got.Small != 6*DefaultSmallBody {
+		t.Fatalf("defaults Times(6) = %+v", got)
+	}
+}

@@ -208,6 +208,11 @@ const (
 	// GuardActorReadyTimeout.
 	CodeGuardActorReadyTimeout
 
+	// CodeGuardActorOverloaded is guard.actor_overloaded (429). berth: the actor has
+	// guard.max_requests_per_actor HTTP requests in flight through this node already. Build it with
+	// GuardActorOverloaded.
+	CodeGuardActorOverloaded
+
 	// CodeGuardActorRunnerFailed is guard.actor_runner_failed (503). Build it with
 	// GuardActorRunnerFailed.
 	CodeGuardActorRunnerFailed
@@ -231,6 +236,11 @@ const (
 	// CodeGuardGatewayResponseStartTimeout is guard.gateway_response_start_timeout (504). Build it
 	// with GuardGatewayResponseStartTimeout.
 	CodeGuardGatewayResponseStartTimeout
+
+	// CodeGuardHostOverloaded is guard.host_overloaded (503). berth: the actor's runner or envoy
+	// carries guard.max_tunnels_per_host requests and WebSockets already. Build it with
+	// GuardHostOverloaded.
+	CodeGuardHostOverloaded
 
 	// CodeGuardHTTPRequestBuildFailed is guard.http_request_build_failed (400). Build it with
 	// GuardHTTPRequestBuildFailed.
@@ -334,9 +344,22 @@ const (
 	// guard.max_connections_per_client connections already. Build it with GuardTooManyConnections.
 	CodeGuardTooManyConnections
 
+	// CodeGuardTooManyRequestHeaders is guard.too_many_request_headers (431). berth: the request has
+	// more than guard.max_header_count header fields. Build it with GuardTooManyRequestHeaders.
+	CodeGuardTooManyRequestHeaders
+
+	// CodeGuardTooManyWebsockets is guard.too_many_websockets (429). berth: the client address holds
+	// guard.max_websockets_per_client WebSockets already. Build it with GuardTooManyWebsockets.
+	CodeGuardTooManyWebsockets
+
 	// CodeGuardRequestBuildError is guard.request_build_error (400). Build it with
 	// GuardRequestBuildError.
 	CodeGuardRequestBuildError
+
+	// CodeGuardRequestHeaderFieldsTooLarge is guard.request_header_fields_too_large (431). berth: the
+	// request's head (request line and headers) is over guard.max_header_bytes. Build it with
+	// GuardRequestHeaderFieldsTooLarge.
+	CodeGuardRequestHeaderFieldsTooLarge
 
 	// CodeGuardRequestTimeout is guard.request_timeout (504). Build it with GuardRequestTimeout.
 	CodeGuardRequestTimeout
@@ -793,6 +816,12 @@ var catalog = []Entry{
 		Meta:    []string{"actor_id"},
 	},
 	{
+		Group: "guard", Code: "actor_overloaded", Status: 429,
+		Message: "Too many requests in flight to this actor.",
+		Detail:  "Too many requests in flight to this actor (at most {max}).",
+		Meta:    []string{"max"},
+	},
+	{
 		Group: "guard", Code: "actor_runner_failed", Status: 503,
 		Message: "Actor's runner pool is experiencing errors.",
 	},
@@ -820,6 +849,12 @@ var catalog = []Entry{
 		Group: "guard", Code: "gateway_response_start_timeout", Status: 504,
 		Message: "Timed out waiting for actor response start.",
 		Meta:    []string{"phase"},
+	},
+	{
+		Group: "guard", Code: "host_overloaded", Status: 503,
+		Message: "The actor's runner carries as many requests as it may.",
+		Detail:  "The actor's runner carries as many requests as it may (at most {max}).",
+		Meta:    []string{"max"},
 	},
 	{
 		Group: "guard", Code: "http_request_build_failed", Status: 400,
@@ -940,10 +975,28 @@ var catalog = []Entry{
 		Meta:    []string{"max"},
 	},
 	{
+		Group: "guard", Code: "too_many_request_headers", Status: 431,
+		Message: "Too many request header fields.",
+		Detail:  "Too many request header fields (at most {max}).",
+		Meta:    []string{"max"},
+	},
+	{
+		Group: "guard", Code: "too_many_websockets", Status: 429,
+		Message: "Too many open WebSockets from this address.",
+		Detail:  "Too many open WebSockets from this address (at most {max}).",
+		Meta:    []string{"max"},
+	},
+	{
 		Group: "guard", Code: "request_build_error", Status: 400,
 		Message: "Request build error.",
 		Detail:  "Request build error: {error}.",
 		Meta:    []string{"error"},
+	},
+	{
+		Group: "guard", Code: "request_header_fields_too_large", Status: 431,
+		Message: "Request header fields too large.",
+		Detail:  "Request header fields too large (at most {max_bytes} bytes).",
+		Meta:    []string{"max_bytes"},
 	},
 	{
 		Group: "guard", Code: "request_timeout", Status: 504,
@@ -1616,6 +1669,16 @@ func GuardActorReadyTimeout(actorID string) *Error {
 	})
 }
 
+// GuardActorOverloaded builds guard.actor_overloaded (429). berth: the actor has
+// guard.max_requests_per_actor HTTP requests in flight through this node already.
+//
+//	Too many requests in flight to this actor (at most {max}).
+func GuardActorOverloaded(max int) *Error {
+	return newError(CodeGuardActorOverloaded, map[string]any{
+		"max": max,
+	})
+}
+
 // GuardActorRunnerFailed builds guard.actor_runner_failed (503).
 //
 //	Actor's runner pool is experiencing errors.
@@ -1665,6 +1728,16 @@ func GuardConnectionError(errorMessage, remoteAddr string) *Error {
 func GuardGatewayResponseStartTimeout(phase string) *Error {
 	return newError(CodeGuardGatewayResponseStartTimeout, map[string]any{
 		"phase": phase,
+	})
+}
+
+// GuardHostOverloaded builds guard.host_overloaded (503). berth: the actor's runner or envoy
+// carries guard.max_tunnels_per_host requests and WebSockets already.
+//
+//	The actor's runner carries as many requests as it may (at most {max}).
+func GuardHostOverloaded(max int) *Error {
+	return newError(CodeGuardHostOverloaded, map[string]any{
+		"max": max,
 	})
 }
 
@@ -1876,12 +1949,42 @@ func GuardTooManyConnections(max int) *Error {
 	})
 }
 
+// GuardTooManyRequestHeaders builds guard.too_many_request_headers (431). berth: the request has
+// more than guard.max_header_count header fields.
+//
+//	Too many request header fields (at most {max}).
+func GuardTooManyRequestHeaders(max int) *Error {
+	return newError(CodeGuardTooManyRequestHeaders, map[string]any{
+		"max": max,
+	})
+}
+
+// GuardTooManyWebsockets builds guard.too_many_websockets (429). berth: the client address holds
+// guard.max_websockets_per_client WebSockets already.
+//
+//	Too many open WebSockets from this address (at most {max}).
+func GuardTooManyWebsockets(max int) *Error {
+	return newError(CodeGuardTooManyWebsockets, map[string]any{
+		"max": max,
+	})
+}
+
 // GuardRequestBuildError builds guard.request_build_error (400).
 //
 //	Request build error: {error}.
 func GuardRequestBuildError(error string) *Error {
 	return newError(CodeGuardRequestBuildError, map[string]any{
 		"error": error,
+	})
+}
+
+// GuardRequestHeaderFieldsTooLarge builds guard.request_header_fields_too_large (431). berth: the
+// request's head (request line and headers) is over guard.max_header_bytes.
+//
+//	Request header fields too large (at most {max_bytes} bytes).
+func GuardRequestHeaderFieldsTooLarge(maxBytes int) *Error {
+	return newError(CodeGuardRequestHeaderFieldsTooLarge, map[string]any{
+		"max_bytes": maxBytes,
 	})
 }
 

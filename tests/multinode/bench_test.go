@@ -36,6 +36,8 @@ func benchDrain(b *testing.B, postgres bool) {
 		} else {
 			nc = nodeConfig{db: "file://" + b.TempDir() + "/store"}
 		}
+		// The runners all connect from 127.0.0.1: past the per-address caps.
+		nc.env = []string{"BERTH__guard__max_connections_per_client=0", "BERTH__guard__max_websockets_per_client=0"}
 		seedHeld(b, nc.db, "n1", records-sockets)
 		n1 := newNode(b, "n1", nc)
 		n1.start()

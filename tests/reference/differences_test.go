@@ -175,6 +175,36 @@ var differences = []intendedDifference{
 		Why:       "the same 400 api.bad_request naming the parameter as every other query value that does not parse",
 	},
 	{
+		Scenario: "header_bombs", Step: "200 headers", Path: ".error",
+		Reference: `"<empty body>"`, Berth: `"guard.too_many_request_headers"`,
+		Behaviour: "a request with more header fields than the 100 both engines take",
+		Why:       "every error answer is a JSON error, this one too; the reference's HTTP layer answers an empty 431",
+	},
+	{
+		Scenario: "header_bombs", Step: "one 100 KiB header", Path: "$",
+		Reference: `{"error":"<not a JSON error: application/json>","status":200}`, Berth: `{"error":"guard.request_header_fields_too_large","status":431}`,
+		Behaviour: "a request whose head is over 64 KiB (here one header of 100 KiB)",
+		Why:       "berth bounds a head to 64 KiB by default (guard.max_header_bytes), so that a connection holds little of what a client sends before it is refused; the reference takes heads up to about 400 KiB, its HTTP layer's buffer",
+	},
+	{
+		Scenario: "body_limits", Step: "PUT /runner-configs with 1 MiB of metadata", Path: "$",
+		Reference: `{"error":"<not a JSON error: application/json>","status":200}`, Berth: `{"error":"runner_config.invalid","status":400}`,
+		Behaviour: "a runner config whose metadata is larger than 100,000 bytes",
+		Why:       "berth keeps a runner config in one value of its store, which FoundationDB bounds to 100,000 bytes: it refuses a larger one naming metadata, where the reference takes it",
+	},
+	{
+		Scenario: "body_limits", Step: "POST /namespaces with 100 KiB", Path: "$",
+		Reference: `{"error":"namespace.failed_to_create","status":400}`, Berth: `{"error":"guard.invalid_request_body","status":413}`,
+		Behaviour: "a namespace body over 64 KiB (a display name of 100 KiB)",
+		Why:       "a namespace is two short names: berth refuses a body over 64 KiB (guard.max_api_small_body_bytes) before reading it whole, where the reference reads up to 2 MiB and then refuses the name",
+	},
+	{
+		Scenario: "body_limits", Step: "POST /actors with 3 MiB", Path: "$",
+		Reference: `{"error":"api.bad_request","status":400}`, Berth: `{"error":"guard.invalid_request_body","status":413}`,
+		Behaviour: "a REST body over the 2 MiB both engines take",
+		Why:       "413 says what is wrong (RFC 9110 §15.5.14), as for every other body berth refuses for its size; the reference answers 400 api.bad_request",
+	},
+	{
 		Scenario: "socket_frames", Step: "*", Path: "$",
 		Reference: `{"close":1011,"reason":"core.internal_error#<ray>"}`, Berth: `{"close":1002,"reason":"ws.protocol_error#<ray>"}`,
 		Behaviour: "a runner socket that gets a frame no WebSocket client may send (unmasked, reserved bits, an unknown opcode, a fragmented control frame)",

@@ -80,7 +80,8 @@ func loadBenchConfig(tb testing.TB) benchConfig {
 func BenchmarkRunnerFleet(b *testing.B) {
 	cfg := loadBenchConfig(b)
 	raiseFDLimit(b, uint64(cfg.Runners)+1024)
-	var env []string
+	// Every simulated runner connects from 127.0.0.1: the per-address caps would refuse most.
+	env := []string{"BERTH__guard__max_connections_per_client=0", "BERTH__guard__max_websockets_per_client=0"}
 	if cfg.GODEBUG != "" {
 		env = append(env, "GODEBUG="+cfg.GODEBUG)
 	}

@@ -36,6 +36,8 @@ type Config struct {
 	Runner, Envoy hostsock.Timing
 	// InitTimeout and ActorStopThreshold are hostsock.Options'.
 	InitTimeout, ActorStopThreshold time.Duration
+	// MaxTunnels bounds the tunnels of one socket (hostsock.NewRegistry); 0: no bound.
+	MaxTunnels int
 }
 
 // Node is one engine node's host sockets and control plane over a store.
@@ -65,7 +67,7 @@ func Start(t testing.TB, db udb.Database, c Config) *Node {
 		cfg = *c.Actor
 	}
 	a := auth.Admin(c.AdminToken)
-	registry := hostsock.NewRegistry(nil)
+	registry := hostsock.NewRegistry(nil, c.MaxTunnels)
 	watchers := pegboard.NewWatchers()
 	node := cluster.New(cluster.Options{DB: db, Bus: bus, ID: c.ID, Label: c.Label, Log: c.Log, Auth: a,
 		Local: registry, Changes: watchers})

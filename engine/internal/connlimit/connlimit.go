@@ -1,6 +1,6 @@
 // Package connlimit caps the connections one client address holds open on a listener, so
 // that one client cannot take every socket the engine can hold (idle keep-alives, slow
-// requests, WebSockets).
+// requests, WebSockets), and the WebSockets among them (Sockets).
 package connlimit
 
 import (

@@ -28,6 +28,13 @@ func (s *OpenSet[T]) Add(t T) bool {
 	return true
 }
 
+// Len is the number of members.
+func (s *OpenSet[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
 // Remove takes t out of the set (t closed on its own).
 func (s *OpenSet[T]) Remove(t T) {
 	s.mu.Lock()

@@ -1443,8 +1443,9 @@ type ClientInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -1465,8 +1466,9 @@ type ClientInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -1694,7 +1696,9 @@ type ClientInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -1710,7 +1714,9 @@ type ClientInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -1819,8 +1825,9 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -1851,8 +1858,9 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -2300,7 +2308,9 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -2326,7 +2336,9 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -4122,8 +4134,9 @@ type ClientWithResponsesInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -4144,8 +4157,9 @@ type ClientWithResponsesInterface interface {
 	// A key is unique among the live actors of a name in a datacenter: a key held by one is
 	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-	// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 	// no counterpart yet): two datacenters can each have a live actor with one key.
 	//
@@ -4395,7 +4409,9 @@ type ClientWithResponsesInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -4411,7 +4427,9 @@ type ClientWithResponsesInterface interface {
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
 	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 	// request fails if any datacenter fails, with the first failure in topology order and
 	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 	// sending the request again converges.
@@ -5145,6 +5163,8 @@ type ActorsRescheduleHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5180,6 +5200,11 @@ func (r ActorsRescheduleHTTPResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ActorsRescheduleHTTPResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActorsRescheduleHTTPResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5249,6 +5274,8 @@ type ActorsSleepHTTPResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5284,6 +5311,11 @@ func (r ActorsSleepHTTPResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ActorsSleepHTTPResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActorsSleepHTTPResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6762,8 +6794,9 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -6790,8 +6823,9 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 // A key is unique among the live actors of a name in a datacenter: a key held by one is
 // 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
 // non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), and input that
-// is not base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
+// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
+// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
+// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
 // silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
 // no counterpart yet): two datacenters can each have a live actor with one key.
 //
@@ -7173,7 +7207,9 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -7195,7 +7231,9 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
 // `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). The
+// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
+// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
+// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
 // request fails if any datacenter fails, with the first failure in topology order and
 // `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
 // sending the request again converges.
@@ -7910,6 +7948,13 @@ func ParseActorsRescheduleHTTPResponse(rsp *http.Response) (*ActorsRescheduleHTT
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7998,6 +8043,13 @@ func ParseActorsSleepHTTPResponse(rsp *http.Response) (*ActorsSleepHTTPResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "0decf31131f407dce99b5ede45487c4c7a5b594cb0477068626176468166c904"
+const SpecSHA256 = "63fca6a8b4532078feb1403dffb1a1333385241134b9494bac3fa3ba61fd54a0"
