@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/berthhq/berth/pkg/id"
 )
@@ -99,21 +97,7 @@ func TestOversizedAndMalformedBodies(t *testing.T) {
 	// stays in the engine.
 	const big, rounds, parallel = 8 << 20, 40, 8
 	before := rss(e)
-	var peak atomic.Int64
-	stopSampling, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if r := rss(e); r > peak.Load() {
-				peak.Store(r)
-			}
-			select {
-			case <-stopSampling:
-				return
-			case <-time.After(10 * time.Millisecond): // sampling interval
-			}
-		}
-	}()
+	peakRSS := sampleRSS(e)
 	raw := request(http.MethodPost, "/actors?namespace=default", jsonOf(big), true)
 	results := make(chan answer, rounds)
 	sem := make(chan struct{}, parallel)
@@ -127,12 +111,11 @@ func TestOversizedAndMalformedBodies(t *testing.T) {
 	for range rounds {
 		check("POST /actors, 8 MiB chunked", <-results, 413, "guard.invalid_request_body")
 	}
-	close(stopSampling)
-	<-sampled
+	peak := peakRSS()
 	healthy(t, e)
-	growth := peak.Load() - before
+	growth := peak - before
 	t.Logf("figure: REST bodies: %d attempts on %d endpoints (over the bound by length and chunked, 25 MiB, at the bound, %d malformed kinds; then %d chunked 8 MiB bodies, %d at a time), %d answered otherwise than a JSON 4xx, 0 crashes; RSS %.1f MiB before the large ones, %.1f MiB at most (+%.1f MiB)",
-		attempts, len(endpoints), len(malformed), rounds, parallel, bypasses, mib(before), mib(peak.Load()), mib(growth))
+		attempts, len(endpoints), len(malformed), rounds, parallel, bypasses, mib(before), mib(peak), mib(growth))
 	if growth > 64<<20 {
 		t.Errorf("the engine grew by %.1f MiB under large bodies; want under 64 MiB", mib(growth))
 	}

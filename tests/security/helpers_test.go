@@ -28,6 +28,29 @@ func startLimited(t *testing.T, guard map[string]any) *harness.Engine {
 	}})
 }
 
+// sampleRSS samples the engine's RSS every 10 ms until the returned function is called,
+// which returns the highest seen.
+func sampleRSS(e *harness.Engine) (stop func() int64) {
+	var peak int64
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peak = max(peak, rss(e))
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond): // sampling interval
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-sampled
+		return peak
+	}
+}
+
 // hostPort is the engine's guard address.
 func hostPort(e *harness.Engine) string {
 	return strings.TrimPrefix(strings.TrimPrefix(e.URL, "http://"), "https://")

@@ -89,22 +89,7 @@ func TestWebSocketFloods(t *testing.T) {
 	// The flood: 4 KiB messages as fast as the client can send, echoes read as they come.
 	const messages, size = 20000, 4 << 10
 	before := rss(e)
-	var peak atomic.Int64
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if r := rss(e); r > peak.Load() {
-				peak.Store(r)
-			}
-			select {
-			case <-stopSampling:
-				return
-			case <-time.After(10 * time.Millisecond): // sampling interval
-			}
-		}
-	}()
+	peakRSS := sampleRSS(e)
 	var echoed atomic.Int64
 	readDone := make(chan error, 1)
 	go func() {
@@ -150,13 +135,12 @@ func TestWebSocketFloods(t *testing.T) {
 		}
 		sent++
 	}
-	close(stopSampling)
-	<-sampled
+	peak := peakRSS()
 	healthy(t, e)
-	growth := peak.Load() - before
+	growth := peak - before
 	t.Logf("figure: WebSocket floods: %d sockets tried from one address with the cap at %d, %d opened (the runner held one place), %d refused with 429 guard.too_many_websockets, %d otherwise; one socket sent %d messages of %d KiB (%.0f MiB in %v), all echoed; one that never read sent %d (%.0f MiB) until %s; RSS %.1f MiB before, %.1f MiB at most (+%.1f MiB); 0 crashes",
 		maxWS+extra, maxWS, maxWS-1, refused, other, messages, size>>10, mib(messages*size), took.Round(time.Millisecond),
-		sent, mib(int64(sent)*size), ended, mib(before), mib(peak.Load()), mib(growth))
+		sent, mib(int64(sent)*size), ended, mib(before), mib(peak), mib(growth))
 	if growth > 96<<20 {
 		t.Errorf("the engine grew by %.1f MiB under one socket's flood; want under 96 MiB", mib(growth))
 	}
