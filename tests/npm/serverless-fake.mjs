@@ -20,6 +20,7 @@
 // /start behaviours:
 //   sse             200 text/event-stream, "event: ping" every second, never ends by itself
 //   status:N[:body] answer status N with body (default "fake failure N")
+//   redirect:N:URL  answer status N (a 3xx) with location URL
 //   end             200 text/event-stream, one ping, then the stream ends (FAKE_END_AFTER)
 //   stopping        200 text/event-stream, one ping, then "event: stopping" and the end
 //   invalid         200 text/event-stream, then an "event: message" whose data is not the
@@ -31,6 +32,7 @@
 //   ok              200 with rivetkit's metadata shape (actorNames, envoy, envoyProtocolVersion,
 //                   runtime, version)
 //   status:N[:body] answer status N with body
+//   redirect:N:URL  as for /start
 //   text            200 text/plain "not json"
 //   schema          200 JSON with runtime "other"
 //   hang, reset     as for /start
@@ -65,6 +67,14 @@ const mode = {
 
 const ping = "event: ping\ndata:\n\n";
 
+// redirect answers "redirect:N:URL".
+function redirect(res, spec) {
+	const [, n, ...rest] = spec.split(":");
+	const code = Number(n);
+	res.writeHead(code, { location: rest.join(":") }).end();
+	return code;
+}
+
 // status answers "status:N[:body]".
 function status(res, spec) {
 	const [, n, ...rest] = spec.split(":");
@@ -80,6 +90,7 @@ function sseHead(res) {
 
 function start(res, how) {
 	if (how.startsWith("status:")) return status(res, how);
+	if (how.startsWith("redirect:")) return redirect(res, how);
 	switch (how) {
 		case "sse": {
 			sseHead(res);
@@ -118,6 +129,7 @@ function start(res, how) {
 
 function metadata(res, how) {
 	if (how.startsWith("status:")) return status(res, how);
+	if (how.startsWith("redirect:")) return redirect(res, how);
 	const json = (v) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(v));
 	switch (how) {
 		case "ok": {
