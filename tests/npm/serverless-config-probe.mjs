@@ -60,7 +60,8 @@ async function record(name, method, path, body) {
 
 const q = `namespace=${encodeURIComponent(ns)}`;
 const pool = (name) => `probe-${name}`;
-const put = (name, config) => [name, "PUT", `/runner-configs/${pool(name)}?${q}`, { datacenters: { [dc]: config } }];
+// put writes config to pool probe-<name>; the case is named label (default: name).
+const put = (name, config, label = name) => [label, "PUT", `/runner-configs/${pool(name)}?${q}`, { datacenters: { [dc]: config } }];
 const url = fake ?? "http://127.0.0.1:9/api/rivet";
 const sl = (extra = {}) => ({ serverless: { url, request_lifespan: 3600, ...extra } });
 
@@ -117,9 +118,9 @@ const cases = [
 	put("url-linklocal", sl({ url: "http://169.254.169.254/x" })),
 	put("url-ipv6", sl({ url: "http://[::1]:9/x" })),
 	put("normal", { normal: {} }),
-	put("normal", sl()), // normal → serverless
-	put("normal", sl()), // same again
-	put("normal", sl({ url: `${url}?changed=1` })),
+	put("normal", sl(), "normal-to-serverless"),
+	put("normal", sl(), "serverless-same-again"),
+	put("normal", sl({ url: `${url}?changed=1` }), "serverless-url-changed"),
 
 	// Rejected by deserialization (api.bad_request).
 	put("empty", { serverless: {} }),
@@ -185,7 +186,7 @@ const cases = [
 	["refresh-protocol-99", "POST", `/runner-configs/${pool("minimal")}/refresh-metadata?${q}`, {}],
 	async () => setFake({ metadata: "ok", envoyProtocol: 8 }),
 	["refresh-missing", "POST", `/runner-configs/${pool("missing")}/refresh-metadata?${q}`, {}],
-	put("refresh-normal", { normal: {} }),
+	put("refresh-normal", { normal: {} }, "refresh-normal-put"),
 	["refresh-normal", "POST", `/runner-configs/${pool("refresh-normal")}/refresh-metadata?${q}`, {}],
 	["refresh-no-body", "POST", `/runner-configs/${pool("minimal")}/refresh-metadata?${q}`],
 	["refresh-bogus-body", "POST", `/runner-configs/${pool("minimal")}/refresh-metadata?${q}`, { bogus: 1 }],
