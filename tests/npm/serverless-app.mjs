@@ -34,7 +34,8 @@
 //   wake      {actorId, key, count}  onWake
 //   sleep     {actorId, count}       onSleep
 //   error     {message}
-// rivetkit's own log goes to stderr.
+// rivetkit's own log goes to stderr. With a runner running, rivetkit 2.2.1 traps SIGTERM to
+// drain it and the process may not exit for a long while: stop it with SIGKILL.
 import http from "node:http";
 import { Readable } from "node:stream";
 import pino from "pino";
