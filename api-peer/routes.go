@@ -32,4 +32,8 @@ func (s *Server) Register(e *echo.Echo) {
 	e.DELETE("/actors/:actor_id", s.destroyActor)
 	e.POST("/actors/:actor_id/sleep", s.sleepActor)
 	e.POST("/actors/:actor_id/reschedule", s.rescheduleActor)
+	// Engine to engine, admin token only (keys.go).
+	e.POST("/internal/keys/reserve", s.reserveKeys)
+	e.POST("/internal/keys/release", s.releaseKeys)
+	e.POST("/internal/keys/find", s.findKey)
 }

@@ -79,20 +79,36 @@ const (
 	Absent Liveness = "absent"
 )
 
+// Request is one reservation asked of the leader: candidate for key, replacing expect
+// (zero: only if the key is free). Replace carries it out.
+type Request struct {
+	Key       Key
+	Expect    id.ID
+	Candidate Holder
+}
+
+// Look returns what actor aid is in this datacenter, the one its id names, without fencing
+// it: Absent then only means not created yet. Serializable through tx.
+func Look(ctx context.Context, r udb.ReadTransaction, aid id.ID) (Liveness, error) {
+	st, found, err := keys.Get(ctx, r, keys.ActorStateKey{ActorID: aid})
+	switch {
+	case err != nil:
+		return "", corrupt.Mark("actor", err)
+	case found && st.Phase == keys.PhaseDestroyed:
+		return Destroyed, nil
+	case found:
+		return Live, nil
+	}
+	return Absent, nil
+}
+
 // Fence settles whether actor aid exists in this datacenter, the one its id names. If it
 // does not, Fence writes the id's fence (keys.KeyFenceKey): ops/actor.Create of a reserved
 // key reads it in its own transaction, so of a creator and a fencer exactly one wins.
 // Serializable reads of the actor's state and fence.
 func Fence(ctx context.Context, tx udb.Transaction, aid id.ID, nowMs int64) (Liveness, error) {
-	st, found, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: aid})
-	if err != nil {
-		return "", corrupt.Mark("actor", err)
-	}
-	switch {
-	case found && st.Phase == keys.PhaseDestroyed:
-		return Destroyed, nil
-	case found:
-		return Live, nil
+	if l, err := Look(ctx, tx, aid); err != nil || l != Absent {
+		return l, err
 	}
 	if _, fenced, err := keys.Get(ctx, tx, keys.KeyFenceKey{ActorID: aid}); err != nil {
 		return "", corrupt.Mark("key fence", err)
