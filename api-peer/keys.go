@@ -244,6 +244,20 @@ type KeyClient struct {
 	Peers    *apihttp.PeerClient
 }
 
+// post calls path on dc's api-peer with the engine's own token, within three quarters of
+// the time ctx has left: a datacenter that does not answer is then reported as such
+// (datacenter.unreachable naming it, or actor.key_reservation_unavailable for the leader)
+// before the request being served runs out of time itself.
+func (c *KeyClient) post(ctx context.Context, dc apihttp.Datacenter, path string, body, out any) error {
+	ctx = apihttp.WithoutToken(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*3/4))
+		defer cancel()
+	}
+	return c.Peers.Post(ctx, dc, path, nil, body, out)
+}
+
 // LeaderIsLocal reports whether this datacenter holds the reservations.
 func (c *KeyClient) LeaderIsLocal() bool { return c.Topology.LocalDatacenter().IsLeader }
 
@@ -256,7 +270,7 @@ func (c *KeyClient) Replace(ctx context.Context, reqs []keyres.Request) ([]keyre
 		return replaceKeys(ctx, c.DB, reqs)
 	}
 	var out keysResponse
-	if err := c.Peers.Post(apihttp.WithoutToken(ctx), c.Topology.Leader(), "/internal/keys/reserve", nil, fromRequests(reqs), &out); err != nil {
+	if err := c.post(ctx, c.Topology.Leader(), "/internal/keys/reserve", fromRequests(reqs), &out); err != nil {
 		return nil, err
 	}
 	if len(out.Holders) != len(reqs) {
@@ -274,7 +288,7 @@ func (c *KeyClient) Release(ctx context.Context, reqs []keyres.Request) error {
 	if c.LeaderIsLocal() {
 		return releaseKeys(ctx, c.DB, reqs)
 	}
-	return c.Peers.Post(apihttp.WithoutToken(ctx), c.Topology.Leader(), "/internal/keys/release", nil, fromRequests(reqs), nil)
+	return c.post(ctx, c.Topology.Leader(), "/internal/keys/release", fromRequests(reqs), nil)
 }
 
 // Find says what actor aid is in its datacenter, fencing it there with fence if absent.
@@ -287,7 +301,7 @@ func (c *KeyClient) Find(ctx context.Context, aid id.ID, fence bool) (keyres.Liv
 		return findActor(ctx, c.DB, aid, fence, dc.Name)
 	}
 	var out findResponse
-	if err := c.Peers.Post(apihttp.WithoutToken(ctx), dc, "/internal/keys/find", nil, findRequest{ActorID: aid, Fence: fence}, &out); err != nil {
+	if err := c.post(ctx, dc, "/internal/keys/find", findRequest{ActorID: aid, Fence: fence}, &out); err != nil {
 		return "", actor.Actor{}, err
 	}
 	switch out.Liveness {
