@@ -208,7 +208,8 @@ func (g *Gateway) servePath(w http.ResponseWriter, r *http.Request, path, query 
 }
 
 // serveQuery resolves a query-routed request to its actor and serves it; a getOrCreate for
-// another datacenter's region goes there whole.
+// another datacenter's region, or whose key's actor lives in another datacenter, goes there
+// whole.
 func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string, q Query) {
 	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
@@ -222,6 +223,14 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string,
 		g.fail(w, r, ray, err)
 	case dc != nil:
 		g.proxyTo(w, r, ray, *dc)
+	case aid.Label() != g.o.Topology.Local:
+		// A key held in another datacenter (keys are unique across datacenters): the query
+		// goes there whole, where the same lookup finds the actor in its own index.
+		if other, ok := g.o.Topology.ByLabel(aid.Label()); ok {
+			g.proxyTo(w, r, ray, other)
+		} else {
+			g.fail(w, r, ray, rerr.ActorNotFound(aid.String()))
+		}
 	default:
 		g.serveResolved(w, r, ray, actorRequest{ActorID: aid, Path: q.Path, SkipReadyWait: q.SkipReadyWait})
 	}
