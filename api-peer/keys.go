@@ -23,6 +23,7 @@ import (
 //
 //   - POST /internal/keys/reserve, at the leader: ops/keyres.Replace for each reservation;
 //   - POST /internal/keys/release, at the leader: ops/keyres.Release for each;
+//   - POST /internal/keys/holder, at the leader: ops/keyres.Get of one key;
 //   - POST /internal/keys/find, in the datacenter an actor id names: ops/keyres.Look, or with
 //     fence keyres.Fence, and the actor when it is live.
 
@@ -47,6 +48,10 @@ type holderJSON struct {
 
 type keysResponse struct {
 	Holders []holderJSON `json:"holders"`
+}
+
+type holderResponse struct {
+	Holder *holderJSON `json:"holder"` // null: the key is free
 }
 
 type findRequest struct {
@@ -154,6 +159,35 @@ func (s *Server) releaseKeys(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, struct{}{})
+}
+
+// keyHolder serves POST /internal/keys/holder.
+func (s *Server) keyHolder(c echo.Context) error {
+	var body keyJSON
+	if err := bindInternal(c, &body); err != nil {
+		return err
+	}
+	if err := s.checkLeader(); err != nil {
+		return err
+	}
+	return holderOf(c.Request().Context(), s.deps.DB, toRequests([]keyJSON{body})[0].Key, func(h holderResponse) error {
+		return c.JSON(http.StatusOK, h)
+	})
+}
+
+// holderOf reads k's holder in db and hands it to answer.
+func holderOf(ctx context.Context, db udb.Database, k keyres.Key, answer func(holderResponse) error) error {
+	out, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (holderResponse, error) {
+		h, found, err := keyres.Get(ctx, r, k)
+		if err != nil || !found {
+			return holderResponse{}, err
+		}
+		return holderResponse{Holder: &holderJSON{ActorID: h.ActorID, ReservedAtMs: h.ReservedAtMs}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return answer(out)
 }
 
 // findKey serves POST /internal/keys/find, for an actor id of this datacenter.
@@ -289,6 +323,21 @@ func (c *KeyClient) Release(ctx context.Context, reqs []keyres.Request) error {
 		return releaseKeys(ctx, c.DB, reqs)
 	}
 	return c.post(ctx, c.Topology.Leader(), "/internal/keys/release", fromRequests(reqs), nil)
+}
+
+// Holder returns k's holder at the leader.
+func (c *KeyClient) Holder(ctx context.Context, k keyres.Key) (keyres.Holder, bool, error) {
+	var out holderResponse
+	var err error
+	if c.LeaderIsLocal() {
+		err = holderOf(ctx, c.DB, k, func(h holderResponse) error { out = h; return nil })
+	} else {
+		err = c.post(ctx, c.Topology.Leader(), "/internal/keys/holder", fromRequests([]keyres.Request{{Key: k}}).Keys[0], &out)
+	}
+	if err != nil || out.Holder == nil {
+		return keyres.Holder{}, false, err
+	}
+	return keyres.Holder(*out.Holder), true, nil
 }
 
 // Find says what actor aid is in its datacenter, fencing it there with fence if absent.

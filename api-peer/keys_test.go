@@ -90,6 +90,14 @@ func TestKeyRoutes(t *testing.T) {
 	if hs, err := clients[2].Replace(ctx, []keyres.Request{{Key: k, Candidate: keyres.Holder{ActorID: mine, ReservedAtMs: 8}}}); err != nil || hs[0].ActorID != mine {
 		t.Fatalf("reserve after the release: %+v %v", hs, err)
 	}
+	for _, label := range []uint16{1, 2} {
+		if h, found, err := clients[label].Holder(ctx, k); err != nil || !found || h.ActorID != mine {
+			t.Fatalf("holder from %d: %+v %v %v", label, h, found, err)
+		}
+	}
+	if _, found, err := clients[2].Holder(ctx, keyres.Key{Namespace: k.Namespace, Name: "room", Key: "free"}); err != nil || found {
+		t.Fatalf("holder of a free key: %v %v", found, err)
+	}
 
 	post := func(label uint16, path, token string, body any) (int, string) {
 		b, _ := json.Marshal(body)
@@ -116,6 +124,8 @@ func TestKeyRoutes(t *testing.T) {
 		{1, "/internal/keys/release", scoped, reserve, 403, "forbidden"},
 		{2, "/internal/keys/find", scoped, findRequest{ActorID: mine}, 403, "forbidden"},
 		{2, "/internal/keys/reserve", "tok", reserve, 421, "not_leader"},
+		{2, "/internal/keys/holder", "tok", reserve.Keys[0], 421, "not_leader"},
+		{1, "/internal/keys/holder", scoped, reserve.Keys[0], 403, "forbidden"},
 		{1, "/internal/keys/find", "tok", findRequest{ActorID: mine}, 400, "bad_request"},
 		{1, "/internal/keys/release", "tok", reserve, 400, "bad_request"}, // no expect_actor_id
 		{1, "/internal/keys/reserve", "tok", reserve, 200, ""},

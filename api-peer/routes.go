@@ -35,5 +35,6 @@ func (s *Server) Register(e *echo.Echo) {
 	// Engine to engine, admin token only (keys.go).
 	e.POST("/internal/keys/reserve", s.reserveKeys)
 	e.POST("/internal/keys/release", s.releaseKeys)
+	e.POST("/internal/keys/holder", s.keyHolder)
 	e.POST("/internal/keys/find", s.findKey)
 }

@@ -54,6 +54,8 @@ type Actors interface {
 	// cancels the call.
 	OnChange(aid id.ID, f func()) (stop func())
 	GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error)
+	// GetByKey returns the live actor holding a key, wherever it lives.
+	GetByKey(ctx context.Context, ns id.ID, name, key string) (actor.Actor, bool, error)
 }
 
 // Options configures a Gateway. Zero durations and limits mean Rivet's defaults.

@@ -39,6 +39,8 @@ type KeyService interface {
 	// Find says what actor aid is in its datacenter (ops/keyres.Look, or with fence
 	// keyres.Fence) and returns the actor when it is live.
 	Find(ctx context.Context, aid id.ID, fence bool) (keyres.Liveness, actor.Actor, error)
+	// Holder returns the holder of k at the leader, found false when k is free.
+	Holder(ctx context.Context, k keyres.Key) (keyres.Holder, bool, error)
 }
 
 // ReservationGrace is how long a reservation whose actor does not exist yet is left to its
@@ -138,14 +140,56 @@ func (p *Actors) keyed(ctx context.Context, in actor.CreateInput, getOrCreate bo
 	}
 }
 
-// existing returns the live actor holding k without asking the leader: from this
-// datacenter's key index, else from the datacenter of the cached holder.
-func (p *Actors) existing(ctx context.Context, k keyres.Key) (actor.Actor, bool, error) {
+// GetByKey returns the live actor holding key in (namespace, name), found false when there
+// is none: in this datacenter's index, else (several datacenters) wherever it lives, through
+// the cache of holders, else the leader's reservation.
+func (p *Actors) GetByKey(ctx context.Context, ns id.ID, name, key string) (actor.Actor, bool, error) {
+	k := keyres.Key{Namespace: ns, Name: name, Key: key}
+	if p.keys == nil {
+		return p.localByKey(ctx, k)
+	}
+	if a, found, err := p.existing(ctx, k); err != nil || found {
+		return a, found, err
+	}
+	h, held, err := p.keys.svc.Holder(ctx, k)
+	if err != nil {
+		return actor.Actor{}, false, p.leaderError(err)
+	}
+	if !held {
+		return actor.Actor{}, false, nil
+	}
+	l, a, err := p.keys.svc.Find(ctx, h.ActorID, false)
+	if err != nil || l != keyres.Live {
+		return actor.Actor{}, false, err
+	}
+	p.remember(k, a.ActorID)
+	return a, true, nil
+}
+
+// localByKey returns the live actor holding k in this datacenter's index.
+func (p *Actors) localByKey(ctx context.Context, k keyres.Key) (actor.Actor, bool, error) {
 	out, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
 		return actor.List(ctx, r, actor.ListInput{Namespace: k.Namespace, Name: k.Name, Key: &k.Key, Limit: 1, Datacenter: p.o.Datacenter})
 	})
-	if err != nil || len(out.Actors) > 0 {
-		return firstActor(out.Actors), len(out.Actors) > 0, err
+	if err != nil || len(out.Actors) == 0 {
+		return actor.Actor{}, false, err
+	}
+	return out.Actors[0], true, nil
+}
+
+// leaderError explains a call to the leader that got no answer: new keys are unavailable.
+func (p *Actors) leaderError(err error) error {
+	if rerr.Is(err, rerr.CodeDatacenterUnreachable) {
+		return rerr.ActorKeyReservationUnavailable(p.keys.svc.Leader()).WithCause(err)
+	}
+	return err
+}
+
+// existing returns the live actor holding k without asking the leader: from this
+// datacenter's key index, else from the datacenter of the cached holder.
+func (p *Actors) existing(ctx context.Context, k keyres.Key) (actor.Actor, bool, error) {
+	if a, found, err := p.localByKey(ctx, k); err != nil || found {
+		return a, found, err
 	}
 	aid, cached := p.keys.holders.Get(k)
 	if !cached {
@@ -208,10 +252,7 @@ func (p *Actors) claim(ctx context.Context, in actor.CreateInput, k keyres.Key, 
 	}
 	holders, err := p.keys.svc.Replace(ctx, []keyres.Request{{Key: k, Expect: expect, Candidate: cand}})
 	if err != nil {
-		if rerr.Is(err, rerr.CodeDatacenterUnreachable) {
-			return claimed{}, rerr.ActorKeyReservationUnavailable(p.keys.svc.Leader()).WithCause(err)
-		}
-		return claimed{}, err
+		return claimed{}, p.leaderError(err)
 	}
 	if len(holders) != 1 || holders[0].ActorID != in.ActorID {
 		if len(holders) != 1 {

@@ -77,6 +77,18 @@ func (k localKeys) Find(ctx context.Context, aid id.ID, fence bool) (keyres.Live
 	return l, a, err
 }
 
+func (k localKeys) Holder(ctx context.Context, key keyres.Key) (keyres.Holder, bool, error) {
+	type held struct {
+		h     keyres.Holder
+		found bool
+	}
+	h, err := udb.ReadTransact(ctx, k.w.db[1], func(r udb.ReadTransaction) (held, error) {
+		h, found, err := keyres.Get(ctx, r, key)
+		return held{h, found}, err
+	})
+	return h.h, h.found, err
+}
+
 func newTwoDCs(t *testing.T) *twoDCs {
 	ctx := context.Background()
 	w := &twoDCs{t: t, ns: id.New(1), db: map[uint16]udb.Database{}, p: map[uint16]*Actors{}}
@@ -185,6 +197,15 @@ func TestKeysTakeOver(t *testing.T) {
 	}
 	if a, created, err := w.p[1].GetOrCreate(ctx, w.input("fresh")); err != nil || created || a.ActorID != fresh {
 		t.Fatalf("once its creator is done: %v %v %v, want %v", a.ActorID, created, err, fresh)
+	}
+	// dc1 finds it by key (the leader's reservation, then its cache).
+	for range 2 {
+		if a, found, err := w.p[1].GetByKey(ctx, w.ns, "room", "fresh"); err != nil || !found || a.ActorID != fresh {
+			t.Fatalf("get by key from dc1: %v %v %v", a.ActorID, found, err)
+		}
+	}
+	if _, found, err := w.p[1].GetByKey(ctx, w.ns, "room", "none"); err != nil || found {
+		t.Fatalf("get of a free key: %v %v", found, err)
 	}
 	// A create of the key from dc1 names dc2's actor.
 	if _, err := w.p[1].Create(ctx, w.input("fresh")); !rerr.Is(err, rerr.CodeActorDuplicateKey) {
