@@ -38,4 +38,9 @@ func (s *Server) Register(e *echo.Echo) {
 	e.DELETE("/actors/:actor_id", s.destroyActor)
 	e.POST("/actors/:actor_id/sleep", s.sleepActor, small)
 	e.POST("/actors/:actor_id/reschedule", s.rescheduleActor, small)
+	// Engine to engine, admin token only (keys.go).
+	e.POST("/internal/keys/reserve", s.reserveKeys, large)
+	e.POST("/internal/keys/release", s.releaseKeys, large)
+	e.POST("/internal/keys/holder", s.keyHolder, small)
+	e.POST("/internal/keys/find", s.findKey, small)
 }

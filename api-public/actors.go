@@ -19,8 +19,9 @@ import (
 // Actors across datacenters. An actor lives in the datacenter that created it, whose label
 // its id carries: a call on one actor goes to that datacenter's api-peer, a create to the
 // datacenter the body names (else this one), and a list by name to every datacenter, merged.
-// Keys are unique among the live actors of a name within one datacenter; berth has no
-// cross-datacenter key reservation (Rivet's Epoxy), so a key lookup asks every datacenter.
+// Keys are unique among the live actors of a name across datacenters: the datacenter that
+// creates reserves the key at the leader first (engine/pegboard, keys.go); a key lookup by
+// list still asks every datacenter.
 
 // createTarget binds a create's query and body and returns the datacenter to create in:
 // the one the body names (datacenter.not_found for a name not in the topology), else this

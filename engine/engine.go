@@ -195,17 +195,22 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	if cfg.PubSub.URL != "" {
 		announce = e.cluster.AnnounceActors
 	}
+	// api-peer and the key reservations reach other datacenters through this peer client;
+	// api-public's serves this datacenter in process through api-peer's handler.
+	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
+		HTTP: &http.Client{Transport: e.tls.outbound}})
+	// With several datacenters keys are reserved at the leader (engine/pegboard, keys.go).
+	var keySvc pegboard.KeyService
+	if len(topo.Datacenters) > 1 {
+		keySvc = &apipeer.KeyClient{DB: e.db, Topology: topo, Peers: e.peers}
+	}
 	lc := pegboard.NewLifecycle(pegboard.LifecycleOptions{
 		DB: e.db, Hosts: e.cluster, Watchers: watchers, Log: log, Metrics: m, Config: ActorConfig(pb),
 		RunnerLostThreshold: config.Ms(pb.RunnerLostThreshold), EnvoyLostThreshold: config.Ms(pb.EnvoyLostThreshold),
-		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce,
+		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce, Keys: keySvc,
 	})
 	e.lifecycle = lc
 	svc := &services{}
-	// api-peer reaches only the leader through its peer client; api-public's serves this
-	// datacenter in process through api-peer's handler.
-	e.peers = apihttp.NewPeerClient(apihttp.PeerOptions{Token: cfg.Auth.AdminToken, Timeout: cfg.APIPublic.DatacenterTimeout(),
-		HTTP: &http.Client{Transport: e.tls.outbound}})
 	bodies := apihttp.BodyLimits{Large: int64(cfg.Guard.MaxAPIBodyBytes), Small: int64(cfg.Guard.MaxAPISmallBodyBytes)}
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,

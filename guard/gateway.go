@@ -54,6 +54,8 @@ type Actors interface {
 	// cancels the call.
 	OnChange(aid id.ID, f func()) (stop func())
 	GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error)
+	// GetByKey returns the live actor holding a key, wherever it lives.
+	GetByKey(ctx context.Context, ns id.ID, name, key string) (actor.Actor, bool, error)
 }
 
 // Options configures a Gateway. Zero durations and limits mean Rivet's defaults.
@@ -213,7 +215,8 @@ func (g *Gateway) servePath(w http.ResponseWriter, r *http.Request, path, query 
 }
 
 // serveQuery resolves a query-routed request to its actor and serves it; a getOrCreate for
-// another datacenter's region goes there whole.
+// another datacenter's region, or whose key's actor lives in another datacenter, goes there
+// whole.
 func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string, q Query) {
 	release, err := g.limiter.Acquire(core.ClientIP(r, g.o.TrustedProxies))
 	if err != nil {
@@ -227,6 +230,14 @@ func (g *Gateway) serveQuery(w http.ResponseWriter, r *http.Request, ray string,
 		g.fail(w, r, ray, err)
 	case dc != nil:
 		g.proxyTo(w, r, ray, *dc)
+	case aid.Label() != g.o.Topology.Local:
+		// A key held in another datacenter (keys are unique across datacenters): the query
+		// goes there whole, where the same lookup finds the actor in its own index.
+		if other, ok := g.o.Topology.ByLabel(aid.Label()); ok {
+			g.proxyTo(w, r, ray, other)
+		} else {
+			g.fail(w, r, ray, rerr.ActorNotFound(aid.String()))
+		}
 	default:
 		g.serveResolved(w, r, ray, actorRequest{ActorID: aid, Path: q.Path, SkipReadyWait: q.SkipReadyWait})
 	}

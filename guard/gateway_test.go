@@ -109,6 +109,16 @@ func (f *fakeActors) GetOrCreate(ctx context.Context, in actor.CreateInput) (act
 	return out.Actor, out.Created, nil
 }
 
+func (f *fakeActors) GetByKey(ctx context.Context, ns id.ID, name, key string) (actor.Actor, bool, error) {
+	out, err := udb.ReadTransact(ctx, f.db, func(r udb.ReadTransaction) (actor.ListOutput, error) {
+		return actor.List(ctx, r, actor.ListInput{Namespace: ns, Name: name, Key: &key, Limit: 1})
+	})
+	if err != nil || len(out.Actors) == 0 {
+		return actor.Actor{}, false, err
+	}
+	return out.Actors[0], true, nil
+}
+
 // fakeRunners answers tunnelled requests with answer, per runner, and counts them.
 type fakeRunners struct {
 	mu     sync.Mutex

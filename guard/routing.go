@@ -10,7 +10,6 @@ import (
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
-	"github.com/berthhq/berth/pkg/udb"
 )
 
 // Routing headers and WebSocket subprotocols (docs/gateway.md, "Header routing").
@@ -212,8 +211,8 @@ func headerSkipReadyWaitValue(r *http.Request) (bool, error) {
 }
 
 // resolveQuery finds the actor a query names, bounded by ResolveQueryTimeout
-// (pegboard.route_resolve_query_timeout): get → the live actor holding the key
-// (actor.not_found); getOrCreate → in the region's datacenter (dc set when it is another:
+// (pegboard.route_resolve_query_timeout): get → the live actor holding the key, wherever it
+// lives (actor.not_found); getOrCreate → in the region's datacenter (dc set when it is another:
 // the request goes there whole), else the live actor holding the key or a new one.
 func (g *Gateway) resolveQuery(ctx context.Context, q Query) (aid id.ID, dc *apihttp.Datacenter, err error) {
 	err = phaseResolveQuery.run(ctx, g.o.ResolveQueryTimeout, func(ctx context.Context) error {
@@ -243,16 +242,14 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	key := q.SerializedKey()
 	local := g.o.Topology.LocalDatacenter().Name
 	if q.Method == MethodGet {
-		out, err := udb.ReadTransact(ctx, g.o.DB, func(r udb.ReadTransaction) (actor.ListOutput, error) {
-			return actor.List(ctx, r, actor.ListInput{Namespace: ns.NamespaceID, Name: q.Name, Key: &key, Limit: 1, Datacenter: local})
-		})
+		a, found, err := g.o.Actors.GetByKey(ctx, ns.NamespaceID, q.Name, key)
 		if err != nil {
 			return id.ID{}, nil, err
 		}
-		if len(out.Actors) == 0 {
+		if !found {
 			return id.ID{}, nil, rerr.ActorNotFound("")
 		}
-		return out.Actors[0].ActorID, nil, nil
+		return a.ActorID, nil, nil
 	}
 	a, _, err := g.o.Actors.GetOrCreate(ctx, actor.CreateInput{
 		Namespace: ns.NamespaceID, NamespaceName: ns.Name, Name: q.Name, Key: &key,

@@ -92,6 +92,12 @@ const (
 	// staged commits.
 	tagActorSQLite = 1030
 	tagSQLiteStage = 1031
+	// Keys unique across datacenters (key_reservation.go): the subspace, a
+	// key's reservation (in the leader datacenter's store) and an actor id's
+	// fence (in the actor's datacenter).
+	tagKeyRes         = 1040
+	tagKeyReservation = 1041
+	tagKeyFence       = 1042
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

@@ -127,6 +127,10 @@ func allValueCases() []valueCase {
 		// version 1 LE, str.
 		vc(ActorNameKey{}, ActorNameValue{Metadata: `{"a":1}`}, "0100"+"07"+"7b2261223a317d"),
 		vc(ActorNameKey{}, ActorNameValue{}, "0100"+"00"),
+		// version 1 LE, data(19, actor id), uint 300 (LEB128 ac 02).
+		vc(KeyReservationKey{}, KeyReservation{ActorID: wf, ReservedAtMs: 300}, "0100"+"13"+idHex(wf)+"ac02"),
+		vc(KeyReservationKey{}, KeyReservation{ActorID: wf, ReservedAtMs: 1700000000000}, ""),
+		vc(KeyFenceKey{}, 1700000000000, ""),
 	}
 }
 

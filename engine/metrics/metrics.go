@@ -22,6 +22,10 @@ type Metrics struct {
 	// RunnerTransitions counts runner lifecycle transitions by kind
 	// (drained, stopped, expired).
 	RunnerTransitions *prometheus.CounterVec
+	// KeyReservations counts the keys of existing actors reserved across datacenters at
+	// start (engine/pegboard, keys.go), by outcome: reserved, or conflict (another live
+	// actor of another datacenter already held the key: both are kept).
+	KeyReservations *prometheus.CounterVec
 
 	// Observed is the request, gateway, store and census metrics (observe.go).
 	Observed
@@ -44,11 +48,15 @@ func New() *Metrics {
 			Name: "berth_runner_transitions_total",
 			Help: "Runner lifecycle transitions made by this node.",
 		}, []string{"kind"}),
+		KeyReservations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_key_reservations_migrated_total",
+			Help: "Keys of existing actors reserved across datacenters at start, by outcome (reserved, conflict).",
+		}, []string{"outcome"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.RunnerPingTxn, m.RunnerSockets, m.RunnerTransitions,
+		m.RunnerPingTxn, m.RunnerSockets, m.RunnerTransitions, m.KeyReservations,
 	)
 	m.Observed = newObserved(m.reg)
 	return m

@@ -41,6 +41,9 @@ type ActorsOptions struct {
 	// transition changed (engine/cluster.Node.AnnounceActors), so that what waits there
 	// follows changes made here.
 	Announce func(actors []id.ID)
+	// Keys, with several datacenters, makes keys unique across them (keys.go); nil in a
+	// single datacenter.
+	Keys KeyService
 }
 
 // Actors drives the actor lifecycle: it runs ops/actor transitions and carries out their
@@ -50,7 +53,8 @@ type Actors struct {
 	o ActorsOptions
 
 	kick    chan struct{}
-	creates batcher // creates share transactions (batch.go)
+	creates batcher     // creates share transactions (batch.go)
+	keys    *globalKeys // nil in a single datacenter
 
 	mu    sync.Mutex
 	pools []actor.Pool // queues to move
@@ -70,7 +74,7 @@ func NewActors(o ActorsOptions) *Actors {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = 100 * time.Millisecond
 	}
-	p := &Actors{o: o, kick: make(chan struct{}, 1)}
+	p := &Actors{o: o, kick: make(chan struct{}, 1), keys: newGlobalKeys(o.Keys)}
 	p.creates.p = p
 	return p
 }
@@ -113,6 +117,11 @@ func (p *Actors) Apply(eff actor.Effects) {
 	var changed []id.ID
 	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
 		changed = append(changed, group...)
+	}
+	if p.keys != nil {
+		for _, aid := range eff.Destroyed {
+			p.queueRelease(release{aid: aid})
+		}
 	}
 	p.o.Watchers.Changed(changed)
 	if p.o.Announce != nil && len(changed) > 0 {
@@ -191,6 +200,11 @@ func (p *Actors) MovePool(pool actor.Pool) { p.Apply(actor.Effects{Pools: []acto
 
 // Run runs due timers and moves queues until ctx ends.
 func (p *Actors) Run(ctx context.Context) {
+	if p.keys != nil {
+		var keys sync.WaitGroup
+		keys.Go(func() { p.runKeys(ctx) })
+		defer keys.Wait()
+	}
 	t := time.NewTicker(p.o.ScanInterval)
 	defer t.Stop()
 	for {
@@ -283,9 +297,14 @@ func (p *Actors) fill(in actor.CreateInput) actor.CreateInput {
 }
 
 // Create creates and places an actor (ops/actor.Create), in a transaction shared with the
-// creates that run at the same time (batch.go).
+// creates that run at the same time (batch.go). With several datacenters a keyed create
+// reserves its key across them first (keys.go).
 func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor, error) {
 	in = p.fill(in)
+	if p.keys != nil && in.Key != nil {
+		a, _, err := p.keyed(ctx, in, false)
+		return a, err
+	}
 	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.Create(ctx, tx, in)
 		return out.Actor, out.Effects, err
@@ -298,6 +317,9 @@ func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor,
 // in a transaction shared as Create's.
 func (p *Actors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.Actor, bool, error) {
 	in = p.fill(in)
+	if p.keys != nil && in.Key != nil {
+		return p.keyed(ctx, in, true)
+	}
 	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.GetOrCreate(ctx, tx, in)
 		return out, out.Effects, err

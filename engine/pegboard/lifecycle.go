@@ -29,6 +29,8 @@ type LifecycleOptions struct {
 	Datacenter string
 	// Announce tells the datacenter's other nodes of changed actors (ActorsOptions.Announce).
 	Announce func(actors []id.ID)
+	// Keys makes keys unique across datacenters (ActorsOptions.Keys); nil in one datacenter.
+	Keys KeyService
 }
 
 // Lifecycle is a node's control plane: the actor, runner and envoy lifecycles over one
@@ -52,7 +54,7 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 	}
 	actors := NewActors(ActorsOptions{
 		DB: o.DB, Hosts: o.Hosts, Watchers: o.Watchers, Log: o.Log, Metrics: o.Metrics, Config: o.Config,
-		Label: o.Label, Datacenter: o.Datacenter, Announce: o.Announce,
+		Label: o.Label, Datacenter: o.Datacenter, Announce: o.Announce, Keys: o.Keys,
 	})
 	return &Lifecycle{
 		Actors: actors,

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -37,7 +38,16 @@ type CreateInput struct {
 	NowMs       int64
 	Datacenter  string // for the returned Actor
 	Config      Config
+	// Reserved says the key was reserved for ActorID across datacenters (ops/keyres): the
+	// create then also reads the id's fence and fails with ErrFenced if another datacenter
+	// fenced it. False in a single datacenter, where nothing is read beyond the key index.
+	Reserved bool
 }
+
+// ErrFenced is the cause of the internal error of a create whose actor id was fenced
+// (ops/keyres.Fence): its key reservation was handed to another actor, and the caller must
+// start again with a new id.
+var ErrFenced = errors.New("actor id fenced: its key reservation was taken over")
 
 // CreateOutput is the created actor and what its placement asks of the engine.
 type CreateOutput struct {
@@ -100,6 +110,13 @@ func Create(ctx context.Context, tx udb.Transaction, in CreateInput) (CreateOutp
 		}
 	}
 	aid := in.ActorID
+	if in.Reserved {
+		if _, fenced, err := keys.Get(ctx, tx, keys.KeyFenceKey{ActorID: aid}); err != nil {
+			return CreateOutput{}, corrupt.Mark("actor", err)
+		} else if fenced {
+			return CreateOutput{}, rerr.Internal(fmt.Errorf("actor %s: %w", aid, ErrFenced))
+		}
+	}
 	if _, taken, err := keys.Get(ctx, tx, keys.ActorStateKey{ActorID: aid}); err != nil || taken {
 		if err == nil {
 			err = rerr.Internal(errors.New("actor id " + aid.String() + " drawn twice"))

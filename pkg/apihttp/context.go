@@ -45,3 +45,10 @@ func withRequest(ctx context.Context, rayID string, log *slog.Logger) context.Co
 	ctx = context.WithValue(ctx, keyRayID, rayID)
 	return context.WithValue(ctx, keyLogger, log.With("ray_id", rayID))
 }
+
+// WithoutToken returns ctx without the token a request presented, so that the peer client
+// sends its own (the admin token): for the engine's own calls between datacenters made while
+// it serves a request, which a scoped token could not make.
+func WithoutToken(ctx context.Context) context.Context {
+	return context.WithValue(ctx, keyToken, nil)
+}

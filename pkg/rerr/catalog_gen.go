@@ -78,6 +78,11 @@ const (
 	// ActorKVStorageQuotaExceeded.
 	CodeActorKVStorageQuotaExceeded
 
+	// CodeActorKeyReservationUnavailable is actor.key_reservation_unavailable (503). berth: a new key
+	// could not be reserved across datacenters because the leader datacenter, which holds the
+	// reservations, did not answer. Build it with ActorKeyReservationUnavailable.
+	CodeActorKeyReservationUnavailable
+
 	// namespace
 
 	// CodeNamespaceFailedToCreate is namespace.failed_to_create (400). Build it with
@@ -638,6 +643,12 @@ var catalog = []Entry{
 		Message: "Not enough space left in storage.",
 		Detail:  "Not enough space left in storage ({remaining} bytes remaining, current payload is {payload_size} bytes).",
 		Meta:    []string{"remaining", "payload_size"},
+	},
+	{
+		Group: "actor", Code: "key_reservation_unavailable", Status: 503,
+		Message: "Actor keys cannot be reserved: the leader datacenter did not answer.",
+		Detail:  "New actor keys cannot be reserved while the leader datacenter '{datacenter}' does not answer; actors of existing keys are still found.",
+		Meta:    []string{"datacenter"},
 	},
 	// namespace
 	{
@@ -1396,6 +1407,17 @@ func ActorKVStorageQuotaExceeded(remaining, payloadSize int64) *Error {
 	return newError(CodeActorKVStorageQuotaExceeded, map[string]any{
 		"remaining":    remaining,
 		"payload_size": payloadSize,
+	})
+}
+
+// ActorKeyReservationUnavailable builds actor.key_reservation_unavailable (503). berth: a new key
+// could not be reserved across datacenters because the leader datacenter, which holds the
+// reservations, did not answer.
+//
+//	New actor keys cannot be reserved while the leader datacenter '{datacenter}' does not answer; actors of existing keys are still found.
+func ActorKeyReservationUnavailable(datacenter string) *Error {
+	return newError(CodeActorKeyReservationUnavailable, map[string]any{
+		"datacenter": datacenter,
 	})
 }
 

@@ -38,14 +38,15 @@ func buildBerth(t *testing.T, dir string) string {
 
 // dc is one datacenter of a test cluster: its config, store and process.
 type dc struct {
-	name       string
-	label      uint16
-	leader     bool
-	publicPort int
-	peerPort   int
-	dbURL      string
-	config     string // the config file
-	log        string // the process's stderr
+	name        string
+	label       uint16
+	leader      bool
+	publicPort  int
+	peerPort    int
+	metricsPort int
+	dbURL       string
+	config      string // the config file
+	log         string // the process's stderr
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has been waited for
@@ -86,10 +87,10 @@ func newCluster(t *testing.T, bin string, dcTimeout time.Duration) *cluster {
 func (c *cluster) configure() {
 	t := c.t
 	t.Helper()
-	ports := harness.FreePorts(t, 2*len(c.dcs))
+	ports := harness.FreePorts(t, 3*len(c.dcs))
 	topo := map[string]any{}
 	for i, d := range c.dcs {
-		d.publicPort, d.peerPort = ports[2*i], ports[2*i+1]
+		d.publicPort, d.peerPort, d.metricsPort = ports[3*i], ports[3*i+1], ports[3*i+2]
 		topo[d.name] = map[string]any{"datacenter_label": d.label, "is_leader": d.leader, "public_url": d.publicURL(),
 			"peer_url": fmt.Sprintf("http://127.0.0.1:%d", d.peerPort)}
 	}
@@ -98,7 +99,7 @@ func (c *cluster) configure() {
 			"topology":   map[string]any{"datacenter_label": d.label, "datacenters": topo},
 			"guard":      map[string]any{"host": "127.0.0.1", "port": d.publicPort},
 			"api_peer":   map[string]any{"host": "127.0.0.1", "port": d.peerPort},
-			"metrics":    map[string]any{"host": "127.0.0.1", "port": 0},
+			"metrics":    map[string]any{"host": "127.0.0.1", "port": d.metricsPort},
 			"api_public": map[string]any{"datacenter_timeout_ms": c.dcTimeout.Milliseconds()},
 			"database":   map[string]any{"url": d.dbURL},
 			// The seeded runners and envoys have no socket: an hour before they count as lost.
