@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"strconv"
+	"strings"
 
 	"github.com/berthhq/berth/pkg/rerr"
 )
@@ -62,7 +63,7 @@ func Decode(s string) (Position, error) {
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	switch {
-	case err != nil:
+	case err != nil || strings.ContainsAny(s, "\r\n"): // the decoder skips line breaks
 		return Position{}, rerr.BadRequest(Field, "malformed cursor")
 	case len(b) < 9 || b[0] != version:
 		return Position{}, rerr.BadRequest(Field, "not a cursor returned by this list")
