@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "63fca6a8b4532078feb1403dffb1a1333385241134b9494bac3fa3ba61fd54a0"
+const SpecSHA256 = "68514e9a8170105798bf83cf4362d3b4674ce31196b603185ebb27e16f9adb2f"
