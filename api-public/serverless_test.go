@@ -58,7 +58,7 @@ func TestServerlessConfig(t *testing.T) {
 	})
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{Timeout: 2 * time.Second}).WithLocal(2, local)
 	t.Cleanup(peers.Close)
-	c.pub = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: 2 * time.Second, Log: quiet}).Handler())
+	c.pub = openapitest.Handler(t, New(Deps{Topology: c.topo, Peers: peers, DatacenterTimeout: 2 * time.Second, Log: quiet, Outbound: policy}).Handler())
 
 	url := app.URL + "/api/rivet"
 	body := `{"datacenters":{"b":{"serverless":{"url":"` + url + `","request_lifespan":3600,"headers":{"x-k":"secret"}}}}}`
@@ -106,7 +106,7 @@ func TestServerlessConfig(t *testing.T) {
 	}
 	blocked := `{"datacenters":{"b":{"serverless":{"url":"http://10.0.0.1/api","request_lifespan":3600}}}}`
 	if a := c.do(t, "PUT", "/runner-configs/sl2?namespace=default", blocked); a.status != 400 ||
-		!strings.Contains(a.body, `"metadata":{"datacenter":"b","reason":"invalid serverless url: address 10.0.0.1 is not an allowed destination (private)"}`) {
+		!strings.Contains(a.body, `"metadata":{"reason":"invalid serverless url: address 10.0.0.1 is not an allowed destination (private)"}`) {
 		t.Errorf("PUT to a private address: %d %s", a.status, a.body)
 	}
 	if a := c.do(t, "DELETE", "/runner-configs/sl?namespace=default", ""); a.status != 200 || a.body != `{}` {

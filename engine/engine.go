@@ -243,7 +243,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies,
+		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies, Outbound: serverlessPolicy(pb.Serverless),
 	}).Handler()
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
