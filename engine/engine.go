@@ -179,6 +179,13 @@ func serverlessPolicy(c config.PegboardServerless) outbound.Policy {
 	return outbound.Policy{AllowPrivate: c.AllowPrivateURLs, AllowedCIDRs: c.AllowedPrefixes()}
 }
 
+// metadataTimeout bounds a serverless /metadata call: the reference's 10 s, but shorter than
+// api-public's datacenter timeout, so that a health check or refresh-metadata of a hanging
+// endpoint answers request_timed_out rather than the datacenter's own timeout.
+func metadataTimeout(dcTimeout time.Duration) time.Duration {
+	return max(min(serverless.MetadataTimeout, dcTimeout-500*time.Millisecond), time.Second)
+}
+
 // services is the handlers build made for the listeners.
 type services struct {
 	public http.Handler // the guard port: the gateway, the host sockets, api-public
@@ -221,6 +228,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	e.serverless = serverless.New(e.db, serverless.Fetcher{
 		Client: outbound.NewClient(outbound.Options{Policy: serverlessPolicy(pb.Serverless)}),
 		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
+		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
 	}, log)
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,

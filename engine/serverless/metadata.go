@@ -76,6 +76,8 @@ type Fetcher struct {
 	Policy outbound.Policy
 	// UserAgent is sent with every call.
 	UserAgent string
+	// Timeout bounds one call; 0 means MetadataTimeout.
+	Timeout time.Duration
 }
 
 type metadataJSON struct {
@@ -94,7 +96,11 @@ func (f Fetcher) Fetch(ctx context.Context, rawURL string, headers map[string]st
 		}
 		return Metadata{}, fail("invalid serverless metadata request", "invalid_request", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, MetadataTimeout)
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = MetadataTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(rawURL, "/")+"/metadata", nil)
 	if err != nil {

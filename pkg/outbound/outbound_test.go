@@ -38,6 +38,7 @@ func TestCheckURL(t *testing.T) {
 		{Policy{}, "ftp://x/", `scheme "ftp" is not allowed, expected http or https`, true},
 		{Policy{}, "http://", "empty host", false},
 		{Policy{}, "http://8.8.8.8:65536/", "invalid port number", false},
+		{Policy{}, "http://h:8x/", "invalid port number", false},
 		{Policy{}, "http://u:p@8.8.8.8/", "url must not contain embedded credentials", true},
 	}
 	for _, c := range cases {

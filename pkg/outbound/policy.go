@@ -107,6 +107,8 @@ func (p Policy) CheckAddr(addr netip.Addr) error {
 func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	switch {
+	case err != nil && strings.Contains(err.Error(), "invalid port"):
+		return nil, fmt.Errorf("invalid port number")
 	case err != nil, u.Scheme == "" && !strings.Contains(raw, "://"):
 		return nil, fmt.Errorf("relative URL without a base")
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -1762,7 +1762,8 @@ type ClientInterface interface {
 	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-	// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -1779,7 +1780,8 @@ type ClientInterface interface {
 	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-	// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -2396,7 +2398,8 @@ func (c *Client) RunnerConfigsList(ctx context.Context, params *RunnerConfigsLis
 // Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 // surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 // engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 // the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 // …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 // `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -2423,7 +2426,8 @@ func (c *Client) RunnerConfigsServerlessHealthCheckWithBody(ctx context.Context,
 // Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 // surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 // engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 // the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 // …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 // `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -4577,7 +4581,8 @@ type ClientWithResponsesInterface interface {
 	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-	// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -4594,7 +4599,8 @@ type ClientWithResponsesInterface interface {
 	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-	// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -7409,7 +7415,8 @@ func (c *ClientWithResponses) RunnerConfigsListWithResponse(ctx context.Context,
 // Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 // surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 // engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 // the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 // …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 // `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
@@ -7432,7 +7439,8 @@ func (c *ClientWithResponses) RunnerConfigsServerlessHealthCheckWithBodyWithResp
 // Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
 // surrounding spaces ignored; the headers as given plus `accept: */*`), under the
 // engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
-// 10 s, and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
 // the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
 // …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
 // `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,

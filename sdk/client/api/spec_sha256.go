@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "68514e9a8170105798bf83cf4362d3b4674ce31196b603185ebb27e16f9adb2f"
+const SpecSHA256 = "9bec632fd5e20470dec0fb59d15493e64ae97243a4064d18d6a4e06c4af5fa95"
