@@ -9,6 +9,7 @@ import (
 	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -75,6 +76,13 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var policy outbound.Policy
+	if s.deps.Serverless != nil {
+		policy = s.deps.Serverless.Policy()
+	}
+	if err := runnerconfig.CheckDestination(cfg, policy); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
 	if err != nil {
@@ -85,6 +93,11 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	// As on the reference, a new endpoint's /metadata is fetched before answering; the
+	// answer does not depend on it (engine/serverless.WriteFetchTimeout bounds the wait).
+	if v.EndpointConfigChanged && cfg.Serverless != nil && s.deps.Serverless != nil {
+		s.deps.Serverless.Written(ctx, ns.NamespaceID, name, cfg)
 	}
 	return c.JSON(http.StatusOK, apitypes.RunnerConfigsUpsertResponse{EndpointConfigChanged: v.EndpointConfigChanged})
 }

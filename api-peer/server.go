@@ -37,6 +37,10 @@ type Deps struct {
 	// Bodies bound the request bodies of the endpoints that take one, as api-public's; each
 	// is taken 6 times over here (routes.go).
 	Bodies apihttp.BodyLimits
+	// Serverless fetches serverless pools' /metadata and holds the outbound policy; nil
+	// refuses every serverless URL that names an address and answers the health check and
+	// refresh-metadata with core.internal_error.
+	Serverless ServerlessService
 }
 
 // RunnersService is the runner lifecycle the handlers drain runners through.

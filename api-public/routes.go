@@ -33,6 +33,8 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/runner-configs", s.listRunnerConfigs)
 	e.PUT("/runner-configs/:runner_name", s.upsertRunnerConfig, large)
 	e.DELETE("/runner-configs/:runner_name", s.deleteRunnerConfig)
+	e.POST("/runner-configs/serverless-health-check", s.serverlessHealthCheck, small)
+	e.POST("/runner-configs/:runner_name/refresh-metadata", s.refreshMetadata, small)
 	e.GET("/actors", s.listActors)
 	e.POST("/actors", s.createActor, large)
 	e.PUT("/actors", s.getOrCreateActor, large)

@@ -139,7 +139,11 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 	}
 	for _, dc := range s.deps.Topology.Datacenters {
 		if raw, ok := body.Datacenters[dc.Name]; ok {
-			if _, err := runnerconfig.ParseRequest(raw, "datacenters."+dc.Name, 0); err != nil {
+			cfg, err := runnerconfig.ParseRequest(raw, "datacenters."+dc.Name, 0)
+			if err != nil {
+				return err
+			}
+			if err := runnerconfig.CheckDestination(cfg, s.deps.Outbound); err != nil {
 				return err
 			}
 		}

@@ -208,8 +208,8 @@ func TestRunnerConfigsRefusedBeforeAnyWrite(t *testing.T) {
 		unchecked          bool
 	}{
 		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": rcNormal, "mars": rcNormal}), 404, "datacenter.not_found", "", "mars", false},
-		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": rcNormal, "c": badSlots}), 400, "runner_config.invalid", "datacenters.c.serverless.slots_per_runner", "", false},
-		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"b": `{"serverless":{"url":"https://h/","request_lifespan":600}}`}), 400, "runner_config.invalid", "datacenters.b.serverless.drain_grace_period", "", false},
+		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": rcNormal, "c": badSlots}), 400, "runner_config.invalid", "", "", false},
+		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"b": `{"serverless":{"url":"https://h/","request_lifespan":600}}`}), 400, "runner_config.invalid", "", "", false},
 		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": `{"normal":{},"serverless":{"url":"https://h/","request_lifespan":600}}`}), 400, "api.bad_request", "datacenters.a", "", false},
 		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": `{"normal":{"bogus":1}}`}), 400, "api.bad_request", "datacenters.a.normal.bogus", "", false},
 		{"/runner-configs/pool?namespace=default", upsertBody(map[string]string{"a": `null`}), 400, "api.bad_request", "datacenters.a", "", true},

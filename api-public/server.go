@@ -10,6 +10,7 @@ import (
 	apipeer "github.com/berthhq/berth/api-peer"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/auth"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
@@ -37,6 +38,9 @@ type Deps struct {
 	Local *apipeer.Server
 	// Bodies bound the request bodies of the endpoints that take one (routes.go).
 	Bodies apihttp.BodyLimits
+	// Outbound is the destination policy of serverless URLs (pegboard.serverless): a literal
+	// address it refuses is refused before any datacenter is asked, as one datacenter would.
+	Outbound outbound.Policy
 }
 
 // Server is the public API. Its handlers are methods, one resource per file, registered in

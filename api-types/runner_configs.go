@@ -61,3 +61,14 @@ func RunnerNameParam(c echo.Context) (string, error) {
 	}
 	return name, runnerconfig.CheckName("runner_name", name)
 }
+
+// RunnerConfigsServerlessHealthCheckRequest is the body of POST
+// /runner-configs/serverless-health-check.
+type RunnerConfigsServerlessHealthCheckRequest struct {
+	URL     *string           `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// RunnerConfigsRefreshMetadataRequest is the body of POST
+// /runner-configs/{runner_name}/refresh-metadata: {}.
+type RunnerConfigsRefreshMetadataRequest struct{}

@@ -18,6 +18,7 @@ import (
 	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/engine/internal/connlimit"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/engine/serverless"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
@@ -25,6 +26,7 @@ import (
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/pubsub"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // file:// and mem://
@@ -60,11 +62,13 @@ type Engine struct {
 	metrics   *listener // Prometheus /metrics
 	hosts     *hostsock.Server
 	lifecycle *pegboard.Lifecycle
-	timeout   time.Duration
-	obs       *observability
-	tls       tlsConfigs
-	trusted   core.Trusted // guard.trusted_proxies
-	auth      *auth.Authenticator
+	// serverless polls the serverless pools' /metadata.
+	serverless *serverless.Service
+	timeout    time.Duration
+	obs        *observability
+	tls        tlsConfigs
+	trusted    core.Trusted // guard.trusted_proxies
+	auth       *auth.Authenticator
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -170,6 +174,18 @@ func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp
 	return append(undo, func() { _ = e.bus.Close() }), nil
 }
 
+// serverlessPolicy is the outbound policy of pegboard.serverless.
+func serverlessPolicy(c config.PegboardServerless) outbound.Policy {
+	return outbound.Policy{AllowPrivate: c.AllowPrivateURLs, AllowedCIDRs: c.AllowedPrefixes()}
+}
+
+// metadataTimeout bounds a serverless /metadata call: the reference's 10 s, but shorter than
+// api-public's datacenter timeout, so that a health check or refresh-metadata of a hanging
+// endpoint answers request_timed_out rather than the datacenter's own timeout.
+func metadataTimeout(dcTimeout time.Duration) time.Duration {
+	return max(min(serverless.MetadataTimeout, dcTimeout-500*time.Millisecond), time.Second)
+}
+
 // services is the handlers build made for the listeners.
 type services struct {
 	public http.Handler // the guard port: the gateway, the host sockets, api-public
@@ -212,9 +228,16 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	e.lifecycle = lc
 	svc := &services{}
 	bodies := apihttp.BodyLimits{Large: int64(cfg.Guard.MaxAPIBodyBytes), Small: int64(cfg.Guard.MaxAPISmallBodyBytes)}
+	// Serverless endpoints are the users' URLs: called through the checked client, with the
+	// system's roots and never this node's client certificate.
+	e.serverless = serverless.New(e.db, serverless.Fetcher{
+		Client: outbound.NewClient(outbound.Options{Policy: serverlessPolicy(pb.Serverless)}),
+		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
+		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
+	}, log)
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies,
+		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: e.serverless,
 	})
 	peerAPI := peer.Handler()
 	var err error
@@ -233,7 +256,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
-		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies,
+		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies, Outbound: serverlessPolicy(pb.Serverless),
 	}).Handler()
 	// The actor gateway comes first, as on Rivet: /gateway/... never reaches the API.
 	gateway := guard.New(guard.Options{
@@ -295,6 +318,7 @@ func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopLoops = stopLoops
 	e.loops.Go(func() { e.lifecycle.Run(loopCtx) })
+	e.loops.Go(func() { e.serverless.Run(loopCtx) })
 	e.loops.Go(func() { e.obs.runCensus(loopCtx, e.db, censusInterval) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {

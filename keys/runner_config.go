@@ -187,3 +187,10 @@ func (RunnerConfigByVariantKey) Decode(b []byte) (RunnerConfig, error) {
 func RunnerConfigByVariantKeyRange(ns id.ID, v RunnerConfigVariant) NameRange {
 	return NameRange{prefix: namespaceSub.Pack(tuple.Tuple{tagRunner, tagConfig, tagByVariant, ns, int64(v)})}
 }
+
+// RunnerConfigByVariantAllRange is the by-variant copies of every namespace
+// (both variants), for a scan of every pool of the datacenter (the
+// serverless metadata poller).
+func RunnerConfigByVariantAllRange() (begin, end []byte) {
+	return prefixRange(namespaceSub.Pack(tuple.Tuple{tagRunner, tagConfig, tagByVariant}))
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -310,6 +311,32 @@ type Pegboard struct {
 	// loaded of the two) or "load_balancer" (the least loaded of the first fresh envoys
 	// of the load-balancer index, newest version first). Default "hash_ring".
 	EnvoyPlacement string `json:"envoy_placement"`
+	// Serverless is where the engine may call serverless pools' endpoints.
+	Serverless PegboardServerless `json:"serverless"`
+}
+
+// PegboardServerless is the destination policy of calls to serverless endpoints
+// (docs/security.md, "Outbound calls"). By default only public addresses may be called:
+// loopback, private, link-local and the other special-purpose ranges are refused, for
+// literal addresses when a config is written and for every address a host name resolves to
+// when it is called.
+type PegboardServerless struct {
+	// AllowPrivateURLs allows every special-purpose range, loopback included. Default false.
+	AllowPrivateURLs bool `json:"allow_private_urls"`
+	// AllowedCIDRs are ranges (CIDR prefixes or single addresses) allowed although special,
+	// for example 127.0.0.0/8 for an app on the engine's host. Default none.
+	AllowedCIDRs []string `json:"allowed_cidrs"`
+}
+
+// AllowedPrefixes is AllowedCIDRs parsed; Validate has checked every entry.
+func (s PegboardServerless) AllowedPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range s.AllowedCIDRs {
+		if p, err := ParsePrefix(c); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Ms turns a millisecond setting into a duration.

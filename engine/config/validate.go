@@ -109,6 +109,11 @@ func (c *Config) validateListeners(bad badFunc) {
 			bad("guard.trusted_proxies."+strconv.Itoa(i), "%v", err)
 		}
 	}
+	for i, p := range c.Pegboard.Serverless.AllowedCIDRs {
+		if _, err := ParsePrefix(p); err != nil {
+			bad("pegboard.serverless.allowed_cidrs."+strconv.Itoa(i), "%v", err)
+		}
+	}
 	pairs := []struct{ path, cert, key string }{{"guard.tls", c.Guard.TLS.CertFile, c.Guard.TLS.KeyFile},
 		{"api_peer.tls", c.APIPeer.TLS.CertFile, c.APIPeer.TLS.KeyFile}}
 	for _, p := range pairs {

@@ -30,7 +30,7 @@ func FuzzParseRequest(f *testing.F) {
 			if !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) && !rerr.Is(e, rerr.CodeRunnerConfigInvalid) {
 				t.Fatalf("ParseRequest(%q) = %v", b, err)
 			}
-			if field, _ := e.Metadata["field"].(string); field != "dc" && (len(field) < 3 || field[:3] != "dc.") {
+			if field, has := e.Metadata["field"].(string); has && field != "dc" && (len(field) < 3 || field[:3] != "dc.") {
 				t.Fatalf("ParseRequest(%q): field %q is not under the prefix", b, field)
 			}
 			return

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/rerr"
 )
 
@@ -95,20 +96,22 @@ func TestParseRequestErrors(t *testing.T) {
 		{`{"serverless":{"URL":"https://h/","request_lifespan":600}}`, "bad_request", "dc.serverless.URL", "unknown field"},
 		{`{"serverless":{` + ok + `,"headers":{"a":1}}}`, "bad_request", "dc.serverless.headers", "want a string"},
 		{`{"serverless":{` + ok + `,"headers":[]}}`, "bad_request", "dc.serverless.headers", "want an object of strings"},
-		{`{"serverless":{"url":"not a url","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "dc.serverless.url", "invalid serverless url"},
-		{`{"serverless":{"url":"ftp://h/","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "dc.serverless.url", `scheme "ftp"`},
-		{`{"serverless":{"url":"/relative","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "dc.serverless.url", "invalid serverless url"},
-		{`{"serverless":{"url":"http://","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "dc.serverless.url", "no host"},
-		{`{"serverless":{` + ok + `,"slots_per_runner":0}}`, "invalid", "dc.serverless.slots_per_runner", "must not be 0"},
-		{`{"serverless":{"url":"https://h/","request_lifespan":600}}`, "invalid", "dc.serverless.drain_grace_period", "must be less than request_lifespan (1800s >= 600s; the default is 1800s when omitted)"},
-		{`{"serverless":{"url":"https://h/","request_lifespan":600,"drain_grace_period":600}}`, "invalid", "dc.serverless.drain_grace_period", "600s >= 600s"},
-		{`{"serverless":{"url":"https://h/","request_lifespan":100000,"drain_grace_period":1801}}`, "invalid", "dc.serverless.drain_grace_period", "actor_stop_threshold (1801000ms > 1800000ms"},
-		{`{"serverless":{` + ok + `,"headers":{"bad name":"v"}}}`, "invalid", "dc.serverless.headers", `header name "bad name"`},
-		{`{"serverless":{` + ok + `,"headers":{"":"v"}}}`, "invalid", "dc.serverless.headers", `header name ""`},
-		{`{"serverless":{` + ok + `,"headers":{"` + strings.Repeat("n", 129) + `":"v"}}}`, "invalid", "dc.serverless.headers", "longer than 128 bytes"},
-		{`{"serverless":{` + ok + `,"headers":{"n":"` + strings.Repeat("v", 4097) + `"}}}`, "invalid", "dc.serverless.headers", "longer than 4096 bytes"},
-		{`{"serverless":{` + ok + `,"headers":{"n":"a\nb"}}}`, "invalid", "dc.serverless.headers", "control characters"},
-		{`{"serverless":{` + ok + `,"headers":` + manyHeaders(17) + `}}`, "invalid", "dc.serverless.headers", "too many headers: 17, at most 16"},
+		{`{"serverless":{"url":"not a url","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", "invalid serverless url: relative URL without a base"},
+		{`{"serverless":{"url":"ftp://h/","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", `invalid serverless url: scheme "ftp" is not allowed, expected http or https`},
+		{`{"serverless":{"url":"/relative","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", "invalid serverless url: relative URL without a base"},
+		{`{"serverless":{"url":"http://","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", "invalid serverless url: empty host"},
+		{`{"serverless":{"url":"http://u:p@h/","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", "invalid serverless url: url must not contain embedded credentials"},
+		{`{"serverless":{"url":"http://h:65536/","request_lifespan":600,"drain_grace_period":60}}`, "invalid", "", "invalid serverless url: invalid port number"},
+		{`{"serverless":{` + ok + `,"slots_per_runner":0}}`, "invalid", "", "`slots_per_runner` cannot be 0"},
+		{`{"serverless":{"url":"https://h/","request_lifespan":600}}`, "invalid", "", "`drain_grace_period` must be less than `request_lifespan` (1800s >= 600s)"},
+		{`{"serverless":{"url":"https://h/","request_lifespan":600,"drain_grace_period":600}}`, "invalid", "", "`drain_grace_period` must be less than `request_lifespan` (600s >= 600s)"},
+		{`{"serverless":{"url":"https://h/","request_lifespan":100000,"drain_grace_period":1801}}`, "invalid", "", "`drain_grace_period` cannot be greater than `actor_stop_threshold` (1801000ms > 1800000ms). If `drain_grace_period` was omitted, the default is 1800s."},
+		{`{"serverless":{` + ok + `,"headers":{"bad name":"v"}}}`, "invalid", "", "invalid header name: invalid HTTP header name"},
+		{`{"serverless":{` + ok + `,"headers":{"":"v"}}}`, "invalid", "", "invalid header name: invalid HTTP header name"},
+		{`{"serverless":{` + ok + `,"headers":{"` + strings.Repeat("n", 129) + `":"v"}}}`, "invalid", "", "invalid header name: too long (max 128)"},
+		{`{"serverless":{` + ok + `,"headers":{"n":"` + strings.Repeat("v", 4097) + `"}}}`, "invalid", "", "invalid header value: too long (max 4096)"},
+		{`{"serverless":{` + ok + `,"headers":{"n":"a\nb"}}}`, "invalid", "", "invalid header value: failed to parse header value"},
+		{`{"serverless":{` + ok + `,"headers":` + manyHeaders(17) + `}}`, "invalid", "", "too many headers (max 16)"},
 	} {
 		_, err := ParseRequest([]byte(tc.body), "dc", 0)
 		e, isRerr := rerr.As(err)
@@ -119,6 +122,10 @@ func TestParseRequestErrors(t *testing.T) {
 		switch {
 		case !isRerr || e.Group != wantGroup || e.Code != tc.code:
 			t.Errorf("%s: %v; want %s.%s", tc.body, err, wantGroup, tc.code)
+		case tc.field == "": // the reference's check: its exact reason, no field
+			if _, has := e.Metadata["field"]; has || e.Metadata["reason"] != tc.reason {
+				t.Errorf("%s: metadata %v, want exactly the reason %q", tc.body, e.Metadata, tc.reason)
+			}
 		case e.Metadata["field"] != tc.field:
 			t.Errorf("%s: field %v, want %s (%v)", tc.body, e.Metadata["field"], tc.field, err)
 		case !strings.Contains(e.Metadata["reason"].(string), tc.reason) || !strings.HasPrefix(e.Metadata["reason"].(string), tc.field+": "):
@@ -237,5 +244,23 @@ func TestCheckName(t *testing.T) {
 		if e, ok := rerr.As(err); !ok || !rerr.Is(e, rerr.CodeAPIBadRequest) || e.Metadata["field"] != "runner_name" {
 			t.Errorf("%q: %v", name, err)
 		}
+	}
+}
+
+func TestCheckDestination(t *testing.T) {
+	c, err := ParseRequest([]byte(`{"serverless":{"url":"http://10.0.0.1/api","request_lifespan":600,"drain_grace_period":60}}`), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := rerr.As(CheckDestination(c, outbound.Policy{}))
+	if !ok || !rerr.Is(e, rerr.CodeRunnerConfigInvalid) ||
+		e.Metadata["reason"] != "invalid serverless url: address 10.0.0.1 is not an allowed destination (private)" {
+		t.Fatalf("CheckDestination = %v", e)
+	}
+	if err := CheckDestination(c, outbound.Policy{AllowPrivate: true}); err != nil {
+		t.Fatalf("private allowed: %v", err)
+	}
+	if err := CheckDestination(keys.RunnerConfig{Normal: &keys.NormalRunnerConfig{}}, outbound.Policy{}); err != nil {
+		t.Fatalf("normal config: %v", err)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -26,23 +26,27 @@ const (
 // (30 minutes), which bounds a serverless drain_grace_period.
 const DefaultActorStopThresholdMs = 1_800_000
 
-// Validate checks a config as it will be stored, with the Rivet engine's
-// rules, and returns the first violation as runner_config.invalid whose
-// reason starts with the field it names and whose metadata "field" is that
-// field (prefixed by field, as in ParseRequest):
+// Validate checks a config as it will be stored and returns the first
+// violation as runner_config.invalid. The serverless checks are the Rivet
+// engine's, in its order and with its reasons word for word, without a
+// field (docs/serverless.md, § 2.3):
 //
-//   - exactly one of normal and serverless;
-//   - serverless url: an absolute http or https URL with a host (Rivet only
-//     asks that it parse; berth calls it over HTTP);
+//   - url: an absolute http or https URL with a host and a valid port, no
+//     user info (literal addresses are checked by CheckDestination);
 //   - at most MaxHeaders headers, names of at most MaxHeaderNameLen bytes
 //     that are HTTP tokens, values of at most MaxHeaderValueLen bytes without
 //     control characters other than tab;
 //   - slots_per_runner not 0;
 //   - drain_grace_period below request_lifespan, and drain_grace_period·1000
-//     at most actorStopThresholdMs (0 means DefaultActorStopThresholdMs);
-//   - actor_eviction_rate a finite number ≥ 0 (berth: Rivet takes any f32);
+//     at most actorStopThresholdMs (0 means DefaultActorStopThresholdMs).
+//
+// berth's own checks name the field in the reason and in metadata "field"
+// (prefixed by field, as in ParseRequest):
+//
+//   - exactly one of normal and serverless;
+//   - actor_eviction_rate a finite number ≥ 0 (Rivet takes any f32);
 //   - metadata, if set, valid JSON in UTF-8;
-//   - the whole config at most udb.MaxValueSize bytes stored (berth: it is one value of
+//   - the whole config at most udb.MaxValueSize bytes stored (it is one value of
 //     the store; Rivet takes more), named as metadata's fault when it has metadata.
 func Validate(c keys.RunnerConfig, field string, actorStopThresholdMs int64) error {
 	if err := validateFields(c, field, actorStopThresholdMs); err != nil {
@@ -76,26 +80,41 @@ func validateFields(c keys.RunnerConfig, field string, actorStopThresholdMs int6
 		return invalid(field, "neither normal nor serverless is set")
 	}
 	s, field := c.Serverless, join(field, "serverless")
-	if err := validateURL(s.URL); err != nil {
-		return invalid(join(field, "url"), "invalid serverless url: %v", err)
+	// The reference's checks, in its order and with its words (docs/serverless.md, § 2.3):
+	// no field in the metadata and none in the reason.
+	if _, err := (outbound.Policy{AllowPrivate: true}).CheckURL(s.URL); err != nil {
+		return rivetInvalid("invalid serverless url: %v", err)
 	}
-	if err := validateHeaders(s.Headers, join(field, "headers")); err != nil {
+	if err := validateHeaders(s.Headers); err != nil {
 		return err
 	}
 	if s.SlotsPerRunner == 0 {
-		return invalid(join(field, "slots_per_runner"), "must not be 0")
+		return rivetInvalid("`slots_per_runner` cannot be 0")
 	}
 	if s.DrainGracePeriod >= s.RequestLifespan {
-		return invalid(join(field, "drain_grace_period"),
-			"must be less than request_lifespan (%ds >= %ds; the default is %ds when omitted)",
-			s.DrainGracePeriod, s.RequestLifespan, DefaultDrainGracePeriod)
+		return rivetInvalid("`drain_grace_period` must be less than `request_lifespan` (%ds >= %ds)",
+			s.DrainGracePeriod, s.RequestLifespan)
 	}
 	if ms := int64(s.DrainGracePeriod) * 1000; ms > actorStopThresholdMs {
-		return invalid(join(field, "drain_grace_period"),
-			"must not be greater than the engine's actor_stop_threshold (%dms > %dms; the default is %ds when omitted)",
-			ms, actorStopThresholdMs, DefaultDrainGracePeriod)
+		return rivetInvalid("`drain_grace_period` cannot be greater than `actor_stop_threshold` (%dms > %dms). "+
+			"If `drain_grace_period` was omitted, the default is %ds.", ms, actorStopThresholdMs, DefaultDrainGracePeriod)
 	}
 	return validateCommon(s.RunnerConfigCommon, field)
+}
+
+// CheckDestination refuses a serverless config whose url names, as a
+// literal address, a destination p refuses: runner_config.invalid worded as
+// the reference's ("invalid serverless url: address 10.0.0.1 is not an
+// allowed destination (private)"). Host names are checked when called
+// (pkg/outbound). A normal config passes.
+func CheckDestination(c keys.RunnerConfig, p outbound.Policy) error {
+	if c.Serverless == nil {
+		return nil
+	}
+	if _, err := p.CheckURL(c.Serverless.URL); err != nil {
+		return rivetInvalid("invalid serverless url: %v", err)
+	}
+	return nil
 }
 
 func validateCommon(c keys.RunnerConfigCommon, field string) error {
@@ -105,34 +124,21 @@ func validateCommon(c keys.RunnerConfigCommon, field string) error {
 	return nil
 }
 
-func validateURL(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return err
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("scheme %q: want http or https", u.Scheme)
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("no host in %q", s)
-	}
-	return nil
-}
-
-func validateHeaders(h map[string]string, field string) error {
+func validateHeaders(h map[string]string) error {
 	if len(h) > MaxHeaders {
-		return invalid(field, "too many headers: %d, at most %d", len(h), MaxHeaders)
+		return rivetInvalid("too many headers (max %d)", MaxHeaders)
 	}
 	for _, name := range slices.Sorted(maps.Keys(h)) {
 		v := h[name]
 		switch {
 		case len(name) > MaxHeaderNameLen:
-			return invalid(field, "invalid header name %.32q…: longer than %d bytes", name, MaxHeaderNameLen)
+			return rivetInvalid("invalid header name: too long (max %d)", MaxHeaderNameLen)
 		case !isToken(name):
-			return invalid(field, "invalid header name %q: not an HTTP token", name)
+			return rivetInvalid("invalid header name: invalid HTTP header name")
 		case len(v) > MaxHeaderValueLen:
-			return invalid(field, "invalid value of header %q: longer than %d bytes", name, MaxHeaderValueLen)
+			return rivetInvalid("invalid header value: too long (max %d)", MaxHeaderValueLen)
 		case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }):
-			return invalid(field, "invalid value of header %q: control characters", name)
+			return rivetInvalid("invalid header value: failed to parse header value")
 		}
 	}
 	return nil
@@ -154,11 +160,17 @@ func isToken(s string) bool {
 	return true
 }
 
-// invalid is runner_config.invalid naming field.
+// invalid is runner_config.invalid naming field (berth's own checks).
 func invalid(field, format string, args ...any) error {
 	reason := fmt.Sprintf(format, args...)
 	if field != "" {
 		reason = field + ": " + reason
 	}
-	return rerr.RunnerConfigInvalid(reason, field)
+	return rerr.RunnerConfigInvalid(reason).WithMeta("field", field)
+}
+
+// rivetInvalid is runner_config.invalid as the reference words it: the
+// reason alone, no field.
+func rivetInvalid(format string, args ...any) error {
+	return rerr.RunnerConfigInvalid(fmt.Sprintf(format, args...))
 }

@@ -145,7 +145,8 @@ const (
 	CodeServerlessRunnerPoolNotFound
 
 	// CodeServerlessRunnerPoolFailedToFetchMetadata is serverless_runner_pool.failed_to_fetch_metadata
-	// (502). Build it with ServerlessRunnerPoolFailedToFetchMetadata.
+	// (400). reason is the error envelope of docs/serverless.md, § 2.8. Build it with
+	// FailedToFetchMetadata.
 	CodeServerlessRunnerPoolFailedToFetchMetadata
 
 	// datacenter
@@ -722,7 +723,7 @@ var catalog = []Entry{
 		Group: "runner_config", Code: "invalid", Status: 400,
 		Message: "Invalid runner config.",
 		Detail:  "Invalid runner config: {reason}",
-		Meta:    []string{"reason", "field"},
+		Meta:    []string{"reason"},
 	},
 	{
 		Group: "runner_config", Code: "not_found", Status: 404,
@@ -736,9 +737,8 @@ var catalog = []Entry{
 		Message: "No serverless pool for this runner exists.",
 	},
 	{
-		Group: "serverless_runner_pool", Code: "failed_to_fetch_metadata", Status: 502,
+		Group: "serverless_runner_pool", Code: "failed_to_fetch_metadata", Status: 400,
 		Message: "Failed to fetch serverless metadata.",
-		Detail:  "Failed to fetch serverless metadata: {reason}.",
 		Meta:    []string{"reason"},
 	},
 	// datacenter
@@ -1526,10 +1526,9 @@ func EnvoyExpired(envoyKey string) *Error {
 // RunnerConfigInvalid builds runner_config.invalid (400).
 //
 //	Invalid runner config: {reason}
-func RunnerConfigInvalid(reason, field string) *Error {
+func RunnerConfigInvalid(reason string) *Error {
 	return newError(CodeRunnerConfigInvalid, map[string]any{
 		"reason": reason,
-		"field":  field,
 	})
 }
 
@@ -1549,11 +1548,12 @@ func ServerlessRunnerPoolNotFound() *Error {
 	return newError(CodeServerlessRunnerPoolNotFound, nil)
 }
 
-// ServerlessRunnerPoolFailedToFetchMetadata builds serverless_runner_pool.failed_to_fetch_metadata
-// (502).
+// serverlessRunnerPoolFailedToFetchMetadata builds serverless_runner_pool.failed_to_fetch_metadata
+// (400). reason is the error envelope of docs/serverless.md, § 2.8. FailedToFetchMetadata builds
+// it for callers.
 //
-//	Failed to fetch serverless metadata: {reason}.
-func ServerlessRunnerPoolFailedToFetchMetadata(reason string) *Error {
+//	Failed to fetch serverless metadata.
+func serverlessRunnerPoolFailedToFetchMetadata(reason any) *Error {
 	return newError(CodeServerlessRunnerPoolFailedToFetchMetadata, map[string]any{
 		"reason": reason,
 	})
@@ -2405,6 +2405,7 @@ var (
 	_ = Internal
 	_ = BadRequest
 	_ = ActorKeyTooLarge
+	_ = FailedToFetchMetadata
 	_ = DatacenterUnreachable
 	_ = Corrupt
 )

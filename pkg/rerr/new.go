@@ -49,6 +49,15 @@ func BadRequest(field, reason string) *Error {
 	return apiBadRequest(field+": "+reason, field)
 }
 
+// FailedToFetchMetadata is serverless_runner_pool.failed_to_fetch_metadata with reason (the
+// error envelope of docs/serverless.md, § 2.8) as metadata and, as on the Rivet engine, the
+// message "Failed to fetch serverless metadata: {reason}." with the placeholder left as is.
+func FailedToFetchMetadata(reason any) *Error {
+	e := serverlessRunnerPoolFailedToFetchMetadata(reason)
+	e.Message = "Failed to fetch serverless metadata: {reason}."
+	return e
+}
+
 // Internal is core.internal_error wrapping cause (logged, never sent).
 func Internal(cause error) *Error { return coreInternalError("").WithCause(cause) }
 

@@ -187,6 +187,13 @@ var differences = []intendedDifference{
 		Why:       "berth bounds a head to 64 KiB by default (guard.max_header_bytes), so that a connection holds little of what a client sends before it is refused; the reference takes heads up to about 400 KiB, its HTTP layer's buffer",
 	},
 	{
+		Scenario: "serverless_config", Step: "PUT url loopback", Path: "$",
+		Reference: `{"body":{"endpoint_config_changed":true},"status":200}`,
+		Berth:     `{"body":{"code":"invalid","group":"runner_config","message":"<text>","metadata":{"reason":"invalid serverless url: address 127.0.0.1 is not an allowed destination (loopback)"}},"status":400}`,
+		Behaviour: "a serverless config whose url is a loopback address",
+		Why:       "the engine calls serverless URLs itself: berth refuses loopback by default like the private and link-local ranges the reference refuses, so that a runner config cannot reach the engine host's own services; pegboard.serverless.allowed_cidrs or allow_private_urls allows it (docs/security.md)",
+	},
+	{
 		Scenario: "body_limits", Step: "PUT /runner-configs with 1 MiB of metadata", Path: "$",
 		Reference: `{"error":"<not a JSON error: application/json>","status":200}`, Berth: `{"error":"runner_config.invalid","status":400}`,
 		Behaviour: "a runner config whose metadata is larger than 100,000 bytes",

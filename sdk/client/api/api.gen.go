@@ -118,6 +118,42 @@ func (e RunnerPoolError0) Valid() bool {
 	}
 }
 
+// Defines values for ServerlessMetadataErrorMetadataKind.
+const (
+	DestinationBlocked          ServerlessMetadataErrorMetadataKind = "destination_blocked"
+	InvalidEnvoyProtocolVersion ServerlessMetadataErrorMetadataKind = "invalid_envoy_protocol_version"
+	InvalidRequest              ServerlessMetadataErrorMetadataKind = "invalid_request"
+	InvalidResponseJson         ServerlessMetadataErrorMetadataKind = "invalid_response_json"
+	InvalidResponseSchema       ServerlessMetadataErrorMetadataKind = "invalid_response_schema"
+	NonSuccessStatus            ServerlessMetadataErrorMetadataKind = "non_success_status"
+	RequestFailed               ServerlessMetadataErrorMetadataKind = "request_failed"
+	RequestTimedOut             ServerlessMetadataErrorMetadataKind = "request_timed_out"
+)
+
+// Valid indicates whether the value is a known member of the ServerlessMetadataErrorMetadataKind enum.
+func (e ServerlessMetadataErrorMetadataKind) Valid() bool {
+	switch e {
+	case DestinationBlocked:
+		return true
+	case InvalidEnvoyProtocolVersion:
+		return true
+	case InvalidRequest:
+		return true
+	case InvalidResponseJson:
+		return true
+	case InvalidResponseSchema:
+		return true
+	case NonSuccessStatus:
+		return true
+	case RequestFailed:
+		return true
+	case RequestTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
 // Actor defines model for Actor.
 type Actor struct {
 	// ActorId A 30-character base36 id (lower case), as the server writes it.
@@ -640,8 +676,12 @@ type RunnerConfigsServerlessHealthCheckRequest struct {
 // RunnerConfigsServerlessHealthCheckResponse Exactly one of `success` or `failure`.
 type RunnerConfigsServerlessHealthCheckResponse struct {
 	Failure *struct {
-		// Error Why the check failed (externally tagged, as the Rivet engine reports it).
-		Error interface{} `json:"error"`
+		// Error Why a serverless endpoint's /metadata failed. `details` is given for
+		// `destination_blocked` only; `metadata` has `kind` and, by kind, `status_code` and
+		// `body` (the first 1024 characters, then `...[truncated]`), `parse_error`, `runtime`
+		// and `version`, `envoy_protocol_version` and `max_supported_envoy_protocol_version`,
+		// or `reason`.
+		Error ServerlessMetadataError `json:"error"`
 	} `json:"failure,omitempty"`
 	Success *struct {
 		Version string `json:"version"`
@@ -690,6 +730,13 @@ type RunnerPoolError2 struct {
 
 // RunnerPoolError3 defines model for RunnerPoolError.3.
 type RunnerPoolError3 struct {
+	ServerlessDestinationBlocked struct {
+		Reason string `json:"reason"`
+	} `json:"serverless_destination_blocked"`
+}
+
+// RunnerPoolError4 defines model for RunnerPoolError.4.
+type RunnerPoolError4 struct {
 	ServerlessInvalidSsePayload struct {
 		Message    string  `json:"message"`
 		RawPayload *string `json:"raw_payload,omitempty"`
@@ -713,6 +760,22 @@ type RunnersListResponse struct {
 	Pagination Pagination `json:"pagination"`
 	Runners    []Runner   `json:"runners"`
 }
+
+// ServerlessMetadataError Why a serverless endpoint's /metadata failed. `details` is given for
+// `destination_blocked` only; `metadata` has `kind` and, by kind, `status_code` and
+// `body` (the first 1024 characters, then `...[truncated]`), `parse_error`, `runtime`
+// and `version`, `envoy_protocol_version` and `max_supported_envoy_protocol_version`,
+// or `reason`.
+type ServerlessMetadataError struct {
+	Details  *string `json:"details,omitempty"`
+	Message  string  `json:"message"`
+	Metadata struct {
+		Kind ServerlessMetadataErrorMetadataKind `json:"kind"`
+	} `json:"metadata"`
+}
+
+// ServerlessMetadataErrorMetadataKind defines model for ServerlessMetadataError.Metadata.Kind.
+type ServerlessMetadataErrorMetadataKind string
 
 // Timestamp Milliseconds since the Unix epoch.
 //
@@ -1324,6 +1387,32 @@ func (t *RunnerPoolError) MergeRunnerPoolError3(v RunnerPoolError3) error {
 	return err
 }
 
+// AsRunnerPoolError4 returns the union data inside the RunnerPoolError as a RunnerPoolError4
+func (t RunnerPoolError) AsRunnerPoolError4() (RunnerPoolError4, error) {
+	var body RunnerPoolError4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunnerPoolError4 overwrites any union data inside the RunnerPoolError as the provided RunnerPoolError4
+func (t *RunnerPoolError) FromRunnerPoolError4(v RunnerPoolError4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRunnerPoolError4 performs a merge with any union data inside the RunnerPoolError, using the provided RunnerPoolError4
+func (t *RunnerPoolError) MergeRunnerPoolError4(v RunnerPoolError4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t RunnerPoolError) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -1670,12 +1759,34 @@ type ClientInterface interface {
 
 	// RunnerConfigsServerlessHealthCheckWithBody Check that a serverless endpoint answers its /metadata.
 	//
+	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+	// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+	// § 2.8). Only a malformed request is an error.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /runner-configs/serverless-health-check (the `RunnerConfigsServerlessHealthCheck` operationId).
 	RunnerConfigsServerlessHealthCheckWithBody(ctx context.Context, params *RunnerConfigsServerlessHealthCheckParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunnerConfigsServerlessHealthCheck Check that a serverless endpoint answers its /metadata.
+	//
+	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+	// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+	// § 2.8). Only a malformed request is an error.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1695,13 +1806,22 @@ type ClientInterface interface {
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
-	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-	// request fails if any datacenter fails, with the first failure in topology order and
-	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-	// sending the request again converges.
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+	// serverless config breaking one of the Rivet engine's rules gets its reason word for
+	// word and no field (`` `slots_per_runner` cannot be 0 ``, `invalid serverless url:
+	// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+	// checks name the field in `metadata.field`. A config is one value of the store, at
+	// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+	// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+	// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+	// loopback, private, link-local and the other special ranges) is
+	// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+	// destination (C)`; host names are checked when called. When a datacenter's pool
+	// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+	// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+	// fetch gives. The request fails if any datacenter fails, with the first failure in
+	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+	// they wrote, and sending the request again converges.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1713,13 +1833,22 @@ type ClientInterface interface {
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
-	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-	// request fails if any datacenter fails, with the first failure in topology order and
-	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-	// sending the request again converges.
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+	// serverless config breaking one of the Rivet engine's rules gets its reason word for
+	// word and no field (`` `slots_per_runner` cannot be 0 ``, `invalid serverless url:
+	// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+	// checks name the field in `metadata.field`. A config is one value of the store, at
+	// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+	// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+	// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+	// loopback, private, link-local and the other special ranges) is
+	// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+	// destination (C)`; host names are checked when called. When a datacenter's pool
+	// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+	// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+	// fetch gives. The request fails if any datacenter fails, with the first failure in
+	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+	// they wrote, and sending the request again converges.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1728,12 +1857,26 @@ type ClientInterface interface {
 
 	// RunnerConfigsRefreshMetadataWithBody Fetch a serverless pool's /metadata again, now.
 	//
+	// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+	// what it says (the pool's `protocol_version`). A failed fetch is 400
+	// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+	// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+	// health check's `failure`; a pool that is serverless nowhere is 500
+	// `core.internal_error`, as on the Rivet engine.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /runner-configs/{runner_name}/refresh-metadata (the `RunnerConfigsRefreshMetadata` operationId).
 	RunnerConfigsRefreshMetadataWithBody(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsRefreshMetadataParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunnerConfigsRefreshMetadata Fetch a serverless pool's /metadata again, now.
+	//
+	// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+	// what it says (the pool's `protocol_version`). A failed fetch is 400
+	// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+	// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+	// health check's `failure`; a pool that is serverless nowhere is 500
+	// `core.internal_error`, as on the Rivet engine.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2252,6 +2395,17 @@ func (c *Client) RunnerConfigsList(ctx context.Context, params *RunnerConfigsLis
 
 // RunnerConfigsServerlessHealthCheckWithBody Check that a serverless endpoint answers its /metadata.
 //
+// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+// § 2.8). Only a malformed request is an error.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /runner-configs/serverless-health-check (the `RunnerConfigsServerlessHealthCheck` operationId).
@@ -2268,6 +2422,17 @@ func (c *Client) RunnerConfigsServerlessHealthCheckWithBody(ctx context.Context,
 }
 
 // RunnerConfigsServerlessHealthCheck Check that a serverless endpoint answers its /metadata.
+//
+// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+// § 2.8). Only a malformed request is an error.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2307,13 +2472,22 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
-// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-// request fails if any datacenter fails, with the first failure in topology order and
-// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-// sending the request again converges.
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+// serverless config breaking one of the Rivet engine's rules gets its reason word for
+// word and no field (“ `slots_per_runner` cannot be 0 “, `invalid serverless url:
+// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+// checks name the field in `metadata.field`. A config is one value of the store, at
+// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+// loopback, private, link-local and the other special ranges) is
+// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+// destination (C)`; host names are checked when called. When a datacenter's pool
+// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+// fetch gives. The request fails if any datacenter fails, with the first failure in
+// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+// they wrote, and sending the request again converges.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2335,13 +2509,22 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
-// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-// request fails if any datacenter fails, with the first failure in topology order and
-// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-// sending the request again converges.
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+// serverless config breaking one of the Rivet engine's rules gets its reason word for
+// word and no field (“ `slots_per_runner` cannot be 0 “, `invalid serverless url:
+// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+// checks name the field in `metadata.field`. A config is one value of the store, at
+// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+// loopback, private, link-local and the other special ranges) is
+// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+// destination (C)`; host names are checked when called. When a datacenter's pool
+// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+// fetch gives. The request fails if any datacenter fails, with the first failure in
+// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+// they wrote, and sending the request again converges.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2360,6 +2543,13 @@ func (c *Client) RunnerConfigsUpsert(ctx context.Context, runnerName RunnerNameP
 
 // RunnerConfigsRefreshMetadataWithBody Fetch a serverless pool's /metadata again, now.
 //
+// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+// what it says (the pool's `protocol_version`). A failed fetch is 400
+// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+// health check's `failure`; a pool that is serverless nowhere is 500
+// `core.internal_error`, as on the Rivet engine.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /runner-configs/{runner_name}/refresh-metadata (the `RunnerConfigsRefreshMetadata` operationId).
@@ -2376,6 +2566,13 @@ func (c *Client) RunnerConfigsRefreshMetadataWithBody(ctx context.Context, runne
 }
 
 // RunnerConfigsRefreshMetadata Fetch a serverless pool's /metadata again, now.
+//
+// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+// what it says (the pool's `protocol_version`). A failed fetch is 400
+// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+// health check's `failure`; a pool that is serverless nowhere is 500
+// `core.internal_error`, as on the Rivet engine.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4381,12 +4578,34 @@ type ClientWithResponsesInterface interface {
 
 	// RunnerConfigsServerlessHealthCheckWithBodyWithResponse Check that a serverless endpoint answers its /metadata.
 	//
+	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+	// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+	// § 2.8). Only a malformed request is an error.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /runner-configs/serverless-health-check (the `RunnerConfigsServerlessHealthCheck` operationId).
 	RunnerConfigsServerlessHealthCheckWithBodyWithResponse(ctx context.Context, params *RunnerConfigsServerlessHealthCheckParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunnerConfigsServerlessHealthCheckHTTPResponse, error)
 
 	// RunnerConfigsServerlessHealthCheckWithResponse Check that a serverless endpoint answers its /metadata.
+	//
+	// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+	// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+	// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+	// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+	// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+	// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+	// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+	// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+	// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+	// § 2.8). Only a malformed request is an error.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4408,13 +4627,22 @@ type ClientWithResponsesInterface interface {
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
-	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-	// request fails if any datacenter fails, with the first failure in topology order and
-	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-	// sending the request again converges.
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+	// serverless config breaking one of the Rivet engine's rules gets its reason word for
+	// word and no field (`` `slots_per_runner` cannot be 0 ``, `invalid serverless url:
+	// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+	// checks name the field in `metadata.field`. A config is one value of the store, at
+	// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+	// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+	// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+	// loopback, private, link-local and the other special ranges) is
+	// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+	// destination (C)`; host names are checked when called. When a datacenter's pool
+	// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+	// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+	// fetch gives. The request fails if any datacenter fails, with the first failure in
+	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+	// they wrote, and sending the request again converges.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4426,13 +4654,22 @@ type ClientWithResponsesInterface interface {
 	// Each datacenter named in `datacenters` gets that config; every datacenter of the
 	// topology that is not named loses its config for this runner name. The request is
 	// checked whole before anything is written: an unknown datacenter name gives 404
-	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-	// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-	// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-	// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-	// request fails if any datacenter fails, with the first failure in topology order and
-	// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-	// sending the request again converges.
+	// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+	// serverless config breaking one of the Rivet engine's rules gets its reason word for
+	// word and no field (`` `slots_per_runner` cannot be 0 ``, `invalid serverless url:
+	// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+	// checks name the field in `metadata.field`. A config is one value of the store, at
+	// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+	// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+	// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+	// loopback, private, link-local and the other special ranges) is
+	// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+	// destination (C)`; host names are checked when called. When a datacenter's pool
+	// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+	// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+	// fetch gives. The request fails if any datacenter fails, with the first failure in
+	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+	// they wrote, and sending the request again converges.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4441,12 +4678,26 @@ type ClientWithResponsesInterface interface {
 
 	// RunnerConfigsRefreshMetadataWithBodyWithResponse Fetch a serverless pool's /metadata again, now.
 	//
+	// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+	// what it says (the pool's `protocol_version`). A failed fetch is 400
+	// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+	// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+	// health check's `failure`; a pool that is serverless nowhere is 500
+	// `core.internal_error`, as on the Rivet engine.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /runner-configs/{runner_name}/refresh-metadata (the `RunnerConfigsRefreshMetadata` operationId).
 	RunnerConfigsRefreshMetadataWithBodyWithResponse(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsRefreshMetadataParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunnerConfigsRefreshMetadataHTTPResponse, error)
 
 	// RunnerConfigsRefreshMetadataWithResponse Fetch a serverless pool's /metadata again, now.
+	//
+	// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+	// what it says (the pool's `protocol_version`). A failed fetch is 400
+	// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+	// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+	// health check's `failure`; a pool that is serverless nowhere is 500
+	// `core.internal_error`, as on the Rivet engine.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7161,6 +7412,17 @@ func (c *ClientWithResponses) RunnerConfigsListWithResponse(ctx context.Context,
 
 // RunnerConfigsServerlessHealthCheckWithBodyWithResponse Check that a serverless endpoint answers its /metadata.
 //
+// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+// § 2.8). Only a malformed request is an error.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /runner-configs/serverless-health-check (the `RunnerConfigsServerlessHealthCheck` operationId).
@@ -7173,6 +7435,17 @@ func (c *ClientWithResponses) RunnerConfigsServerlessHealthCheckWithBodyWithResp
 }
 
 // RunnerConfigsServerlessHealthCheckWithResponse Check that a serverless endpoint answers its /metadata.
+//
+// Makes one `GET {url}/metadata` from this datacenter (trailing `/`s of `url` removed,
+// surrounding spaces ignored; the headers as given plus `accept: */*`), under the
+// engine's outbound destination policy (`pegboard.serverless`, docs/security.md), within
+// 10 s or, when shorter, half a second less than `api_public.datacenter_timeout_ms` (4.5 s
+// by default; the Rivet engine waits 10 s), and answers 200 whatever it gives: `{"success": {"version"}}` with the version of
+// the endpoint's metadata, or `{"failure": {"error": {message, details?, metadata: {kind,
+// …}}}}` with kind one of `non_success_status`, `invalid_response_json`,
+// `invalid_response_schema`, `invalid_envoy_protocol_version`, `request_failed`,
+// `request_timed_out`, `invalid_request`, `destination_blocked` (docs/serverless.md,
+// § 2.8). Only a malformed request is an error.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7206,13 +7479,22 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
-// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-// request fails if any datacenter fails, with the first failure in topology order and
-// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-// sending the request again converges.
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+// serverless config breaking one of the Rivet engine's rules gets its reason word for
+// word and no field (“ `slots_per_runner` cannot be 0 “, `invalid serverless url:
+// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+// checks name the field in `metadata.field`. A config is one value of the store, at
+// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+// loopback, private, link-local and the other special ranges) is
+// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+// destination (C)`; host names are checked when called. When a datacenter's pool
+// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+// fetch gives. The request fails if any datacenter fails, with the first failure in
+// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+// they wrote, and sending the request again converges.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7230,13 +7512,22 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // Each datacenter named in `datacenters` gets that config; every datacenter of the
 // topology that is not named loses its config for this runner name. The request is
 // checked whole before anything is written: an unknown datacenter name gives 404
-// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid` with the
-// reason and `metadata.field` (e.g. `datacenters.eu.serverless.slots_per_runner`). A
-// config is one value of the store, at most 100,000 bytes once encoded: a larger one is
-// `runner_config.invalid` naming its `metadata` (the Rivet engine takes more). The
-// request fails if any datacenter fails, with the first failure in topology order and
-// `metadata.datacenter` naming that datacenter; the others keep what they wrote, and
-// sending the request again converges.
+// `datacenter.not_found`; an invalid config gives 400 `runner_config.invalid`. A
+// serverless config breaking one of the Rivet engine's rules gets its reason word for
+// word and no field (“ `slots_per_runner` cannot be 0 “, `invalid serverless url:
+// empty host`, `too many headers (max 16)`, …: docs/serverless.md, § 2.3); berth's own
+// checks name the field in `metadata.field`. A config is one value of the store, at
+// most 100,000 bytes once encoded: a larger one is `runner_config.invalid` naming its
+// `metadata` (the Rivet engine takes more). A serverless `url` whose host is a literal
+// address the engine's outbound policy refuses (`pegboard.serverless`; by default
+// loopback, private, link-local and the other special ranges) is
+// `runner_config.invalid` `invalid serverless url: address A is not an allowed
+// destination (C)`; host names are checked when called. When a datacenter's pool
+// endpoint changes, that datacenter fetches `{url}/metadata` before answering, waiting at
+// most 3 s, and stores the pool's `protocol_version`; the write succeeds whatever the
+// fetch gives. The request fails if any datacenter fails, with the first failure in
+// topology order and `metadata.datacenter` naming that datacenter; the others keep what
+// they wrote, and sending the request again converges.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7251,6 +7542,13 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithResponse(ctx context.Contex
 
 // RunnerConfigsRefreshMetadataWithBodyWithResponse Fetch a serverless pool's /metadata again, now.
 //
+// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+// what it says (the pool's `protocol_version`). A failed fetch is 400
+// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+// health check's `failure`; a pool that is serverless nowhere is 500
+// `core.internal_error`, as on the Rivet engine.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /runner-configs/{runner_name}/refresh-metadata (the `RunnerConfigsRefreshMetadata` operationId).
@@ -7263,6 +7561,13 @@ func (c *ClientWithResponses) RunnerConfigsRefreshMetadataWithBodyWithResponse(c
 }
 
 // RunnerConfigsRefreshMetadataWithResponse Fetch a serverless pool's /metadata again, now.
+//
+// Every datacenter where the pool is serverless fetches its `/metadata` now and stores
+// what it says (the pool's `protocol_version`). A failed fetch is 400
+// `serverless_runner_pool.failed_to_fetch_metadata`, whose message keeps the literal
+// `{reason}` as the Rivet engine's does and whose `metadata.reason` is the error of the
+// health check's `failure`; a pool that is serverless nowhere is 500
+// `core.internal_error`, as on the Rivet engine.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "63fca6a8b4532078feb1403dffb1a1333385241134b9494bac3fa3ba61fd54a0"
+const SpecSHA256 = "9bec632fd5e20470dec0fb59d15493e64ae97243a4064d18d6a4e06c4af5fa95"
