@@ -1506,8 +1506,9 @@ type ClientInterface interface {
 	//   state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
 	//   datacenter is asked only for the ids it created (an id carries its label); ids of
 	//   labels in no datacenter match nothing.
-	// - with `name` and `key`: the live actor holding the key (at most one per datacenter),
-	//   or with `include_destroyed` every actor that was created with that key.
+	// - with `name` and `key`: the live actor holding the key (one across every
+	//   datacenter, but for keys two datacenters held before keys were reserved; see
+	//   create), or with `include_destroyed` every actor that was created with that key.
 	// - with `name` alone: the actors of that name not destroyed, or with
 	//   `include_destroyed` all of them.
 	// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
@@ -1529,14 +1530,22 @@ type ClientInterface interface {
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
 	//
-	// A key is unique among the live actors of a name in a datacenter: a key held by one is
-	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-	// no counterpart yet): two datacenters can each have a live actor with one key.
+	// A key is unique among the live actors of a name across every datacenter: a key held
+	// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+	// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+	// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+	// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+	// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+	// Rivet engine drops it silently).
+	//
+	// With several datacenters, a new key is reserved at the leader datacenter before the
+	// actor is created (one round trip from the others): while the leader does not answer,
+	// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+	// actors created before an upgrade to a version that reserves keys are reserved when
+	// each datacenter starts; where two datacenters already held one key, both actors are
+	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+	// created.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1552,14 +1561,22 @@ type ClientInterface interface {
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
 	//
-	// A key is unique among the live actors of a name in a datacenter: a key held by one is
-	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-	// no counterpart yet): two datacenters can each have a live actor with one key.
+	// A key is unique among the live actors of a name across every datacenter: a key held
+	// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+	// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+	// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+	// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+	// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+	// Rivet engine drops it silently).
+	//
+	// With several datacenters, a new key is reserved at the leader datacenter before the
+	// actor is created (one round trip from the others): while the leader does not answer,
+	// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+	// actors created before an upgrade to a version that reserves keys are reserved when
+	// each datacenter starts; where two datacenters already held one key, both actors are
+	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+	// created.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1568,9 +1585,18 @@ type ClientInterface interface {
 
 	// ActorsGetOrCreateWithBody Get the actor holding a key, or create it.
 	//
-	// Like create, but `key` is required and the live actor of that name holding the key in
-	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-	// one key create exactly one actor.
+	// Like create, but `key` is required and the live actor of that name holding the key is
+	// returned instead (`created: false`), in whichever datacenter it lives (its
+	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+	// any datacenters, create exactly one actor. A new actor is created in the datacenter
+	// named by `datacenter`, else in the one that received the request (for gateway query
+	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+	// connected there; the pool needs a runner config in that datacenter.
+	//
+	// An existing key is answered without the leader datacenter: from this datacenter's
+	// index, or from the holder's datacenter once this one has seen it (an answer then asks
+	// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+	// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1579,9 +1605,18 @@ type ClientInterface interface {
 
 	// ActorsGetOrCreate Get the actor holding a key, or create it.
 	//
-	// Like create, but `key` is required and the live actor of that name holding the key in
-	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-	// one key create exactly one actor.
+	// Like create, but `key` is required and the live actor of that name holding the key is
+	// returned instead (`created: false`), in whichever datacenter it lives (its
+	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+	// any datacenters, create exactly one actor. A new actor is created in the datacenter
+	// named by `datacenter`, else in the one that received the request (for gateway query
+	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+	// connected there; the pool needs a runner config in that datacenter.
+	//
+	// An existing key is answered without the leader datacenter: from this datacenter's
+	// index, or from the holder's datacenter once this one has seen it (an answer then asks
+	// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+	// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1931,8 +1966,9 @@ type ClientInterface interface {
 //     state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
 //     datacenter is asked only for the ids it created (an id carries its label); ids of
 //     labels in no datacenter match nothing.
-//   - with `name` and `key`: the live actor holding the key (at most one per datacenter),
-//     or with `include_destroyed` every actor that was created with that key.
+//   - with `name` and `key`: the live actor holding the key (one across every
+//     datacenter, but for keys two datacenters held before keys were reserved; see
+//     create), or with `include_destroyed` every actor that was created with that key.
 //   - with `name` alone: the actors of that name not destroyed, or with
 //     `include_destroyed` all of them.
 //
@@ -1965,14 +2001,22 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
 //
-// A key is unique among the live actors of a name in a datacenter: a key held by one is
-// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-// no counterpart yet): two datacenters can each have a live actor with one key.
+// A key is unique among the live actors of a name across every datacenter: a key held
+// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+// Rivet engine drops it silently).
+//
+// With several datacenters, a new key is reserved at the leader datacenter before the
+// actor is created (one round trip from the others): while the leader does not answer,
+// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+// actors created before an upgrade to a version that reserves keys are reserved when
+// each datacenter starts; where two datacenters already held one key, both actors are
+// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+// created.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1998,14 +2042,22 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
 //
-// A key is unique among the live actors of a name in a datacenter: a key held by one is
-// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-// no counterpart yet): two datacenters can each have a live actor with one key.
+// A key is unique among the live actors of a name across every datacenter: a key held
+// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+// Rivet engine drops it silently).
+//
+// With several datacenters, a new key is reserved at the leader datacenter before the
+// actor is created (one round trip from the others): while the leader does not answer,
+// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+// actors created before an upgrade to a version that reserves keys are reserved when
+// each datacenter starts; where two datacenters already held one key, both actors are
+// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+// created.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2024,9 +2076,18 @@ func (c *Client) ActorsCreate(ctx context.Context, params *ActorsCreateParams, b
 
 // ActorsGetOrCreateWithBody Get the actor holding a key, or create it.
 //
-// Like create, but `key` is required and the live actor of that name holding the key in
-// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-// one key create exactly one actor.
+// Like create, but `key` is required and the live actor of that name holding the key is
+// returned instead (`created: false`), in whichever datacenter it lives (its
+// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+// any datacenters, create exactly one actor. A new actor is created in the datacenter
+// named by `datacenter`, else in the one that received the request (for gateway query
+// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+// connected there; the pool needs a runner config in that datacenter.
+//
+// An existing key is answered without the leader datacenter: from this datacenter's
+// index, or from the holder's datacenter once this one has seen it (an answer then asks
+// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2045,9 +2106,18 @@ func (c *Client) ActorsGetOrCreateWithBody(ctx context.Context, params *ActorsGe
 
 // ActorsGetOrCreate Get the actor holding a key, or create it.
 //
-// Like create, but `key` is required and the live actor of that name holding the key in
-// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-// one key create exactly one actor.
+// Like create, but `key` is required and the live actor of that name holding the key is
+// returned instead (`created: false`), in whichever datacenter it lives (its
+// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+// any datacenters, create exactly one actor. A new actor is created in the datacenter
+// named by `datacenter`, else in the one that received the request (for gateway query
+// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+// connected there; the pool needs a runner config in that datacenter.
+//
+// An existing key is answered without the leader datacenter: from this datacenter's
+// index, or from the holder's datacenter once this one has seen it (an answer then asks
+// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4303,8 +4373,9 @@ type ClientWithResponsesInterface interface {
 	//   state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
 	//   datacenter is asked only for the ids it created (an id carries its label); ids of
 	//   labels in no datacenter match nothing.
-	// - with `name` and `key`: the live actor holding the key (at most one per datacenter),
-	//   or with `include_destroyed` every actor that was created with that key.
+	// - with `name` and `key`: the live actor holding the key (one across every
+	//   datacenter, but for keys two datacenters held before keys were reserved; see
+	//   create), or with `include_destroyed` every actor that was created with that key.
 	// - with `name` alone: the actors of that name not destroyed, or with
 	//   `include_destroyed` all of them.
 	// Without `actor_id`s, `name` is required (400 `validation.invalid_input`, as is `key`
@@ -4328,14 +4399,22 @@ type ClientWithResponsesInterface interface {
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
 	//
-	// A key is unique among the live actors of a name in a datacenter: a key held by one is
-	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-	// no counterpart yet): two datacenters can each have a live actor with one key.
+	// A key is unique among the live actors of a name across every datacenter: a key held
+	// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+	// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+	// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+	// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+	// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+	// Rivet engine drops it silently).
+	//
+	// With several datacenters, a new key is reserved at the leader datacenter before the
+	// actor is created (one round trip from the others): while the leader does not answer,
+	// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+	// actors created before an upgrade to a version that reserves keys are reserved when
+	// each datacenter starts; where two datacenters already held one key, both actors are
+	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+	// created.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4351,14 +4430,22 @@ type ClientWithResponsesInterface interface {
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
 	//
-	// A key is unique among the live actors of a name in a datacenter: a key held by one is
-	// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-	// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-	// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-	// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-	// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-	// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-	// no counterpart yet): two datacenters can each have a live actor with one key.
+	// A key is unique among the live actors of a name across every datacenter: a key held
+	// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+	// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+	// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+	// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+	// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+	// Rivet engine drops it silently).
+	//
+	// With several datacenters, a new key is reserved at the leader datacenter before the
+	// actor is created (one round trip from the others): while the leader does not answer,
+	// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+	// actors created before an upgrade to a version that reserves keys are reserved when
+	// each datacenter starts; where two datacenters already held one key, both actors are
+	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+	// created.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4367,9 +4454,18 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsGetOrCreateWithBodyWithResponse Get the actor holding a key, or create it.
 	//
-	// Like create, but `key` is required and the live actor of that name holding the key in
-	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-	// one key create exactly one actor.
+	// Like create, but `key` is required and the live actor of that name holding the key is
+	// returned instead (`created: false`), in whichever datacenter it lives (its
+	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+	// any datacenters, create exactly one actor. A new actor is created in the datacenter
+	// named by `datacenter`, else in the one that received the request (for gateway query
+	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+	// connected there; the pool needs a runner config in that datacenter.
+	//
+	// An existing key is answered without the leader datacenter: from this datacenter's
+	// index, or from the holder's datacenter once this one has seen it (an answer then asks
+	// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+	// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4378,9 +4474,18 @@ type ClientWithResponsesInterface interface {
 
 	// ActorsGetOrCreateWithResponse Get the actor holding a key, or create it.
 	//
-	// Like create, but `key` is required and the live actor of that name holding the key in
-	// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-	// one key create exactly one actor.
+	// Like create, but `key` is required and the live actor of that name holding the key is
+	// returned instead (`created: false`), in whichever datacenter it lives (its
+	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+	// any datacenters, create exactly one actor. A new actor is created in the datacenter
+	// named by `datacenter`, else in the one that received the request (for gateway query
+	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+	// connected there; the pool needs a runner config in that datacenter.
+	//
+	// An existing key is answered without the leader datacenter: from this datacenter's
+	// index, or from the holder's datacenter once this one has seen it (an answer then asks
+	// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+	// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7010,8 +7115,9 @@ func (r RunnersDrainHTTPResponse) ContentType() string {
 //     state (destroyed ones too, whatever `include_destroyed` says, as in Rivet). Each
 //     datacenter is asked only for the ids it created (an id carries its label); ids of
 //     labels in no datacenter match nothing.
-//   - with `name` and `key`: the live actor holding the key (at most one per datacenter),
-//     or with `include_destroyed` every actor that was created with that key.
+//   - with `name` and `key`: the live actor holding the key (one across every
+//     datacenter, but for keys two datacenters held before keys were reserved; see
+//     create), or with `include_destroyed` every actor that was created with that key.
 //   - with `name` alone: the actors of that name not destroyed, or with
 //     `include_destroyed` all of them.
 //
@@ -7042,14 +7148,22 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
 //
-// A key is unique among the live actors of a name in a datacenter: a key held by one is
-// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-// no counterpart yet): two datacenters can each have a live actor with one key.
+// A key is unique among the live actors of a name across every datacenter: a key held
+// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+// Rivet engine drops it silently).
+//
+// With several datacenters, a new key is reserved at the leader datacenter before the
+// actor is created (one round trip from the others): while the leader does not answer,
+// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+// actors created before an upgrade to a version that reserves keys are reserved when
+// each datacenter starts; where two datacenters already held one key, both actors are
+// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+// created.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7071,14 +7185,22 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
 //
-// A key is unique among the live actors of a name in a datacenter: a key held by one is
-// 409 `actor.duplicate_key` with `existing_actor_id` in the metadata. A key is
-// non-empty (400 `actor.empty_key`) and at most 1024 bytes (400 `actor.key_too_large`);
-// the input is at most 4 MiB once decoded (413 `actor.input_too_large`), though with the
-// default body bound (2 MiB) a body holds about 1.5 MiB of it, and input that is not
-// base64 is 400 `api.bad_request` naming `input` (the Rivet engine drops it
-// silently). Keys are not reserved across datacenters (Rivet's Epoxy reservation has
-// no counterpart yet): two datacenters can each have a live actor with one key.
+// A key is unique among the live actors of a name across every datacenter: a key held
+// by one, wherever it lives, is 409 `actor.duplicate_key` with `existing_actor_id` in
+// the metadata. A key is non-empty (400 `actor.empty_key`) and at most 1024 bytes (400
+// `actor.key_too_large`); the input is at most 4 MiB once decoded (413
+// `actor.input_too_large`), though with the default body bound (2 MiB) a body holds about
+// 1.5 MiB of it, and input that is not base64 is 400 `api.bad_request` naming `input` (the
+// Rivet engine drops it silently).
+//
+// With several datacenters, a new key is reserved at the leader datacenter before the
+// actor is created (one round trip from the others): while the leader does not answer,
+// a create with a new key is 503 `actor.key_reservation_unavailable` naming it, never a
+// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
+// actors created before an upgrade to a version that reserves keys are reserved when
+// each datacenter starts; where two datacenters already held one key, both actors are
+// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
+// created.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7093,9 +7215,18 @@ func (c *ClientWithResponses) ActorsCreateWithResponse(ctx context.Context, para
 
 // ActorsGetOrCreateWithBodyWithResponse Get the actor holding a key, or create it.
 //
-// Like create, but `key` is required and the live actor of that name holding the key in
-// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-// one key create exactly one actor.
+// Like create, but `key` is required and the live actor of that name holding the key is
+// returned instead (`created: false`), in whichever datacenter it lives (its
+// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+// any datacenters, create exactly one actor. A new actor is created in the datacenter
+// named by `datacenter`, else in the one that received the request (for gateway query
+// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+// connected there; the pool needs a runner config in that datacenter.
+//
+// An existing key is answered without the leader datacenter: from this datacenter's
+// index, or from the holder's datacenter once this one has seen it (an answer then asks
+// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7110,9 +7241,18 @@ func (c *ClientWithResponses) ActorsGetOrCreateWithBodyWithResponse(ctx context.
 
 // ActorsGetOrCreateWithResponse Get the actor holding a key, or create it.
 //
-// Like create, but `key` is required and the live actor of that name holding the key in
-// the chosen datacenter is returned instead (`created: false`). Concurrent calls with
-// one key create exactly one actor.
+// Like create, but `key` is required and the live actor of that name holding the key is
+// returned instead (`created: false`), in whichever datacenter it lives (its
+// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
+// any datacenters, create exactly one actor. A new actor is created in the datacenter
+// named by `datacenter`, else in the one that received the request (for gateway query
+// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
+// connected there; the pool needs a runner config in that datacenter.
+//
+// An existing key is answered without the leader datacenter: from this datacenter's
+// index, or from the holder's datacenter once this one has seen it (an answer then asks
+// that datacenter, 502 `datacenter.unreachable` while it does not answer). A new key
+// needs the leader (503 `actor.key_reservation_unavailable` while it does not answer).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

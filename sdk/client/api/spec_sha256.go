@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "9bec632fd5e20470dec0fb59d15493e64ae97243a4064d18d6a4e06c4af5fa95"
+const SpecSHA256 = "688c42d4f61666f9de26a1cd21821ab457aa874ad665fe8a8963d7910cba48da"
