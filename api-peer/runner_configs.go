@@ -60,11 +60,7 @@ func (s *Server) listRunnerConfigs(c echo.Context) error {
 // (runnerconfig.ParseRequest: the API's defaults filled, checked), becomes this datacenter's
 // config of the runner name.
 func (s *Server) upsertRunnerConfig(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
@@ -84,7 +80,7 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
 	if err != nil {
 		return err
 	}
@@ -105,16 +101,12 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 // deleteRunnerConfig serves DELETE /runner-configs/{runner_name}: {} whether or not there
 // was a config, as in Rivet.
 func (s *Server) deleteRunnerConfig(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
 	if err != nil {
 		return err
 	}

@@ -38,8 +38,8 @@ const (
 // serverlessHealthCheck serves POST /runner-configs/serverless-health-check: one /metadata
 // call, answered 200 whatever it gives (docs/serverless.md, § 2.8).
 func (s *Server) serverlessHealthCheck(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
+	namespace, err := apitypes.RunnerConfigNamespace(c)
+	if err != nil {
 		return err
 	}
 	var body apitypes.RunnerConfigsServerlessHealthCheckRequest
@@ -55,7 +55,7 @@ func (s *Server) serverlessHealthCheck(c echo.Context) error {
 		return rerr.BadRequest("headers", "more than "+strconv.Itoa(maxHealthCheckHeaders)+" headers")
 	}
 	ctx := c.Request().Context()
-	if _, err := s.resolveNamespace(ctx, "namespace", q.Namespace); err != nil {
+	if _, err := s.resolveNamespace(ctx, "namespace", namespace); err != nil {
 		return err
 	}
 	if s.deps.Serverless == nil {
@@ -67,11 +67,7 @@ func (s *Server) serverlessHealthCheck(c echo.Context) error {
 // refreshMetadata serves POST /runner-configs/{runner_name}/refresh-metadata: the pool's
 // /metadata fetched and applied now; {} on success.
 func (s *Server) refreshMetadata(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
@@ -80,7 +76,7 @@ func (s *Server) refreshMetadata(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
 	if err != nil {
 		return err
 	}

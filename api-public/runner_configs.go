@@ -114,14 +114,7 @@ func checkListQuery(q apitypes.RunnerConfigsListQuery) error {
 // not one transaction across datacenters), and sending the request again converges, since
 // every write is idempotent. endpoint_config_changed is true when any datacenter says so.
 func (s *Server) upsertRunnerConfig(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	if q.Namespace == "" {
-		return rerr.BadRequest("namespace", "must not be empty")
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
@@ -149,7 +142,7 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	query := url.Values{"namespace": {q.Namespace}}
+	query := url.Values{"namespace": {namespace}}
 	path := "/runner-configs/" + name // PeerClient escapes it; CheckName kept '/' out
 	results := apihttp.FanOut(ctx, s.deps.Topology.Datacenters, s.deps.DatacenterTimeout,
 		func(ctx context.Context, dc apihttp.Datacenter) (bool, error) {
@@ -175,19 +168,12 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 // datacenter (a datacenter without one answers {} too). It fails if any datacenter fails, as
 // upsertRunnerConfig does.
 func (s *Server) deleteRunnerConfig(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	if q.Namespace == "" {
-		return rerr.BadRequest("namespace", "must not be empty")
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	query := url.Values{"namespace": {q.Namespace}}
+	query := url.Values{"namespace": {namespace}}
 	results := apihttp.FanOut(ctx, s.deps.Topology.Datacenters, s.deps.DatacenterTimeout,
 		func(ctx context.Context, dc apihttp.Datacenter) (struct{}, error) {
 			return struct{}{}, s.deps.Peers.Delete(ctx, dc, "/runner-configs/"+name, query, nil)

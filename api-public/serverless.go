@@ -17,12 +17,9 @@ import (
 // datacenter's api-peer makes the call (from this node, under its outbound policy) and its
 // answer is returned as is.
 func (s *Server) serverlessHealthCheck(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
+	namespace, err := apitypes.RunnerConfigNamespace(c)
+	if err != nil {
 		return err
-	}
-	if q.Namespace == "" {
-		return rerr.BadRequest("namespace", "must not be empty")
 	}
 	var body apitypes.RunnerConfigsServerlessHealthCheckRequest
 	if err := apihttp.BindJSON(c, &body); err != nil {
@@ -34,7 +31,7 @@ func (s *Server) serverlessHealthCheck(c echo.Context) error {
 	ctx := c.Request().Context()
 	var out json.RawMessage
 	if err := s.deps.Peers.Post(ctx, s.deps.Topology.LocalDatacenter(), "/runner-configs/serverless-health-check",
-		url.Values{"namespace": {q.Namespace}}, body, &out); err != nil {
+		url.Values{"namespace": {namespace}}, body, &out); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
@@ -45,14 +42,7 @@ func (s *Server) serverlessHealthCheck(c echo.Context) error {
 // serverless are skipped; a failed fetch anywhere fails the request (the first in topology
 // order); a pool serverless nowhere is core.internal_error, as on the reference.
 func (s *Server) refreshMetadata(c echo.Context) error {
-	var q apitypes.RunnerConfigsNamespaceQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	if q.Namespace == "" {
-		return rerr.BadRequest("namespace", "must not be empty")
-	}
-	name, err := apitypes.RunnerNameParam(c)
+	namespace, name, err := apitypes.RunnerConfigTarget(c)
 	if err != nil {
 		return err
 	}
@@ -61,7 +51,7 @@ func (s *Server) refreshMetadata(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	query := url.Values{"namespace": {q.Namespace}}
+	query := url.Values{"namespace": {namespace}}
 	results := apihttp.FanOut(ctx, s.deps.Topology.Datacenters, s.deps.DatacenterTimeout,
 		func(ctx context.Context, dc apihttp.Datacenter) (struct{}, error) {
 			return struct{}{}, s.deps.Peers.Post(ctx, dc, "/runner-configs/"+name+"/refresh-metadata", query, struct{}{}, nil)

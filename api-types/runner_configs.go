@@ -62,6 +62,29 @@ func RunnerNameParam(c echo.Context) (string, error) {
 	return name, runnerconfig.CheckName("runner_name", name)
 }
 
+// RunnerConfigNamespace reads the ?namespace= of a runner-config route: required and not
+// empty.
+func RunnerConfigNamespace(c echo.Context) (string, error) {
+	var q RunnerConfigsNamespaceQuery
+	if err := apihttp.BindQuery(c, &q); err != nil {
+		return "", err
+	}
+	if q.Namespace == "" {
+		return "", rerr.BadRequest("namespace", "must not be empty")
+	}
+	return q.Namespace, nil
+}
+
+// RunnerConfigTarget reads what a route of one runner config starts with: its namespace
+// (RunnerConfigNamespace), then its {runner_name} (RunnerNameParam).
+func RunnerConfigTarget(c echo.Context) (namespace, name string, err error) {
+	if namespace, err = RunnerConfigNamespace(c); err != nil {
+		return "", "", err
+	}
+	name, err = RunnerNameParam(c)
+	return namespace, name, err
+}
+
 // RunnerConfigsServerlessHealthCheckRequest is the body of POST
 // /runner-configs/serverless-health-check.
 type RunnerConfigsServerlessHealthCheckRequest struct {
