@@ -21,8 +21,8 @@
 //   APP_BASE_PATH        the handler's base path, default "/api/rivet"; the pool's url is
 //                        http://APP_HOST:PORT + APP_BASE_PATH
 //
-// Actor counter: state {count}; increment(x) adds x and returns the count; get();
-// goToSleep() asks to sleep.
+// Actor counter (serverless-common.mjs): state {count}; increment(x) adds x and returns
+// the count; get(); goToSleep() asks to sleep.
 //
 // One JSON object per line on stdout for each event ("ev" names it, "t" is milliseconds
 // since the process started):
@@ -36,97 +36,18 @@
 //   error     {message}
 // rivetkit's own log goes to stderr. With a runner running, rivetkit 2.2.1 traps SIGTERM to
 // drain it and the process may not exit for a long while: stop it with SIGKILL.
-import http from "node:http";
-import { Readable } from "node:stream";
 import pino from "pino";
 import { actor, setup } from "rivetkit";
+import { counter, serve, settings } from "./serverless-common.mjs";
 
-const t0 = performance.now();
-const emit = (ev, fields = {}) =>
-	process.stdout.write(JSON.stringify({ ev, t: Math.round((performance.now() - t0) * 10) / 10, ...fields }) + "\n");
-
-if (!process.env.RIVET_ENDPOINT) {
-	emit("error", { message: "RIVET_ENDPOINT is not set" });
-	process.exit(2);
-}
-const host = process.env.APP_HOST ?? "127.0.0.1";
-const port = Number(process.env.APP_PORT ?? 0);
-const basePath = process.env.APP_BASE_PATH ?? "/api/rivet";
-
-const counter = actor({
-	state: { count: 0 },
-	onWake: (c) => emit("wake", { actorId: c.actorId, key: c.key, count: c.state.count }),
-	onSleep: (c) => emit("sleep", { actorId: c.actorId, count: c.state.count }),
-	actions: {
-		increment: (c, x) => {
-			c.state.count += x;
-			return c.state.count;
-		},
-		get: (c) => c.state.count,
-		goToSleep: (c) => {
-			c.sleep();
-			return true;
-		},
-	},
-});
-
+const app = settings();
 const registry = setup({
-	use: { counter },
-	endpoint: process.env.RIVET_ENDPOINT,
-	namespace: process.env.RIVET_NAMESPACE ?? "default",
-	token: process.env.RIVET_TOKEN,
-	serverless: { basePath },
+	use: { counter: counter(actor) },
+	endpoint: app.endpoint,
+	namespace: app.namespace,
+	token: app.token,
+	serverless: { basePath: app.basePath },
 	noWelcome: true, // the banner goes to stdout, which carries the events
 	logging: { baseLogger: pino({ level: "info" }, pino.destination(2)) },
 });
-
-process.on("unhandledRejection", (err) => emit("error", { message: `unhandled rejection: ${err?.stack ?? err}` }));
-
-let nextId = 0;
-const server = http.createServer(async (req, res) => {
-	const id = ++nextId;
-	const start = performance.now();
-	const ms = () => Math.round(performance.now() - start);
-	emit("request", { id, method: req.method, path: req.url });
-	// The handler sees the request's signal abort when the engine closes the connection.
-	const abort = new AbortController();
-	res.on("close", () => {
-		if (!res.writableFinished) abort.abort();
-	});
-	let bytes = 0;
-	try {
-		const hasBody = req.method !== "GET" && req.method !== "HEAD";
-		const request = new Request(`http://${req.headers.host ?? `${host}:${port}`}${req.url}`, {
-			method: req.method,
-			headers: Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]])),
-			body: hasBody ? Readable.toWeb(req) : undefined,
-			duplex: hasBody ? "half" : undefined,
-			signal: abort.signal,
-		});
-		const response = await registry.handler(request);
-		emit("response", { id, status: response.status, ms: ms() });
-		res.writeHead(response.status, Object.fromEntries(response.headers));
-		res.flushHeaders();
-		if (response.body) {
-			for await (const chunk of response.body) {
-				bytes += chunk.byteLength;
-				res.write(chunk);
-			}
-		}
-		res.end();
-		emit("closed", { id, bytes, ms: ms(), how: abort.signal.aborted ? "aborted" : "end" });
-	} catch (err) {
-		if (abort.signal.aborted) {
-			emit("closed", { id, bytes, ms: ms(), how: "aborted" });
-		} else {
-			emit("error", { message: `request ${id}: ${err?.stack ?? err}` });
-		}
-		if (!res.headersSent) res.writeHead(500).end();
-		else res.destroy();
-	}
-});
-server.on("connection", (s) => s.setNoDelay(true));
-server.listen(port, host, () => {
-	const p = server.address().port;
-	emit("listening", { port: p, url: `http://${host}:${p}${basePath}` });
-});
+serve(registry, app);
