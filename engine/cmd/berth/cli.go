@@ -159,6 +159,7 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		c.envoysCommand(),
 		c.actorsCommand(),
 		c.tokensCommand(),
+		c.doctorCommand(),
 	)
 	for _, cmd := range c.transferCommands() {
 		root.AddCommand(cmd)

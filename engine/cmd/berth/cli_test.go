@@ -458,3 +458,36 @@ func TestExportImport(t *testing.T) {
 		t.Errorf("import of a cut file: exit %d; want 1", r.code)
 	}
 }
+
+// berth doctor reads every live keyed actor and, in one datacenter, finds no key held
+// twice (tests/multidc sees it report a conflict between two datacenters).
+func TestDoctor(t *testing.T) {
+	url := startEngine(t, "")
+	env := []string{"BERTH_ENDPOINT=" + url}
+	ok(t, env, "namespaces", "create", "team-a")
+	cl, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"default", "team-a"} {
+		if _, err := cl.InNamespace(ns).RunnerConfigs().Upsert(context.Background(), "pool", map[string]client.RunnerConfig{
+			"default": {Normal: &client.RunnerConfigNormal{}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok(t, env, "actors", "create", "--name", "room", "--runner-name-selector", "pool", "--key", "k", "--count", "3")
+	ok(t, env, "actors", "create", "--name", "room", "--runner-name-selector", "pool", "--key", "k", "-n", "team-a")
+	ok(t, env, "actors", "create", "--name", "loose", "--runner-name-selector", "pool")
+
+	r := ok(t, env, "doctor")
+	if want := "no key is held by more than one live actor (3 keyed actors in 1 namespace)\n"; r.out != want {
+		t.Errorf("doctor: %q, want %q", r.out, want)
+	}
+	rep := decodeJSON[doctorReport](t, ok(t, env, "doctor", "--all-namespaces", "--json").out)
+	if rep.Namespaces != 2 || rep.KeyedActors != 4 || rep.KeyConflicts == nil || len(rep.KeyConflicts) != 0 {
+		t.Errorf("doctor --all-namespaces --json: %+v", rep)
+	}
+	if r := berth(t, env, "doctor", "extra"); r.code != 2 {
+		t.Errorf("doctor extra: exit %d, want 2", r.code)
+	}
+}
