@@ -26,6 +26,8 @@ type ActorsService interface {
 	Destroy(ctx context.Context, aid id.ID, wait bool) error
 	Sleep(ctx context.Context, aid id.ID) error
 	Reschedule(ctx context.Context, aid id.ID) error
+	// Capacity is what pool (ns, pool) offers a new actor here (ops/actor.PoolCapacity).
+	Capacity(ctx context.Context, ns id.ID, pool string) (actor.Capacity, error)
 }
 
 var errNoActors = errors.New("api-peer: no actor lifecycle to write with")
@@ -103,7 +105,7 @@ func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
 	}
 	in := actor.CreateInput{
 		NamespaceName: q.Namespace, Name: body.Name, Key: body.Key, Input: input,
-		Selector: body.RunnerNameSelector, CrashPolicy: body.CrashPolicy,
+		Selector: body.RunnerNameSelector, CrashPolicy: body.CrashPolicy, Pinned: body.Datacenter != nil,
 	}
 	// The body is checked before the namespace is looked up: a bad request is a bad request
 	// in every namespace.

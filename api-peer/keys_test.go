@@ -129,6 +129,8 @@ func TestKeyRoutes(t *testing.T) {
 		{1, "/internal/keys/find", "tok", findRequest{ActorID: mine}, 400, "bad_request"},
 		{1, "/internal/keys/release", "tok", reserve, 400, "bad_request"}, // no expect_actor_id
 		{1, "/internal/keys/reserve", "tok", reserve, 200, ""},
+		{2, "/internal/pools/capacity", scoped, capacityRequest{NamespaceID: k.Namespace, Pool: "pool"}, 403, "forbidden"},
+		{2, "/internal/pools/capacity", "tok", capacityRequest{NamespaceID: k.Namespace}, 400, "bad_request"}, // no pool
 	} {
 		status, body := post(c.label, c.path, c.token, c.body)
 		if status != c.status || !strings.Contains(body, c.code) {

@@ -45,4 +45,5 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/internal/keys/release", s.releaseKeys, large)
 	e.POST("/internal/keys/holder", s.keyHolder, small)
 	e.POST("/internal/keys/find", s.findKey, small)
+	e.POST("/internal/pools/capacity", s.poolCapacity, small) // placement.go
 }

@@ -213,7 +213,8 @@ func headerSkipReadyWaitValue(r *http.Request) (bool, error) {
 // resolveQuery finds the actor a query names, bounded by ResolveQueryTimeout
 // (pegboard.route_resolve_query_timeout): get → the live actor holding the key, wherever it
 // lives (actor.not_found); getOrCreate → in the region's datacenter (dc set when it is another:
-// the request goes there whole), else the live actor holding the key or a new one.
+// the request goes there whole), else the live actor holding the key or a new one, created
+// where the engine places it (docs/api.md, POST /actors).
 func (g *Gateway) resolveQuery(ctx context.Context, q Query) (aid id.ID, dc *apihttp.Datacenter, err error) {
 	err = phaseResolveQuery.run(ctx, g.o.ResolveQueryTimeout, func(ctx context.Context) error {
 		aid, dc, err = g.resolveQueryInner(ctx, q)
@@ -253,7 +254,7 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	}
 	a, _, err := g.o.Actors.GetOrCreate(ctx, actor.CreateInput{
 		Namespace: ns.NamespaceID, NamespaceName: ns.Name, Name: q.Name, Key: &key,
-		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, Datacenter: local,
+		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, Datacenter: local, Pinned: q.Region != "",
 	})
 	if err != nil {
 		return id.ID{}, nil, err

@@ -298,11 +298,15 @@ func (p *Actors) fill(in actor.CreateInput) actor.CreateInput {
 
 // Create creates and places an actor (ops/actor.Create), in a transaction shared with the
 // creates that run at the same time (batch.go). With several datacenters a keyed create
-// reserves its key across them first (keys.go).
+// reserves its key across them first (keys.go), and an actor whose pool has no free host
+// here may be created in another datacenter (placement.go).
 func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor, error) {
 	in = p.fill(in)
 	if p.keys != nil && in.Key != nil {
 		a, _, err := p.keyed(ctx, in, false)
+		return a, err
+	}
+	if a, _, moved, err := p.createElsewhere(ctx, in, false); err != nil || moved {
 		return a, err
 	}
 	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {

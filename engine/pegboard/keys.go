@@ -24,8 +24,8 @@ import (
 // datacenter: live, it is the answer; destroyed, or fenced while absent, its reservation is
 // replaced; absent but reserved within ReservationGrace, its creator is waited for.
 
-// KeyService reaches the key reservations and the actors of every datacenter (api-peer's
-// KeyClient). Engines of a single datacenter have none, and create as before.
+// KeyService reaches the key reservations, the actors and the pools of every datacenter
+// (api-peer's KeyClient). Engines of a single datacenter have none, and create as before.
 type KeyService interface {
 	// LeaderIsLocal reports whether this datacenter's store holds the reservations.
 	LeaderIsLocal() bool
@@ -41,6 +41,13 @@ type KeyService interface {
 	Find(ctx context.Context, aid id.ID, fence bool) (keyres.Liveness, actor.Actor, error)
 	// Holder returns the holder of k at the leader, found false when k is free.
 	Holder(ctx context.Context, k keyres.Key) (keyres.Holder, bool, error)
+
+	// Capacities asks every other datacenter, in topology order, what its pool offers a new
+	// actor; those that fail or do not answer soon are left out (placement.go).
+	Capacities(ctx context.Context, ns id.ID, pool string) []actor.DatacenterCapacity
+	// CreateIn creates in's actor (getOrCreate: or gets its key's) in datacenter dc, pinned
+	// there.
+	CreateIn(ctx context.Context, dc string, in actor.CreateInput, getOrCreate bool) (actor.Actor, bool, error)
 }
 
 // ReservationGrace is how long a reservation whose actor does not exist yet is left to its
@@ -100,6 +107,12 @@ func (p *Actors) keyed(ctx context.Context, in actor.CreateInput, getOrCreate bo
 			return actor.Actor{}, false, rerr.ActorDuplicateKey(k.Key, a.ActorID.String())
 		}
 		return a, false, err
+	}
+	if a, created, moved, err := p.createElsewhere(ctx, in, getOrCreate); err != nil || moved {
+		if err == nil {
+			p.remember(k, a.ActorID)
+		}
+		return a, created, err
 	}
 	in.Reserved = true
 	var expect id.ID

@@ -42,6 +42,10 @@ type CreateInput struct {
 	// create then also reads the id's fence and fails with ErrFenced if another datacenter
 	// fenced it. False in a single datacenter, where nothing is read beyond the key index.
 	Reserved bool
+	// Pinned says the request named this datacenter (`datacenter`, `rvt-region`): the
+	// engine then creates the actor here whatever its pool offers, instead of choosing a
+	// datacenter whose pool has a free host (engine/pegboard, placement.go). Not read here.
+	Pinned bool
 }
 
 // ErrFenced is the cause of the internal error of a create whose actor id was fenced

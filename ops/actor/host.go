@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"strings"
 
 	"github.com/berthhq/berth/keys"
@@ -9,6 +10,7 @@ import (
 	oprunner "github.com/berthhq/berth/ops/runner"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // Host is where an actor is placed: a runner (protocol v7, by id) or an envoy (protocol
@@ -223,4 +225,47 @@ func (m *machine) livenessDeadline(h Host) *int64 {
 		return nil
 	}
 	return ptr(m.now + m.cfg.EnvoyLostThreshold.Milliseconds())
+}
+
+// MARK: capacity
+
+// Capacity is what a datacenter's pool offers a new actor.
+type Capacity struct {
+	// Configured: the pool has a runner config here (else a create here is
+	// actor.no_runner_config_configured).
+	Configured bool `json:"configured"`
+	// Free: a host of the pool could take the actor now (a runner of the newest version with
+	// a free slot, or an envoy, pinged within the eligibility threshold), as pick would
+	// find one.
+	Free bool `json:"free"`
+}
+
+// DatacenterCapacity is the capacity of a pool in one datacenter.
+type DatacenterCapacity struct {
+	Datacenter string
+	Capacity
+}
+
+// PoolCapacity reads the capacity of pool (ns, pool) at nowMs, as placement would see it;
+// nothing is written or taken. tx is only read (envoy placement wants a Transaction).
+func PoolCapacity(ctx context.Context, tx udb.Transaction, cfg Config, ns id.ID, pool string, nowMs int64) (Capacity, error) {
+	snap := tx.Snapshot()
+	_, configured, err := keys.Get(ctx, snap, keys.RunnerConfigDataKey{Namespace: ns, Name: pool})
+	if err != nil || !configured {
+		return Capacity{}, corrupt.Mark("runner config", err)
+	}
+	_, envoys, err := keys.Get(ctx, snap, keys.RunnerConfigProtocolVersionKey{Namespace: ns, Name: pool})
+	if err != nil {
+		return Capacity{}, corrupt.Mark("runner_config", err)
+	}
+	var free bool
+	if envoys {
+		_, free, err = openvoy.Pick(ctx, tx, openvoy.PickInput{Namespace: ns, PoolName: pool, Strategy: cfg.EnvoyPlacement,
+			PingedSinceMs: nowMs - cfg.EnvoyEligibleThreshold.Milliseconds(), Random: func(int64) int64 { return 0 }})
+	} else {
+		var cands []oprunner.Candidate
+		cands, err = oprunner.ListCandidates(ctx, snap, ns, pool, nowMs-cfg.RunnerEligibleThreshold.Milliseconds(), 1)
+		free = len(cands) > 0
+	}
+	return Capacity{Configured: true, Free: free}, err
 }

@@ -2,12 +2,17 @@ package multidc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +26,7 @@ import (
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/sdk/runner"
 )
 
 // TestGlobalKeys starts three datacenters and checks that a key has one actor across all of
@@ -62,6 +68,7 @@ func TestGlobalKeys(t *testing.T) {
 		if all := c.actorsByKey(a, "m-shared", true); len(all) != 2 {
 			t.Errorf("conflicting key: %d actors, want the 2 kept", len(all))
 		}
+		c.checkDoctor(t, a, "m-shared", b, cc)
 	})
 	t.Run("concurrent", func(t *testing.T) {
 		c.getOrCreateAll(t, h, keyRange("p1", 200), nil)
@@ -101,6 +108,37 @@ func TestGlobalKeys(t *testing.T) {
 			}
 			if all := c.actorsByKey(a, key, true); len(all) != 2 {
 				t.Errorf("%s: %d actors ever, want 2", key, len(all))
+			}
+		}
+	})
+	t.Run("placement", func(t *testing.T) {
+		// A runner of pool "placed" in b only: b's pool has a free host, and a and c have no
+		// runner config for it. Creates that name no datacenter go to b from anywhere.
+		c.startRunner(t, b, "placed")
+		for _, from := range []*dc{a, b, cc} {
+			body := map[string]any{"name": "room", "key": "placed-" + from.name, "runner_name_selector": "placed", "crash_policy": "sleep"}
+			for _, method := range []string{http.MethodPut, http.MethodPost} {
+				if method == http.MethodPost {
+					delete(body, "key")
+				}
+				status, resp := c.do(from, method, "/actors?namespace=default", mustJSON(body))
+				var out struct{ Actor actor.Actor }
+				_ = json.Unmarshal(resp, &out)
+				if status != http.StatusOK || out.Actor.Datacenter != "b" || out.Actor.ActorID.Label() != 2 {
+					t.Errorf("%s from %s of a pool with a free host in b only: %d %s", method, from.name, status, resp)
+				}
+			}
+		}
+		// Named, a datacenter without the pool is its own error, not a move.
+		body := mustJSON(map[string]any{"datacenter": "a", "name": "room", "runner_name_selector": "placed", "crash_policy": "sleep"})
+		status, got := c.do(cc, http.MethodPost, "/actors?namespace=default", body)
+		if e, err := rerr.Parse(status, got); err != nil || e.Key() != "actor.no_runner_config_configured" {
+			t.Errorf("create in a named datacenter without the pool: %d %s", status, got)
+		}
+		// "pool" has a config everywhere and no runner: the receiving datacenter keeps it.
+		for _, from := range []*dc{b, cc} {
+			if got := c.putActor(from, "kept-"+from.name); got.status != http.StatusOK || got.actor.Datacenter != from.name {
+				t.Errorf("a pool without free hosts, from %s: %d %s", from.name, got.status, got.body)
 			}
 		}
 	})
@@ -406,4 +444,79 @@ func (h *history) check(t *testing.T, c *cluster) {
 		t.Error("no answer recorded")
 	}
 	t.Logf("history: %d keys checked", lookups)
+}
+
+// checkDoctor runs `berth doctor` against d and checks that it reports key as the one key
+// held twice, by an actor of each of holders, with exit status 1.
+func (c *cluster) checkDoctor(t *testing.T, d *dc, key string, holders ...*dc) {
+	t.Helper()
+	cmd := exec.Command(c.bin, "doctor", "--json", "--endpoint", d.publicURL(), "--namespace", "default")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("berth doctor: %v, want exit status 1\n%s", err, stderr.Bytes())
+	}
+	if !strings.Contains(stderr.String(), "1 key is held by more than one live actor") {
+		t.Errorf("berth doctor's stderr: %s", stderr.Bytes())
+	}
+	var rep struct {
+		KeyedActors  int `json:"keyed_actors"`
+		KeyConflicts []struct {
+			Name, Key string
+			Actors    []actor.Actor
+		} `json:"key_conflicts"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("berth doctor --json: %v\n%s", err, out)
+	}
+	if len(rep.KeyConflicts) != 1 || rep.KeyConflicts[0].Key != key || len(rep.KeyConflicts[0].Actors) != len(holders) {
+		t.Fatalf("berth doctor: %s, want key %s held by %d actors", out, key, len(holders))
+	}
+	var got, want []string
+	for i, h := range holders {
+		got, want = append(got, rep.KeyConflicts[0].Actors[i].Datacenter), append(want, h.name)
+	}
+	if slices.Sort(got); !slices.Equal(got, want) {
+		t.Errorf("berth doctor: the actors holding %s are in datacenters %v, want %v", key, got, want)
+	}
+	if rep.KeyedActors != 12 {
+		t.Errorf("berth doctor read %d keyed actors, want the 12 seeded", rep.KeyedActors)
+	}
+}
+
+// startRunner connects a runner of pool to d (the Go runner SDK; it hosts no actor) and
+// waits until d lists it.
+func (c *cluster) startRunner(t *testing.T, d *dc, pool string) {
+	t.Helper()
+	r, err := runner.New(runner.Config{Endpoint: d.publicURL(), Namespace: "default", Name: pool, Key: pool + "-1",
+		Version: 1, TotalSlots: 100, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 15*time.Second)
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		_ = r.Shutdown(ctx, true)
+	})
+	for {
+		var out struct {
+			Runners []json.RawMessage `json:"runners"`
+		}
+		c.getJSON(d, "/runners?namespace=default&name="+pool, &out)
+		if len(out.Runners) > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("runner of %s not listed by %s", pool, d.name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

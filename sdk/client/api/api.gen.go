@@ -1524,8 +1524,15 @@ type ClientInterface interface {
 	// ActorsCreateWithBody Create an actor.
 	//
 	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-	// not in the topology), or in this one when it is absent. That datacenter needs a
-	// runner config for the pool (created when its first runner connects), else 400
+	// not in the topology). Without one, in this datacenter when its pool has a free host
+	// (a runner of the newest version with a free slot, or an envoy, that pinged within
+	// the eligibility threshold); else in the first other datacenter, in topology order,
+	// whose pool has one; else in this one when the pool has a runner config here; else in
+	// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+	// runner configs only, nearest datacenter first). A datacenter that does not answer
+	// within a second (or a quarter of the time the request has left) is left out of the
+	// choice. The datacenter needs a runner config for the pool (created when its first
+	// runner connects), else 400
 	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
@@ -1544,8 +1551,8 @@ type ClientInterface interface {
 	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 	// actors created before an upgrade to a version that reserves keys are reserved when
 	// each datacenter starts; where two datacenters already held one key, both actors are
-	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-	// created.
+	// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+	// `berth doctor`) and no third is created.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1555,8 +1562,15 @@ type ClientInterface interface {
 	// ActorsCreate Create an actor.
 	//
 	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-	// not in the topology), or in this one when it is absent. That datacenter needs a
-	// runner config for the pool (created when its first runner connects), else 400
+	// not in the topology). Without one, in this datacenter when its pool has a free host
+	// (a runner of the newest version with a free slot, or an envoy, that pinged within
+	// the eligibility threshold); else in the first other datacenter, in topology order,
+	// whose pool has one; else in this one when the pool has a runner config here; else in
+	// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+	// runner configs only, nearest datacenter first). A datacenter that does not answer
+	// within a second (or a quarter of the time the request has left) is left out of the
+	// choice. The datacenter needs a runner config for the pool (created when its first
+	// runner connects), else 400
 	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
@@ -1575,8 +1589,8 @@ type ClientInterface interface {
 	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 	// actors created before an upgrade to a version that reserves keys are reserved when
 	// each datacenter starts; where two datacenters already held one key, both actors are
-	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-	// created.
+	// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+	// `berth doctor`) and no third is created.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1589,9 +1603,11 @@ type ClientInterface interface {
 	// returned instead (`created: false`), in whichever datacenter it lives (its
 	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 	// any datacenters, create exactly one actor. A new actor is created in the datacenter
-	// named by `datacenter`, else in the one that received the request (for gateway query
-	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-	// connected there; the pool needs a runner config in that datacenter.
+	// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+	// places it: here when the pool has a free host here, else in another datacenter whose
+	// pool has one, else where the pool has a runner config, this datacenter first (see
+	// POST /actors). An existing key is answered wherever its actor lives, without that
+	// choice.
 	//
 	// An existing key is answered without the leader datacenter: from this datacenter's
 	// index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -1609,9 +1625,11 @@ type ClientInterface interface {
 	// returned instead (`created: false`), in whichever datacenter it lives (its
 	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 	// any datacenters, create exactly one actor. A new actor is created in the datacenter
-	// named by `datacenter`, else in the one that received the request (for gateway query
-	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-	// connected there; the pool needs a runner config in that datacenter.
+	// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+	// places it: here when the pool has a free host here, else in another datacenter whose
+	// pool has one, else where the pool has a runner config, this datacenter first (see
+	// POST /actors). An existing key is answered wherever its actor lives, without that
+	// choice.
 	//
 	// An existing key is answered without the leader datacenter: from this datacenter's
 	// index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -1995,8 +2013,15 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 // ActorsCreateWithBody Create an actor.
 //
 // Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-// not in the topology), or in this one when it is absent. That datacenter needs a
-// runner config for the pool (created when its first runner connects), else 400
+// not in the topology). Without one, in this datacenter when its pool has a free host
+// (a runner of the newest version with a free slot, or an envoy, that pinged within
+// the eligibility threshold); else in the first other datacenter, in topology order,
+// whose pool has one; else in this one when the pool has a runner config here; else in
+// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+// runner configs only, nearest datacenter first). A datacenter that does not answer
+// within a second (or a quarter of the time the request has left) is left out of the
+// choice. The datacenter needs a runner config for the pool (created when its first
+// runner connects), else 400
 // `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
@@ -2015,8 +2040,8 @@ func (c *Client) ActorsList(ctx context.Context, params *ActorsListParams, reqEd
 // duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 // actors created before an upgrade to a version that reserves keys are reserved when
 // each datacenter starts; where two datacenters already held one key, both actors are
-// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-// created.
+// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+// `berth doctor`) and no third is created.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2036,8 +2061,15 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 // ActorsCreate Create an actor.
 //
 // Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-// not in the topology), or in this one when it is absent. That datacenter needs a
-// runner config for the pool (created when its first runner connects), else 400
+// not in the topology). Without one, in this datacenter when its pool has a free host
+// (a runner of the newest version with a free slot, or an envoy, that pinged within
+// the eligibility threshold); else in the first other datacenter, in topology order,
+// whose pool has one; else in this one when the pool has a runner config here; else in
+// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+// runner configs only, nearest datacenter first). A datacenter that does not answer
+// within a second (or a quarter of the time the request has left) is left out of the
+// choice. The datacenter needs a runner config for the pool (created when its first
+// runner connects), else 400
 // `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
@@ -2056,8 +2088,8 @@ func (c *Client) ActorsCreateWithBody(ctx context.Context, params *ActorsCreateP
 // duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 // actors created before an upgrade to a version that reserves keys are reserved when
 // each datacenter starts; where two datacenters already held one key, both actors are
-// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-// created.
+// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+// `berth doctor`) and no third is created.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2080,9 +2112,11 @@ func (c *Client) ActorsCreate(ctx context.Context, params *ActorsCreateParams, b
 // returned instead (`created: false`), in whichever datacenter it lives (its
 // `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 // any datacenters, create exactly one actor. A new actor is created in the datacenter
-// named by `datacenter`, else in the one that received the request (for gateway query
-// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-// connected there; the pool needs a runner config in that datacenter.
+// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+// places it: here when the pool has a free host here, else in another datacenter whose
+// pool has one, else where the pool has a runner config, this datacenter first (see
+// POST /actors). An existing key is answered wherever its actor lives, without that
+// choice.
 //
 // An existing key is answered without the leader datacenter: from this datacenter's
 // index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -2110,9 +2144,11 @@ func (c *Client) ActorsGetOrCreateWithBody(ctx context.Context, params *ActorsGe
 // returned instead (`created: false`), in whichever datacenter it lives (its
 // `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 // any datacenters, create exactly one actor. A new actor is created in the datacenter
-// named by `datacenter`, else in the one that received the request (for gateway query
-// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-// connected there; the pool needs a runner config in that datacenter.
+// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+// places it: here when the pool has a free host here, else in another datacenter whose
+// pool has one, else where the pool has a runner config, this datacenter first (see
+// POST /actors). An existing key is answered wherever its actor lives, without that
+// choice.
 //
 // An existing key is answered without the leader datacenter: from this datacenter's
 // index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -4393,8 +4429,15 @@ type ClientWithResponsesInterface interface {
 	// ActorsCreateWithBodyWithResponse Create an actor.
 	//
 	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-	// not in the topology), or in this one when it is absent. That datacenter needs a
-	// runner config for the pool (created when its first runner connects), else 400
+	// not in the topology). Without one, in this datacenter when its pool has a free host
+	// (a runner of the newest version with a free slot, or an envoy, that pinged within
+	// the eligibility threshold); else in the first other datacenter, in topology order,
+	// whose pool has one; else in this one when the pool has a runner config here; else in
+	// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+	// runner configs only, nearest datacenter first). A datacenter that does not answer
+	// within a second (or a quarter of the time the request has left) is left out of the
+	// choice. The datacenter needs a runner config for the pool (created when its first
+	// runner connects), else 400
 	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
@@ -4413,8 +4456,8 @@ type ClientWithResponsesInterface interface {
 	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 	// actors created before an upgrade to a version that reserves keys are reserved when
 	// each datacenter starts; where two datacenters already held one key, both actors are
-	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-	// created.
+	// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+	// `berth doctor`) and no third is created.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4424,8 +4467,15 @@ type ClientWithResponsesInterface interface {
 	// ActorsCreateWithResponse Create an actor.
 	//
 	// Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-	// not in the topology), or in this one when it is absent. That datacenter needs a
-	// runner config for the pool (created when its first runner connects), else 400
+	// not in the topology). Without one, in this datacenter when its pool has a free host
+	// (a runner of the newest version with a free slot, or an envoy, that pinged within
+	// the eligibility threshold); else in the first other datacenter, in topology order,
+	// whose pool has one; else in this one when the pool has a runner config here; else in
+	// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+	// runner configs only, nearest datacenter first). A datacenter that does not answer
+	// within a second (or a quarter of the time the request has left) is left out of the
+	// choice. The datacenter needs a runner config for the pool (created when its first
+	// runner connects), else 400
 	// `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 	// a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 	// error `no_capacity`).
@@ -4444,8 +4494,8 @@ type ClientWithResponsesInterface interface {
 	// duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 	// actors created before an upgrade to a version that reserves keys are reserved when
 	// each datacenter starts; where two datacenters already held one key, both actors are
-	// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-	// created.
+	// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+	// `berth doctor`) and no third is created.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4458,9 +4508,11 @@ type ClientWithResponsesInterface interface {
 	// returned instead (`created: false`), in whichever datacenter it lives (its
 	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 	// any datacenters, create exactly one actor. A new actor is created in the datacenter
-	// named by `datacenter`, else in the one that received the request (for gateway query
-	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-	// connected there; the pool needs a runner config in that datacenter.
+	// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+	// places it: here when the pool has a free host here, else in another datacenter whose
+	// pool has one, else where the pool has a runner config, this datacenter first (see
+	// POST /actors). An existing key is answered wherever its actor lives, without that
+	// choice.
 	//
 	// An existing key is answered without the leader datacenter: from this datacenter's
 	// index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -4478,9 +4530,11 @@ type ClientWithResponsesInterface interface {
 	// returned instead (`created: false`), in whichever datacenter it lives (its
 	// `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 	// any datacenters, create exactly one actor. A new actor is created in the datacenter
-	// named by `datacenter`, else in the one that received the request (for gateway query
-	// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-	// connected there; the pool needs a runner config in that datacenter.
+	// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+	// places it: here when the pool has a free host here, else in another datacenter whose
+	// pool has one, else where the pool has a runner config, this datacenter first (see
+	// POST /actors). An existing key is answered wherever its actor lives, without that
+	// choice.
 	//
 	// An existing key is answered without the leader datacenter: from this datacenter's
 	// index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -7142,8 +7196,15 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 // ActorsCreateWithBodyWithResponse Create an actor.
 //
 // Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-// not in the topology), or in this one when it is absent. That datacenter needs a
-// runner config for the pool (created when its first runner connects), else 400
+// not in the topology). Without one, in this datacenter when its pool has a free host
+// (a runner of the newest version with a free slot, or an envoy, that pinged within
+// the eligibility threshold); else in the first other datacenter, in topology order,
+// whose pool has one; else in this one when the pool has a runner config here; else in
+// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+// runner configs only, nearest datacenter first). A datacenter that does not answer
+// within a second (or a quarter of the time the request has left) is left out of the
+// choice. The datacenter needs a runner config for the pool (created when its first
+// runner connects), else 400
 // `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
@@ -7162,8 +7223,8 @@ func (c *ClientWithResponses) ActorsListWithResponse(ctx context.Context, params
 // duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 // actors created before an upgrade to a version that reserves keys are reserved when
 // each datacenter starts; where two datacenters already held one key, both actors are
-// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-// created.
+// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+// `berth doctor`) and no third is created.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7179,8 +7240,15 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 // ActorsCreateWithResponse Create an actor.
 //
 // Created in the datacenter named `datacenter` (404 `datacenter.not_found` for a name
-// not in the topology), or in this one when it is absent. That datacenter needs a
-// runner config for the pool (created when its first runner connects), else 400
+// not in the topology). Without one, in this datacenter when its pool has a free host
+// (a runner of the newest version with a free slot, or an envoy, that pinged within
+// the eligibility threshold); else in the first other datacenter, in topology order,
+// whose pool has one; else in this one when the pool has a runner config here; else in
+// the first other datacenter where it has one (the Rivet engine's rule, which looks at
+// runner configs only, nearest datacenter first). A datacenter that does not answer
+// within a second (or a quarter of the time the request has left) is left out of the
+// choice. The datacenter needs a runner config for the pool (created when its first
+// runner connects), else 400
 // `actor.no_runner_config_configured`. The actor is placed on a runner of the pool with
 // a free slot, else it waits for one (crash policy `sleep`: it sleeps at once with
 // error `no_capacity`).
@@ -7199,8 +7267,8 @@ func (c *ClientWithResponses) ActorsCreateWithBodyWithResponse(ctx context.Conte
 // duplicate. A key freed by a destroy may be taken again from any datacenter. Keys of
 // actors created before an upgrade to a version that reserves keys are reserved when
 // each datacenter starts; where two datacenters already held one key, both actors are
-// kept (logged and counted in `berth_key_reservations_migrated_total`) and no third is
-// created.
+// kept (logged, counted in `berth_key_reservations_migrated_total` and listed by
+// `berth doctor`) and no third is created.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7219,9 +7287,11 @@ func (c *ClientWithResponses) ActorsCreateWithResponse(ctx context.Context, para
 // returned instead (`created: false`), in whichever datacenter it lives (its
 // `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 // any datacenters, create exactly one actor. A new actor is created in the datacenter
-// named by `datacenter`, else in the one that received the request (for gateway query
-// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-// connected there; the pool needs a runner config in that datacenter.
+// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+// places it: here when the pool has a free host here, else in another datacenter whose
+// pool has one, else where the pool has a runner config, this datacenter first (see
+// POST /actors). An existing key is answered wherever its actor lives, without that
+// choice.
 //
 // An existing key is answered without the leader datacenter: from this datacenter's
 // index, or from the holder's datacenter once this one has seen it (an answer then asks
@@ -7245,9 +7315,11 @@ func (c *ClientWithResponses) ActorsGetOrCreateWithBodyWithResponse(ctx context.
 // returned instead (`created: false`), in whichever datacenter it lives (its
 // `datacenter` says which; calls on it go there). Concurrent calls with one key, from
 // any datacenters, create exactly one actor. A new actor is created in the datacenter
-// named by `datacenter`, else in the one that received the request (for gateway query
-// routing: `rvt-region`, else the gateway's own), whether or not its pool has runners
-// connected there; the pool needs a runner config in that datacenter.
+// named by `datacenter` (for gateway query routing: `rvt-region`), else where create
+// places it: here when the pool has a free host here, else in another datacenter whose
+// pool has one, else where the pool has a runner config, this datacenter first (see
+// POST /actors). An existing key is answered wherever its actor lives, without that
+// choice.
 //
 // An existing key is answered without the leader datacenter: from this datacenter's
 // index, or from the holder's datacenter once this one has seen it (an answer then asks

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "688c42d4f61666f9de26a1cd21821ab457aa874ad665fe8a8963d7910cba48da"
+const SpecSHA256 = "0d7b225802fb620031947e2ed19a128ba267f11b06062437ce24e18d455d86aa"
