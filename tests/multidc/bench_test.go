@@ -62,6 +62,7 @@ func startEngines(b *testing.B, n int) []*engine.Engine {
 		// The seeded runners never ping: without this the engine's runner loop would expire
 		// them during the benchmark, and measure itself too.
 		cfg.Pegboard.RunnerLostThreshold = benchLostThreshold
+		cfg.Pegboard.RunnerEligibleThreshold = benchLostThreshold // and they take actors
 		cfg.Database.URL = "file://" + filepath.Join(b.TempDir(), "db")
 		e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: log})
 		if err != nil {
