@@ -23,6 +23,7 @@ import (
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/ops/schema"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/auth"
 	"github.com/berthhq/berth/pkg/id"
@@ -163,6 +164,13 @@ func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp
 	}
 	undo = append(undo, func() { _ = db.Close() })
 	e.db = e.obs.metrics.InstrumentDB(db)
+	from, to, err := schema.Upgrade(ctx, e.db, schema.Migrations, e.log)
+	if err != nil {
+		return undo, fmt.Errorf("engine: store %s: %w", config.RedactURL(cfg.Database.URL), err)
+	}
+	if from != to {
+		e.log.Info("store upgraded", "from_schema_version", from, "schema_version", to)
+	}
 	if err := ensureDefaultNamespace(ctx, e.db, topo); err != nil {
 		return undo, err
 	}

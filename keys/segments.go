@@ -98,6 +98,9 @@ const (
 	tagKeyRes         = 1040
 	tagKeyReservation = 1041
 	tagKeyFence       = 1042
+	// The store's own metadata (store.go): the subspace and its schema version.
+	tagStore         = 1050
+	tagSchemaVersion = 1051
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

@@ -76,6 +76,7 @@ type node struct {
 	t       testing.TB
 	id      string
 	bin     string
+	next    string // the binary its next start runs, when not bin (an upgrade)
 	dir     string
 	url     string // guard port
 	peerURL string // api-peer port: the internal listener
@@ -169,6 +170,23 @@ func (n *node) start() {
 			n.t.Fatalf("node %s not healthy within 60s", n.id)
 		}
 	}
+}
+
+// version is the version n's /metadata reports.
+func (n *node) version() string {
+	n.t.Helper()
+	resp, err := http.Get(n.url + "/metadata")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Version string `json:"version"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		n.t.Fatalf("node %s /metadata: %v", n.id, err)
+	}
+	return m.Version
 }
 
 func (n *node) log() []byte {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
 	_ "github.com/berthhq/berth/pkg/udb/driver/postgres"
 	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/tests/internal/harness"
 )
 
 // held lists the ownership records node holds in the store at dbURL.
@@ -237,13 +239,27 @@ func (tr *traffic) checkState(t testing.TB, c *cluster) {
 	}
 }
 
-// TestRollingRestart restarts the three nodes one after the other (SIGTERM, then start
-// again at the same address) under continuous gateway traffic entering every node: no
-// request fails after the client's retries, and no actor or acknowledged increment is lost.
+// TestRollingRestart upgrades the three nodes one after the other to another build (SIGTERM,
+// then the new binary at the same address) under continuous gateway traffic entering every
+// node: no request fails after the client's retries, and no actor or acknowledged increment
+// is lost. The second build is this code with another version stamp: the store it finds
+// was written by the first (docs/udb.md, "Schema version", for stores of older releases).
 func TestRollingRestart(t *testing.T) {
 	c := startCluster(t, 3, 6, 12)
 	ids := c.runnerIDs()
+	next := filepath.Join(t.TempDir(), "berth-next")
+	if out, err := harness.GoBuild(next, harness.BerthPackage, "-ldflags=-X main.version="+nextVersion).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, n := range c.nodes {
+		n.next = next
+	}
 	tr := rollingRestart(t, c)
+	for _, n := range c.nodes {
+		if v := n.version(); v != nextVersion {
+			t.Errorf("node %s runs version %q after the upgrade, want %q", n.id, v, nextVersion)
+		}
+	}
 	// Every runner reconnected with its key: same runner id, same actors.
 	if got := c.runnerIDs(); fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("runner ids changed over the restarts: %v, then %v", ids, got)
@@ -287,6 +303,9 @@ func rollingRestart(t *testing.T, c *cluster) *traffic {
 		if h := held(t, n.dbURL, n.id); len(h) != 0 {
 			t.Errorf("node %s still holds %d ownership records after its drain", n.id, len(h))
 		}
+		if n.next != "" {
+			n.bin = n.next
+		}
 		n.start()
 	}
 	before := tr.ok.Load()
@@ -296,6 +315,9 @@ func rollingRestart(t *testing.T, c *cluster) *traffic {
 	tr.checkState(t, c)
 	return tr
 }
+
+// nextVersion is the version stamp of the build TestRollingRestart upgrades to.
+const nextVersion = "0.0.0-rolling-upgrade"
 
 // drainLine is the last "berth drained" line of n's log.
 func drainLine(n *node) string {

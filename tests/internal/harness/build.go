@@ -75,9 +75,9 @@ func Build(tb testing.TB, pkg string) string {
 const BuildTagsEnv = "BERTH_TEST_BUILD_TAGS"
 
 // GoBuild returns the command that builds the main package pkg into out, with the tags of
-// BERTH_TEST_BUILD_TAGS.
-func GoBuild(out, pkg string) *exec.Cmd {
-	args := []string{"build", "-o", out}
+// BERTH_TEST_BUILD_TAGS and the extra go build flags.
+func GoBuild(out, pkg string, flags ...string) *exec.Cmd {
+	args := append([]string{"build", "-o", out}, flags...)
 	if tags := os.Getenv(BuildTagsEnv); tags != "" {
 		args = append(args, "-tags", tags)
 	}
