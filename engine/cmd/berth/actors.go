@@ -222,6 +222,8 @@ func (f *actorFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.inputFile, "input-file", "", "read the input from this file")
 	fl.StringVar(&f.o.Pool, "runner-name-selector", "", "the runner name (pool) whose runners host it (required)")
 	fl.StringVar(&f.policy, "crash-policy", string(client.CrashSleep), "what a crash does: restart, sleep or destroy")
+	_ = cmd.RegisterFlagCompletionFunc("crash-policy", cobra.FixedCompletions(
+		[]string{string(client.CrashRestart), string(client.CrashSleep), string(client.CrashDestroy)}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&f.o.Datacenter, "datacenter", "", "the datacenter to create it in, by name (default: the one called)")
 }
 

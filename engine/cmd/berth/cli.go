@@ -109,7 +109,11 @@ func (c *cli) report(cmd *cobra.Command, err error) int {
 func (c *cli) describe(err error) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
-		return describeAPIError(apiErr)
+		context, _ := strings.CutSuffix(err.Error(), apiErr.Error()) // "namespace x: ", say
+		if context == err.Error() {
+			context = ""
+		}
+		return context + describeAPIError(apiErr)
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError

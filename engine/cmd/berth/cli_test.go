@@ -554,6 +554,10 @@ func TestDoctor(t *testing.T) {
 	if rep.Namespaces != 2 || rep.KeyedActors != 4 || rep.KeyConflicts == nil || len(rep.KeyConflicts) != 0 {
 		t.Errorf("doctor --all-namespaces --json: %+v", rep)
 	}
+	// An engine error keeps the context the command gave it, with one "berth: ".
+	if r := berth(t, env, "doctor", "-n", "nope"); r.code != 1 || !strings.Contains(r.err, "\nberth: namespace nope: namespace.not_found: ") || strings.Count(r.err, "berth:") != 1 {
+		t.Errorf("doctor -n nope: exit %d, stderr %q", r.code, r.err)
+	}
 	if r := berth(t, env, "doctor", "extra"); r.code != 2 {
 		t.Errorf("doctor extra: exit %d, want 2", r.code)
 	}
@@ -801,5 +805,8 @@ func TestCompletion(t *testing.T) {
 	}
 	if r := ok(t, nil, cobra.ShellCompRequestCmd, "runner-configs", ""); !strings.Contains(r.out, "refresh\t") || !strings.Contains(r.out, "check\t") {
 		t.Errorf("completing runner-configs:\n%s", r.out)
+	}
+	if r := ok(t, nil, cobra.ShellCompRequestCmd, "actors", "create", "--crash-policy", ""); !strings.HasPrefix(r.out, "restart\nsleep\ndestroy\n:") {
+		t.Errorf("completing --crash-policy:\n%s", r.out)
 	}
 }

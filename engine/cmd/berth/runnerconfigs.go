@@ -87,6 +87,8 @@ func (c *cli) runnerConfigsCommand() *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&variant, "variant", "", "only configs of this kind: normal or serverless")
+	_ = list.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(
+		[]string{string(client.VariantNormal), string(client.VariantServerless)}, cobra.ShellCompDirectiveNoFileComp))
 	list.Flags().IntVar(&limit, "limit", 0, "at most this many per datacenter (0: the engine's default)")
 
 	get := &cobra.Command{
