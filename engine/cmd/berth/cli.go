@@ -415,7 +415,8 @@ type table[T any] struct {
 	json   func(T) any // nil: the item as it is
 }
 
-// output prints items as JSON (a list, or one object when single), as ids (-q) or as a table.
+// output prints items as JSON (a list, or one object when single), as ids (-q; items of one
+// id next to each other show it once) or as a table.
 func output[T any](c *cli, items []T, single bool, t table[T]) error {
 	switch {
 	case c.jsonOut:
@@ -430,10 +431,14 @@ func output[T any](c *cli, items []T, single bool, t table[T]) error {
 			return c.printJSON(view[0])
 		}
 		return c.printJSON(view)
-	case c.quiet:
-		for _, it := range items {
-			if _, err := fmt.Fprintln(c.out, t.id(it)); err != nil {
-				return err
+	case c.quiet: // each id once: a runner config has a row per datacenter
+		prev := ""
+		for i, it := range items {
+			if id := t.id(it); i == 0 || id != prev {
+				if _, err := fmt.Fprintln(c.out, id); err != nil {
+					return err
+				}
+				prev = id
 			}
 		}
 		return nil

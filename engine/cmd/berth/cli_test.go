@@ -449,6 +449,25 @@ func TestActorsAndDrain(t *testing.T) {
 	}
 }
 
+// -q prints an id once for the rows it has next to each other (a runner config's, one per
+// datacenter); --json prints what the table's json gives.
+func TestOutput(t *testing.T) {
+	var buf bytes.Buffer
+	c := &cli{stdio: stdio{out: &buf}, quiet: true}
+	rows := []runnerConfig{{Name: "a", Datacenter: "eu"}, {Name: "a", Datacenter: "us"}, {Name: "b", Datacenter: "eu"}}
+	if err := output(c, rows, false, runnerConfigTable); err != nil || buf.String() != "a\nb\n" {
+		t.Errorf("-q: %q, %v", buf.String(), err)
+	}
+	buf.Reset()
+	c.quiet, c.jsonOut = false, true
+	if err := output(c, []client.Envoy{{EnvoyKey: "k"}}, true, envoyTable); err != nil {
+		t.Fatal(err)
+	}
+	if e := decodeJSON[map[string]any](t, buf.String()); e["envoy_key"] != "k" || e["state"] != "active" {
+		t.Errorf("--json of an envoy: %s", buf.String())
+	}
+}
+
 func TestProgressOnATerminalAndOff(t *testing.T) {
 	var buf bytes.Buffer
 	c := &cli{stdio: stdio{err: &buf}, progressEvery: time.Hour}
