@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
 	"iter"
 	"net/http"
 	"sort"
@@ -14,6 +15,7 @@ type (
 	Actor       = api.Actor
 	ActorError  = api.ActorError
 	CrashPolicy = api.CrashPolicy
+	KVValue     = api.ActorsKvGetResponse // a value of an actor's KV and when it was written
 )
 
 // The crash policies: what an actor that crashes does next.
@@ -143,6 +145,13 @@ func (a *ActorsAPI) Sleep(ctx context.Context, actorID string) error {
 func (a *ActorsAPI) Reschedule(ctx context.Context, actorID string) error {
 	_, err := decode[api.EmptyObject](a.c.raw.ActorsReschedule(ctx, actorID, &api.ActorsRescheduleParams{Namespace: a.c.namespace}, api.EmptyObject{}))
 	return err
+}
+
+// KVGet reads one key of the actor's KV store (the key's raw bytes). A key without a
+// value is an *APIError actor.kv_key_not_found (404).
+func (a *ActorsAPI) KVGet(ctx context.Context, actorID string, key []byte) (KVValue, error) {
+	return decode[KVValue](a.c.raw.ActorsKvGet(ctx, actorID, base64.RawURLEncoding.EncodeToString(key),
+		&api.ActorsKvGetParams{Namespace: a.c.namespace}))
 }
 
 // ActorName is an actor name of the namespace with its metadata (a JSON object).

@@ -77,7 +77,7 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 }
 
 // Raw returns the generated low-level client, with the same endpoint, HTTP client and token:
-// for the operations this package does not wrap (actors, health fan-out, serverless checks).
+// for the operations this package does not wrap (the health fan-out).
 // Its methods return the *http.Response; DecodeError turns an error response into an
 // *APIError.
 func (c *Client) Raw() *api.Client { return c.raw }
@@ -88,6 +88,22 @@ func (c *Client) Namespace() string { return c.namespace }
 // InNamespace returns a client that shares c's connection settings but calls into namespace.
 func (c *Client) InNamespace(namespace string) *Client {
 	return &Client{raw: c.raw, namespace: namespace}
+}
+
+// The engine's own reports, the generated models.
+type (
+	Health   = api.HealthResponse      // GET /health: status, runtime and version
+	Metadata = api.MetadataGetResponse // GET /metadata: the build and the protocol versions
+)
+
+// Health returns the engine's liveness report; it needs no token.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	return decode[Health](c.raw.HealthGet(ctx))
+}
+
+// Metadata returns the engine's build and protocol versions; it needs no token.
+func (c *Client) Metadata(ctx context.Context) (Metadata, error) {
+	return decode[Metadata](c.raw.MetadataGet(ctx))
 }
 
 // Runners returns the runner calls.

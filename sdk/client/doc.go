@@ -1,4 +1,4 @@
-// Package client is a typed Go client for berth's public API: runners, envoys, namespaces, datacenters and runner configs, with bearer auth, *APIError errors and pagers that follow cursors.
+// Package client is a typed Go client for berth's public API: runners, envoys, namespaces, datacenters, runner configs, actors and their KV, and the engine's health, with bearer auth, *APIError errors and pagers that follow cursors.
 // It wraps the low-level client in package api, generated from api-public/openapi.yaml, and imports nothing from the engine.
 //
 //	c, err := client.New("http://localhost:6420",

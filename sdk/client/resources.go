@@ -19,6 +19,8 @@ type (
 	RunnerConfigServerless = api.RunnerConfigServerless
 	RunnerConfigResponse   = api.RunnerConfigResponse
 	RunnerConfigVariant    = api.RunnerConfigVariant
+	// ServerlessCheck is the outcome of a serverless health check: Success or Failure.
+	ServerlessCheck = api.RunnerConfigsServerlessHealthCheckResponse
 )
 
 // The runner config variants, for RunnerConfigListOptions.Variant.
@@ -247,4 +249,25 @@ func (a *RunnerConfigsAPI) Delete(ctx context.Context, runnerName string) error 
 	_, err := decode[api.EmptyObject](a.c.raw.RunnerConfigsDelete(ctx, runnerName,
 		&api.RunnerConfigsDeleteParams{Namespace: a.c.namespace}))
 	return err
+}
+
+// RefreshMetadata makes every datacenter where runnerName is serverless fetch its
+// /metadata now. A failed fetch is an *APIError
+// serverless_runner_pool.failed_to_fetch_metadata (400); a pool serverless nowhere is
+// core.internal_error (500), as on the Rivet engine.
+func (a *RunnerConfigsAPI) RefreshMetadata(ctx context.Context, runnerName string) error {
+	_, err := decode[api.EmptyObject](a.c.raw.RunnerConfigsRefreshMetadata(ctx, runnerName,
+		&api.RunnerConfigsRefreshMetadataParams{Namespace: a.c.namespace}, api.EmptyObject{}))
+	return err
+}
+
+// ServerlessHealthCheck makes the engine call url's /metadata once, with headers, and
+// returns what it found. A failing endpoint is a Failure, not an error.
+func (a *RunnerConfigsAPI) ServerlessHealthCheck(ctx context.Context, url string, headers map[string]string) (ServerlessCheck, error) {
+	body := api.RunnerConfigsServerlessHealthCheckRequest{Url: url}
+	if len(headers) > 0 {
+		body.Headers = &headers
+	}
+	return decode[ServerlessCheck](a.c.raw.RunnerConfigsServerlessHealthCheck(ctx,
+		&api.RunnerConfigsServerlessHealthCheckParams{Namespace: a.c.namespace}, body))
 }

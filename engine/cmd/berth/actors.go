@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -11,7 +13,26 @@ import (
 	"github.com/berthhq/berth/sdk/client"
 )
 
-var actorHeader = []string{"ID", "NAME", "KEY", "STATE", "POOL", "CRASH POLICY", "DATACENTER", "CREATED"}
+// actorTable shows actors; --json adds the state the table computes.
+var actorTable = table[client.Actor]{
+	header: []string{"ID", "NAME", "KEY", "STATE", "POOL", "CRASH POLICY", "DATACENTER", "CREATED"},
+	row: func(a client.Actor) []string {
+		key := "-"
+		if a.Key != nil {
+			key = *a.Key
+		}
+		return []string{a.ActorId, a.Name, key, actorState(a), a.RunnerNameSelector, string(a.CrashPolicy), a.Datacenter, ts(&a.CreateTs)}
+	},
+	id:   func(a client.Actor) string { return a.ActorId },
+	json: func(a client.Actor) any { return actorJSON{Actor: a, State: actorState(a)} },
+}
+
+// actorJSON is an actor with its state and, from get-or-create, whether it was created.
+type actorJSON struct {
+	client.Actor
+	State   string `json:"state"`
+	Created *bool  `json:"created,omitempty"`
+}
 
 // actorState names where an actor is in its lifecycle, from its timestamps.
 func actorState(a client.Actor) string {
@@ -31,14 +52,6 @@ func actorState(a client.Actor) string {
 		return "rescheduling"
 	}
 	return "starting"
-}
-
-func actorRow(a client.Actor) []string {
-	key := "-"
-	if a.Key != nil {
-		key = *a.Key
-	}
-	return []string{a.ActorId, a.Name, key, actorState(a), a.RunnerNameSelector, string(a.CrashPolicy), a.Datacenter, ts(&a.CreateTs)}
 }
 
 // bulkWorkers bounds the creates of `actors create --count` in flight at once.
@@ -85,7 +98,7 @@ func (c *cli) actorsCommand() *cobra.Command {
 					break
 				}
 			}
-			return output(c, items, false, actorHeader, actorRow)
+			return output(c, items, false, actorTable)
 		},
 	}
 	list.Flags().StringVar(&name, "name", "", "only actors of this name")
@@ -96,7 +109,7 @@ func (c *cli) actorsCommand() *cobra.Command {
 	get := &cobra.Command{
 		Use:   "get ACTOR_ID",
 		Short: "Show an actor, in any state",
-		Args:  exactArgs("ACTOR_ID"),
+		Args:  idArgs(exactArgs("ACTOR_ID"), "ACTOR_ID", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.client(cmd)
 			if err != nil {
@@ -106,45 +119,148 @@ func (c *cli) actorsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, []client.Actor{a}, true, actorHeader, actorRow)
+			return output(c, []client.Actor{a}, true, actorTable)
 		},
 	}
 
-	del := &cobra.Command{
-		Use:     "delete ACTOR_ID...",
-		Aliases: []string{"destroy"},
-		Short:   "Destroy actors (for good)",
-		Args:    minArgs("ACTOR_ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	names := &cobra.Command{
+		Use:   "names",
+		Short: "List the actor names of the namespace, with their metadata",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.client(cmd)
 			if err != nil {
 				return err
 			}
-			for _, id := range args {
-				if err := cl.Actors().Destroy(cmd.Context(), id); err != nil {
-					return err
-				}
-				if !c.jsonOut {
-					fmt.Fprintf(c.out, "destroyed %s\n", id)
-				}
+			items, err := take(cl.Actors().AllNames(cmd.Context(), client.NameListOptions{}), limit)
+			if err != nil {
+				return err
 			}
-			if c.jsonOut {
-				return c.printJSON(map[string]any{"destroyed": args})
-			}
-			return nil
+			return output(c, items, false, actorNameTable)
 		},
 	}
+	names.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
 
-	return c.clientFlags(group("actors", "List, show, create and destroy actors", list, get, c.actorsCreateCommand(), del))
+	create, getOrCreate := c.actorsCreateCommand(), c.actorsGetOrCreateCommand()
+	c.quietFlag(list, get, names, create, getOrCreate)
+	return c.clientFlags(group("actors", "List, show, create, destroy, sleep and reschedule actors, and read their KV",
+		list, get, names, create, getOrCreate,
+		c.actorsEach("delete", "Destroy actors (for good)", "destroyed", (*client.ActorsAPI).Destroy, "destroy"),
+		c.actorsEach("sleep", "Put actors to sleep: a running one stops and sleeps until woken", "sleeping", (*client.ActorsAPI).Sleep),
+		c.actorsEach("reschedule", "Place actors again now (a running one stops first), skipping a crash backoff", "rescheduled", (*client.ActorsAPI).Reschedule),
+		c.actorsKVCommand()))
+}
+
+// actorNameTable shows actor names with their metadata.
+var actorNameTable = table[client.ActorName]{
+	header: []string{"NAME", "METADATA"},
+	row: func(n client.ActorName) []string {
+		b, _ := json.Marshal(n.Metadata)
+		return []string{n.Name, string(b)}
+	},
+	id: func(n client.ActorName) string { return n.Name },
+}
+
+// actorsEach makes a command that calls do on each ACTOR_ID given.
+func (c *cli) actorsEach(use, short, done string, do func(*client.ActorsAPI, context.Context, string) error, aliases ...string) *cobra.Command {
+	cmd := c.each(use+" ACTOR_ID...", short, done, idArgs(minArgs("ACTOR_ID"), "ACTOR_ID", 0),
+		func(ctx context.Context, cl *client.Client, id string) error { return do(cl.Actors(), ctx, id) })
+	cmd.Aliases = aliases
+	return cmd
+}
+
+// actorsKVCommand reads actors' KV stores. The public API reads one key at a time; it has
+// no listing of keys.
+func (c *cli) actorsKVCommand() *cobra.Command {
+	var keyBase64 bool
+	get := &cobra.Command{
+		Use:   "get ACTOR_ID KEY",
+		Short: "Print the value of one key of an actor's KV store, as it is",
+		Long: `Print the value of one key of an actor's KV store to stdout, its bytes as they are (no
+newline added). KEY is the key's text, or with --base64 its bytes in base64. With --json,
+print {"value": base64, "update_ts": ms}. A key without a value is actor.kv_key_not_found.`,
+		Args: idArgs(exactArgs("ACTOR_ID", "KEY"), "ACTOR_ID", 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := []byte(args[1])
+			if keyBase64 {
+				var err error
+				if key, err = base64.StdEncoding.DecodeString(args[1]); err != nil {
+					return usagef("actors kv get: KEY %q is not base64: %v", args[1], err)
+				}
+			}
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			v, err := cl.Actors().KVGet(cmd.Context(), args[0], key)
+			if err != nil {
+				return err
+			}
+			if c.jsonOut {
+				return c.printJSON(v)
+			}
+			_, err = c.out.Write(v.Value)
+			return err
+		},
+	}
+	get.Flags().BoolVar(&keyBase64, "base64", false, "KEY is the key's bytes in base64 (standard alphabet)")
+	return group("kv", "Read an actor's KV store (the API reads one key at a time and lists none)", get)
+}
+
+// actorFlags are the flags of a new actor, shared by create and get-or-create.
+type actorFlags struct {
+	o                client.ActorCreateOptions
+	input, inputFile string
+	policy           string
+}
+
+func (f *actorFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.o.Name, "name", "", "the actor name (required)")
+	fl.StringVar(&f.o.Key, "key", "", "the actor key, unique among the live actors of the name")
+	fl.StringVar(&f.input, "input", "", "the input handed to the actor at start, as text")
+	fl.StringVar(&f.inputFile, "input-file", "", "read the input from this file")
+	fl.StringVar(&f.o.Pool, "runner-name-selector", "", "the runner name (pool) whose runners host it (required)")
+	fl.StringVar(&f.policy, "crash-policy", string(client.CrashSleep), "what a crash does: restart, sleep or destroy")
+	_ = cmd.RegisterFlagCompletionFunc("crash-policy", cobra.FixedCompletions(
+		[]string{string(client.CrashRestart), string(client.CrashSleep), string(client.CrashDestroy)}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&f.o.Datacenter, "datacenter", "", "the datacenter to create it in, by name (default: the one called)")
+}
+
+// options checks the flags and returns the new actor they describe.
+func (f *actorFlags) options(cmd *cobra.Command) (client.ActorCreateOptions, error) {
+	o := f.o
+	switch {
+	case o.Name == "":
+		return o, usagef("%s: --name is required", name(cmd))
+	case o.Pool == "":
+		return o, usagef("%s: --runner-name-selector is required", name(cmd))
+	case f.input != "" && f.inputFile != "":
+		return o, usagef("%s: give --input or --input-file, not both", name(cmd))
+	}
+	switch p := client.CrashPolicy(f.policy); p {
+	case client.CrashRestart, client.CrashSleep, client.CrashDestroy:
+		o.CrashPolicy = p
+	default:
+		return o, usagef("%s: --crash-policy %q: want restart, sleep or destroy", name(cmd), f.policy)
+	}
+	if cmd.Flags().Changed("input") {
+		o.Input = []byte(f.input)
+	}
+	if f.inputFile != "" {
+		b, err := os.ReadFile(f.inputFile)
+		if err != nil {
+			return o, err
+		}
+		o.Input = b
+	}
+	return o, nil
 }
 
 func (c *cli) actorsCreateCommand() *cobra.Command {
 	var (
-		o         client.ActorCreateOptions
-		input     string
-		inputFile string
-		policy    string
-		count     int
+		f     actorFlags
+		count int
 	)
 	cmd := &cobra.Command{
 		Use:   "create --name NAME --runner-name-selector POOL [--key KEY] [--input TEXT]",
@@ -153,31 +269,12 @@ func (c *cli) actorsCreateCommand() *cobra.Command {
 --count N, create N of them (with --key K, their keys are K-0 … K-(N-1)), showing progress.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.Name == "":
-				return usagef("actors create: --name is required")
-			case o.Pool == "":
-				return usagef("actors create: --runner-name-selector is required")
-			case count < 1:
+			o, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
+			if count < 1 {
 				return usagef("actors create: --count must be at least 1")
-			case input != "" && inputFile != "":
-				return usagef("actors create: give --input or --input-file, not both")
-			}
-			switch p := client.CrashPolicy(policy); p {
-			case client.CrashRestart, client.CrashSleep, client.CrashDestroy:
-				o.CrashPolicy = p
-			default:
-				return usagef("actors create: --crash-policy %q: want restart, sleep or destroy", policy)
-			}
-			if cmd.Flags().Changed("input") {
-				o.Input = []byte(input)
-			}
-			if inputFile != "" {
-				b, err := os.ReadFile(inputFile)
-				if err != nil {
-					return err
-				}
-				o.Input = b
 			}
 			cl, err := c.client(cmd)
 			if err != nil {
@@ -188,7 +285,7 @@ func (c *cli) actorsCreateCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return output(c, []client.Actor{a}, true, actorHeader, actorRow)
+				return output(c, []client.Actor{a}, true, actorTable)
 			}
 			created, err := c.createMany(cmd.Context(), cl, o, count)
 			if err != nil {
@@ -197,18 +294,53 @@ func (c *cli) actorsCreateCommand() *cobra.Command {
 				}
 				return err
 			}
-			return output(c, created, false, actorHeader, actorRow)
+			return output(c, created, false, actorTable)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Name, "name", "", "the actor name (required)")
-	f.StringVar(&o.Key, "key", "", "the actor key, unique among the live actors of the name")
-	f.StringVar(&input, "input", "", "the input handed to the actor at start, as text")
-	f.StringVar(&inputFile, "input-file", "", "read the input from this file")
-	f.StringVar(&o.Pool, "runner-name-selector", "", "the runner name (pool) whose runners host it (required)")
-	f.StringVar(&policy, "crash-policy", string(client.CrashSleep), "what a crash does: restart, sleep or destroy")
-	f.StringVar(&o.Datacenter, "datacenter", "", "the datacenter to create it in, by name (default: the one called)")
-	f.IntVar(&count, "count", 1, "how many actors to create")
+	f.add(cmd)
+	cmd.Flags().IntVar(&count, "count", 1, "how many actors to create")
+	return cmd
+}
+
+func (c *cli) actorsGetOrCreateCommand() *cobra.Command {
+	var f actorFlags
+	cmd := &cobra.Command{
+		Use:   "get-or-create --name NAME --key KEY --runner-name-selector POOL",
+		Short: "Show the live actor of a name holding a key, or create it",
+		Long: `Show the live actor of --name holding --key, in whichever datacenter it lives, or create
+it as create does. Concurrent calls with one key create one actor. stderr says which
+happened; --json adds "created".`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
+			if o.Key == "" {
+				return usagef("actors get-or-create: --key is required")
+			}
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			a, created, err := cl.Actors().GetOrCreate(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if c.jsonOut {
+				return c.printJSON(actorJSON{Actor: a, State: actorState(a), Created: &created})
+			}
+			if !c.quiet {
+				what := "existing actor"
+				if created {
+					what = "created actor"
+				}
+				fmt.Fprintf(c.err, "%s %s\n", what, a.ActorId)
+			}
+			return output(c, []client.Actor{a}, true, actorTable)
+		},
+	}
+	f.add(cmd)
 	return cmd
 }
 

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/sdk/client"
 )
 
@@ -46,7 +49,10 @@ type cli struct {
 	stdio
 
 	endpoint, token, namespace string
-	jsonOut                    bool
+	jsonOut, quiet             bool
+
+	// calling is the endpoint the client was made for, for messages when it cannot be reached.
+	calling string
 
 	// pollInterval is how often waits (runners drain --wait) look again.
 	pollInterval time.Duration
@@ -95,13 +101,37 @@ func (c *cli) report(cmd *cobra.Command, err error) int {
 		fmt.Fprintf(c.err, "berth: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return exitUsage
 	}
+	fmt.Fprintf(c.err, "berth: %s\n", c.describe(err))
+	return exitError
+}
+
+// describe words an error of a command for its user.
+func (c *cli) describe(err error) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
-		fmt.Fprintf(c.err, "berth: %s\n", describeAPIError(apiErr))
-		return exitError
+		context, _ := strings.CutSuffix(err.Error(), apiErr.Error()) // "namespace x: ", say
+		if context == err.Error() {
+			context = ""
+		}
+		return context + describeAPIError(apiErr)
 	}
-	fmt.Fprintf(c.err, "berth: %v\n", err)
-	return exitError
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case c.calling == "": // no engine called
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("cannot reach the engine at %s (connection refused); start one with 'berth start' or set --endpoint / %s", c.calling, envEndpoint)
+	case errors.As(err, &dnsErr):
+		return c.unreachable(dnsErr)
+	case errors.As(err, &opErr):
+		return c.unreachable(opErr)
+	}
+	return strings.TrimPrefix(err.Error(), "berth client: ") // one "berth: " is enough
+}
+
+// unreachable says that the engine could not be reached, and why.
+func (c *cli) unreachable(cause error) string {
+	return fmt.Sprintf("cannot reach the engine at %s (%v); check --endpoint / %s", c.calling, cause, envEndpoint)
 }
 
 // isCobraUsageError recognises the errors cobra itself returns for a bad command line.
@@ -129,6 +159,12 @@ func describeAPIError(e *client.APIError) string {
 	if e.RayID != "" {
 		s += "\n  ray id: " + e.RayID
 	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		s += "\n  the engine wants a token: give it with --token or " + envToken
+	case http.StatusForbidden:
+		s += "\n  the engine refused the token of --token or " + envToken + ": a wrong one, or one without this right"
+	}
 	return s
 }
 
@@ -137,7 +173,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		Use:   "berth",
 		Short: "berth runs a stateful-actor engine and manages a running one",
 		Long: `berth runs a stateful-actor engine (berth start) and manages a running one through its
-public API: namespaces, runners, envoys and actors.
+public API: namespaces, runners, envoys, actors, runner configs and datacenters.
 
 The client commands find the engine with --endpoint, --token and --namespace, or the
 environment variables BERTH_ENDPOINT, BERTH_TOKEN and BERTH_NAMESPACE (flags win).
@@ -147,9 +183,15 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          groupRun,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if c.quiet && c.jsonOut {
+				return usagef("%s: give --json or --quiet, not both", name(cmd))
+			}
+			return nil
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		c.startCommand(),
 		c.versionCommand(),
@@ -160,6 +202,10 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		c.actorsCommand(),
 		c.tokensCommand(),
 		c.doctorCommand(),
+		c.runnerConfigsCommand(),
+		c.datacentersCommand(),
+		c.healthCommand(),
+		completionCommand(),
 	)
 	for _, cmd := range c.transferCommands() {
 		root.AddCommand(cmd)
@@ -170,7 +216,12 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 // groupRun runs a command that only holds subcommands: its help, and exit status 2.
 func groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		cmd.SuggestionsMinimumDistance = 2 // edits between a typo and the names it suggests
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
 	}
 	cmd.SetOut(cmd.ErrOrStderr())
 	_ = cmd.Help()
@@ -215,6 +266,35 @@ func minArgs(what string) cobra.PositionalArgs {
 	}
 }
 
+// exampleID shows what an id looks like, in messages.
+const exampleID = "0b8y5rkfbb3xvdwlcu9mbvqwnimg2t"
+
+// idArgs runs check, then makes sure the first n arguments (all of them when n is 0) are
+// ids, naming the argument what when one is not.
+func idArgs(check cobra.PositionalArgs, what string, n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return err
+		}
+		ids := args
+		if n > 0 {
+			ids = args[:n]
+		}
+		for _, a := range ids {
+			if _, err := id.Parse(a); err != nil {
+				var pe *id.ParseError
+				detail := err.Error()
+				if errors.As(err, &pe) {
+					detail = pe.Err.Error() + ": " + pe.Detail
+				}
+				return usagef("%s: %s %q is not an id (%s): an id is 30 characters of 0-9 and a-z, like %s",
+					name(cmd), what, a, detail, exampleID)
+			}
+		}
+		return nil
+	}
+}
+
 // noArgs refuses positional arguments.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -231,6 +311,41 @@ func (c *cli) clientFlags(cmd *cobra.Command) *cobra.Command {
 	f.StringVarP(&c.namespace, "namespace", "n", "", "the namespace (env "+envNamespace+"; default "+client.DefaultNamespace+")")
 	f.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
 	return cmd
+}
+
+// quietFlag adds -q/--quiet to commands that print items: their ids (or names) only.
+func (c *cli) quietFlag(cmds ...*cobra.Command) {
+	for _, cmd := range cmds {
+		cmd.Flags().BoolVarP(&c.quiet, "quiet", "q", false, "print only ids (names of namespaces and runner configs), one a line")
+	}
+}
+
+// each makes a command that calls do on each of its arguments in turn, printing "done ARG"
+// for each, or with --json {"done": [args]} at the end. It stops at the first error.
+func (c *cli) each(use, short, done string, args cobra.PositionalArgs, do func(context.Context, *client.Client, string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			for _, a := range args {
+				if err := do(cmd.Context(), cl, a); err != nil {
+					return err
+				}
+				if !c.jsonOut {
+					fmt.Fprintf(c.out, "%s %s\n", done, a)
+				}
+			}
+			if c.jsonOut {
+				return c.printJSON(map[string]any{done: args})
+			}
+			return nil
+		},
+	}
 }
 
 // getenv reads a variable of the run's environment.
@@ -265,6 +380,7 @@ func (c *cli) client(cmd *cobra.Command) (*client.Client, error) {
 	if c.hc == nil {
 		c.hc = &http.Client{Timeout: time.Minute, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 32}}
 	}
+	c.calling = endpoint
 	cl, err := client.New(endpoint, client.WithToken(token), client.WithNamespace(ns), client.WithHTTPClient(c.hc))
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--endpoint: %w", err)}
@@ -290,22 +406,56 @@ func (c *cli) printTable(header []string, rows [][]string) error {
 	return tw.Flush()
 }
 
-// output prints items as JSON (a list, or one object when single) or as a table.
-func output[T any](c *cli, items []T, single bool, header []string, row func(T) []string) error {
-	if c.jsonOut {
-		if single && len(items) == 1 {
-			return c.printJSON(items[0])
+// table says how items of one kind show: a header and a row per item, the id -q prints, and
+// what --json prints of an item when it is more than the item (a state the table computes).
+type table[T any] struct {
+	header []string
+	row    func(T) []string
+	id     func(T) string
+	json   func(T) any // nil: the item as it is
+}
+
+// output prints items as JSON (a list, or one object when single), as ids (-q; items of one
+// id next to each other show it once) or as a table.
+func output[T any](c *cli, items []T, single bool, t table[T]) error {
+	switch {
+	case c.jsonOut:
+		view := make([]any, len(items))
+		for i, it := range items {
+			view[i] = it
+			if t.json != nil {
+				view[i] = t.json(it)
+			}
 		}
-		if items == nil {
-			items = []T{}
+		if single && len(view) == 1 {
+			return c.printJSON(view[0])
 		}
-		return c.printJSON(items)
+		return c.printJSON(view)
+	case c.quiet: // each id once: a runner config has a row per datacenter
+		prev := ""
+		for i, it := range items {
+			if id := t.id(it); i == 0 || id != prev {
+				if _, err := fmt.Fprintln(c.out, id); err != nil {
+					return err
+				}
+				prev = id
+			}
+		}
+		return nil
 	}
 	rows := make([][]string, len(items))
 	for i, it := range items {
-		rows[i] = row(it)
+		rows[i] = t.row(it)
 	}
-	return c.printTable(header, rows)
+	return c.printTable(t.header, rows)
+}
+
+// open opens file for reading; "-" is stdin.
+func (c *cli) open(file string) (io.ReadCloser, error) {
+	if file == "-" {
+		return io.NopCloser(c.in), nil
+	}
+	return os.Open(file)
 }
 
 // isTerminal reports whether w is a terminal (a character device).

@@ -7,16 +7,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/sdk/client"
 	"github.com/berthhq/berth/sdk/runner"
@@ -183,6 +189,18 @@ func TestUsageErrors(t *testing.T) {
 		{"actors", "create", "--name", "x", "--runner-name-selector", "p", "--crash-policy", "boom"},
 		{"actors", "create", "--name", "x", "--runner-name-selector", "p", "--count", "0"},
 		{"actors", "delete"},
+		{"actors", "sleep"},
+		{"actors", "reschedule"},
+		{"actors", "kv"},
+		{"actors", "kv", "get", "0b8y5rkfbb3xvdwlcu9mbvqwnimg2t"},
+		{"actors", "get-or-create", "--name", "x", "--key", "k"},
+		{"runner-configs"},
+		{"runner-configs", "get"},
+		{"runner-configs", "delete"},
+		{"datacenters", "list", "x"},
+		{"health", "x"},
+		{"completion"},
+		{"completion", "bash", "x"},
 		{"runners", "get"},
 		{"runners", "get", "a", "b"},
 		{"runners", "drain"},
@@ -283,14 +301,31 @@ type idle struct{}
 func (idle) Start(context.Context, *runner.ActorContext) error { return nil }
 func (idle) Stop(context.Context, *runner.ActorContext) error  { return nil }
 
+// writer is an actor that writes its input under the KV key "greeting" when it starts, and
+// then says so on wrote.
+type writer struct{ wrote chan<- string }
+
+func (w writer) Start(ctx context.Context, a *runner.ActorContext) error {
+	if err := a.KV().Put(ctx, []byte("greeting"), a.Input()); err != nil {
+		return err
+	}
+	w.wrote <- a.ID()
+	return nil
+}
+func (writer) Stop(context.Context, *runner.ActorContext) error { return nil }
+
 // Actors created in bulk, listed, read and destroyed, and the runner that hosts them
 // drained with --wait.
 func TestActorsAndDrain(t *testing.T) {
 	url := startEngine(t, "tok")
 	env := []string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}
 
+	wrote := make(chan string, 1)
 	r, err := runner.New(runner.Config{Endpoint: url, Namespace: "default", Name: "pool", TotalSlots: 10, Token: "tok",
-		Logger: quiet, Actors: map[string]func() runner.Actor{"idle": func() runner.Actor { return idle{} }}})
+		Logger: quiet, Actors: map[string]func() runner.Actor{
+			"idle":   func() runner.Actor { return idle{} },
+			"writer": func() runner.Actor { return writer{wrote} },
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +365,39 @@ func TestActorsAndDrain(t *testing.T) {
 		t.Errorf("duplicate key: exit %d, stderr %q", r.code, r.err)
 	}
 
+	// --json shows every field and the state the table computes.
+	for _, a := range decodeJSON[[]map[string]any](t, ok(t, env, "actors", "list", "--json").out) {
+		if a["state"] == nil || a["actor_id"] == nil || a["runner_name_selector"] != "pool" || a["create_ts"] == nil {
+			t.Errorf("actors list --json item %v", a)
+		}
+	}
+
+	// A created actor's id, alone (-q), names it in the next commands; the KV it writes
+	// reads back as it is, or as JSON with base64.
+	wid := strings.TrimSpace(ok(t, env, "actors", "create", "--name", "writer", "--runner-name-selector", "pool", "--input", "hello\n", "-q").out)
+	select {
+	case got := <-wrote:
+		if got != wid {
+			t.Fatalf("actors create -q printed %q; the writer that started is %s", wid, got)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("the writer did not start within %s", waitFor)
+	}
+	if r := ok(t, env, "actors", "kv", "get", wid, "greeting"); r.out != "hello\n" {
+		t.Errorf("kv get = %q", r.out)
+	}
+	kv := decodeJSON[client.KVValue](t, ok(t, env, "actors", "kv", "get", wid, "Z3JlZXRpbmc=", "--base64", "--json").out)
+	if string(kv.Value) != "hello\n" || kv.UpdateTs == 0 {
+		t.Errorf("kv get --base64 --json = %+v", kv)
+	}
+	if r := berth(t, env, "actors", "kv", "get", wid, "nope"); r.code != 1 || !strings.Contains(r.err, "actor.kv_key_not_found: ") || r.out != "" {
+		t.Errorf("kv get of a missing key: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+	if r := berth(t, env, "actors", "kv", "get", wid, "%%%", "--base64"); r.code != 2 || !strings.Contains(r.err, `KEY "%%%" is not base64`) {
+		t.Errorf("kv get of a bad base64 key: exit %d, stderr %q", r.code, r.err)
+	}
+	ok(t, env, "actors", "delete", wid)
+
 	// Wait until every actor runs, so that the drain has actors to move.
 	deadline := time.Now().Add(waitFor)
 	for {
@@ -356,6 +424,12 @@ func TestActorsAndDrain(t *testing.T) {
 	if len(runners) != 1 || runners[0].Name != "pool" {
 		t.Fatalf("runners = %+v", runners)
 	}
+	if st := decodeJSON[map[string]any](t, ok(t, env, "runners", "get", runners[0].RunnerId, "--json").out)["state"]; st != "active" {
+		t.Errorf("runners get --json state = %v", st)
+	}
+	if r := ok(t, env, "runners", "names", "-q"); r.out != "pool\n" {
+		t.Errorf("runners names -q = %q", r.out)
+	}
 	id := runners[0].RunnerId
 	if r := ok(t, env, "runners", "get", id); !strings.Contains(r.out, " active ") {
 		t.Errorf("runners get table:\n%s", r.out)
@@ -372,6 +446,25 @@ func TestActorsAndDrain(t *testing.T) {
 	}
 	if r := berth(t, env, "runners", "get", actors[0].ActorId); r.code != 1 || !strings.Contains(r.err, "runner.not_found: ") {
 		t.Errorf("get missing runner: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// -q prints an id once for the rows it has next to each other (a runner config's, one per
+// datacenter); --json prints what the table's json gives.
+func TestOutput(t *testing.T) {
+	var buf bytes.Buffer
+	c := &cli{stdio: stdio{out: &buf}, quiet: true}
+	rows := []runnerConfig{{Name: "a", Datacenter: "eu"}, {Name: "a", Datacenter: "us"}, {Name: "b", Datacenter: "eu"}}
+	if err := output(c, rows, false, runnerConfigTable); err != nil || buf.String() != "a\nb\n" {
+		t.Errorf("-q: %q, %v", buf.String(), err)
+	}
+	buf.Reset()
+	c.quiet, c.jsonOut = false, true
+	if err := output(c, []client.Envoy{{EnvoyKey: "k"}}, true, envoyTable); err != nil {
+		t.Fatal(err)
+	}
+	if e := decodeJSON[map[string]any](t, buf.String()); e["envoy_key"] != "k" || e["state"] != "active" {
+		t.Errorf("--json of an envoy: %s", buf.String())
 	}
 }
 
@@ -465,15 +558,8 @@ func TestDoctor(t *testing.T) {
 	url := startEngine(t, "")
 	env := []string{"BERTH_ENDPOINT=" + url}
 	ok(t, env, "namespaces", "create", "team-a")
-	cl, err := client.New(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, ns := range []string{"default", "team-a"} {
-		if _, err := cl.InNamespace(ns).RunnerConfigs().Upsert(context.Background(), "pool", map[string]client.RunnerConfig{
-			"default": {Normal: &client.RunnerConfigNormal{}}}); err != nil {
-			t.Fatal(err)
-		}
+		withRunnerConfig(t, url, ns, "pool")
 	}
 	ok(t, env, "actors", "create", "--name", "room", "--runner-name-selector", "pool", "--key", "k", "--count", "3")
 	ok(t, env, "actors", "create", "--name", "room", "--runner-name-selector", "pool", "--key", "k", "-n", "team-a")
@@ -487,7 +573,259 @@ func TestDoctor(t *testing.T) {
 	if rep.Namespaces != 2 || rep.KeyedActors != 4 || rep.KeyConflicts == nil || len(rep.KeyConflicts) != 0 {
 		t.Errorf("doctor --all-namespaces --json: %+v", rep)
 	}
+	// An engine error keeps the context the command gave it, with one "berth: ".
+	if r := berth(t, env, "doctor", "-n", "nope"); r.code != 1 || !strings.Contains(r.err, "\nberth: namespace nope: namespace.not_found: ") || strings.Count(r.err, "berth:") != 1 {
+		t.Errorf("doctor -n nope: exit %d, stderr %q", r.code, r.err)
+	}
 	if r := berth(t, env, "doctor", "extra"); r.code != 2 {
 		t.Errorf("doctor extra: exit %d, want 2", r.code)
+	}
+}
+
+// withRunnerConfig gives the pool a normal runner config in namespace ns, so that actors of it
+// can be created (and wait, pending, for a runner).
+func withRunnerConfig(t *testing.T, url, ns, pool string) {
+	t.Helper()
+	cl, err := client.New(url, client.WithNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RunnerConfigs().Upsert(context.Background(), pool, map[string]client.RunnerConfig{
+		"default": {Normal: &client.RunnerConfigNormal{}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Actors without a runner: get-or-create, sleep and reschedule, names, and -q.
+func TestActorCommands(t *testing.T) {
+	url := startEngine(t, "")
+	env := []string{"BERTH_ENDPOINT=" + url}
+	withRunnerConfig(t, url, "default", "pool")
+	args := []string{"actors", "get-or-create", "--name", "room", "--key", "lobby", "--runner-name-selector", "pool", "--crash-policy", "restart"}
+
+	first := ok(t, env, args...)
+	if !strings.HasPrefix(first.err, "created actor ") || !strings.HasPrefix(first.out, "ID ") {
+		t.Fatalf("get-or-create: stdout %q, stderr %q", first.out, first.err)
+	}
+	got := decodeJSON[actorJSON](t, ok(t, env, append(args, "--json")...).out)
+	if got.Created == nil || *got.Created || got.State != "pending" || got.Key == nil || *got.Key != "lobby" {
+		t.Fatalf("get-or-create --json, second call: %+v", got)
+	}
+	id := got.ActorId
+	if r := ok(t, env, append(args, "-q")...); r.out != id+"\n" || r.err != "" {
+		t.Errorf("get-or-create -q: stdout %q, stderr %q", r.out, r.err)
+	}
+	if r := berth(t, env, "actors", "get-or-create", "--name", "room", "--runner-name-selector", "pool"); r.code != 2 || !strings.Contains(r.err, "--key is required") {
+		t.Errorf("get-or-create without --key: exit %d, stderr %q", r.code, r.err)
+	}
+
+	state := func() string {
+		return decodeJSON[actorJSON](t, ok(t, env, "actors", "get", id, "--json").out).State
+	}
+	if r := ok(t, env, "actors", "sleep", id); r.out != "sleeping "+id+"\n" {
+		t.Errorf("sleep: %q", r.out)
+	}
+	if s := state(); s != "sleeping" {
+		t.Errorf("after sleep: %s", s)
+	}
+	if r := ok(t, env, "actors", "reschedule", id, "--json"); decodeJSON[map[string][]string](t, r.out)["rescheduled"][0] != id {
+		t.Errorf("reschedule --json: %q", r.out)
+	}
+	if s := state(); s != "pending" {
+		t.Errorf("after reschedule: %s", s)
+	}
+
+	other := strings.TrimSpace(ok(t, env, "actors", "create", "--name", "solo", "--runner-name-selector", "pool", "--crash-policy", "restart", "-q").out)
+	if r := ok(t, env, "actors", "list", "-q"); r.out != id+"\n"+other+"\n" {
+		t.Errorf("actors list -q = %q, want %s and %s", r.out, id, other)
+	}
+	if r := ok(t, env, "actors", "names"); !strings.Contains(r.out, "room ") || !strings.Contains(r.out, "solo ") || !strings.HasPrefix(r.out, "NAME ") {
+		t.Errorf("actors names:\n%s", r.out)
+	}
+	if r := ok(t, env, "actors", "names", "-q", "--limit", "1"); r.out != "room\n" {
+		t.Errorf("actors names -q --limit 1 = %q", r.out)
+	}
+	if r := ok(t, env, "namespaces", "list", "-q"); r.out != "default\n" {
+		t.Errorf("namespaces list -q = %q", r.out)
+	}
+	if r := ok(t, env, "actors", "destroy", id, other); r.out != "destroyed "+id+"\ndestroyed "+other+"\n" {
+		t.Errorf("destroy: %q", r.out)
+	}
+	if s := state(); s != "destroyed" {
+		t.Errorf("after destroy: %s", s)
+	}
+}
+
+// Runner configs set, listed, refreshed, checked and deleted; the engine may call loopback
+// addresses, where a serverless app answers its /metadata.
+func TestRunnerConfigs(t *testing.T) {
+	url := startEngineWith(t, func(c *config.Config) { c.Pegboard.Serverless.AllowedCIDRs = []string{"127.0.0.0/8"} })
+	env := []string{"BERTH_ENDPOINT=" + url}
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/metadata" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"runtime":"rivetkit","version":"2.3.19","envoyProtocolVersion":8,"envoy":{"kind":{"serverless":{}},"version":1}}`)
+	}))
+	defer app.Close()
+
+	if r := ok(t, env, "datacenters", "list"); !strings.HasPrefix(r.out, "NAME ") || !strings.Contains(r.out, "\ndefault ") {
+		t.Errorf("datacenters list:\n%s", r.out)
+	}
+	if dcs := decodeJSON[[]client.Datacenter](t, ok(t, env, "datacenters", "list", "--json").out); len(dcs) != 1 || dcs[0].Label != 1 {
+		t.Errorf("datacenters list --json = %+v", dcs)
+	}
+
+	if r := ok(t, env, "runner-configs", "put", "pool", "--normal"); r.out != "set pool in default\n" {
+		t.Errorf("put --normal: %q", r.out)
+	}
+	file := filepath.Join(t.TempDir(), "sl.json")
+	if err := os.WriteFile(file, []byte(`{"serverless": {"url": "`+app.URL+`/api", "request_lifespan": 3600}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := ok(t, env, "runner-configs", "put", "sl", "--file", file, "--datacenter", "default", "-q"); r.out != "sl\n" {
+		t.Errorf("put --file -q: %q", r.out)
+	}
+	if r := ok(t, env, "runner-configs", "list", "-q"); r.out != "pool\nsl\n" {
+		t.Errorf("list -q = %q", r.out)
+	}
+	rows := decodeJSON[[]runnerConfig](t, ok(t, env, "runner-configs", "list", "--variant", "serverless", "--json").out)
+	if len(rows) != 1 || rows[0].Name != "sl" || rows[0].Datacenter != "default" || rows[0].Serverless == nil || rows[0].Serverless.Url != app.URL+"/api" {
+		t.Errorf("list --variant serverless --json = %+v", rows)
+	}
+	if r := ok(t, env, "runner-configs", "get", "sl"); !strings.Contains(r.out, "sl    default     serverless  "+app.URL+"/api") {
+		t.Errorf("get sl:\n%s", r.out)
+	}
+	if r := ok(t, env, "runner-configs", "refresh", "sl"); r.out != "refreshed sl\n" {
+		t.Errorf("refresh: %q", r.out)
+	}
+	if r := berth(t, env, "runner-configs", "refresh", "pool"); r.code != 1 || !strings.Contains(r.err, "core.internal_error") {
+		t.Errorf("refresh of a normal pool: exit %d, stderr %q", r.code, r.err)
+	}
+
+	if r := ok(t, env, "runner-configs", "check", app.URL+"/api", "--header", "x-a=b"); r.out != app.URL+"/api answers: version 2.3.19\n" {
+		t.Errorf("check: %q", r.out)
+	}
+	r := berth(t, env, "runner-configs", "check", app.URL+"/elsewhere")
+	if r.code != 1 || r.out != "" || !strings.Contains(r.err, "berth: "+app.URL+"/elsewhere failed its check: non_success_status: ") {
+		t.Errorf("check of a 404: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+	r = berth(t, env, "runner-configs", "check", "http://10.0.0.1/api", "--json")
+	if check := decodeJSON[client.ServerlessCheck](t, r.out); r.code != 1 || check.Failure == nil || check.Failure.Error.Metadata.Kind != "destination_blocked" {
+		t.Errorf("check of a private address --json: exit %d, stdout %q", r.code, r.out)
+	}
+
+	if r := ok(t, env, "runner-configs", "delete", "sl", "pool"); r.out != "deleted sl\ndeleted pool\n" {
+		t.Errorf("delete: %q", r.out)
+	}
+	if r := berth(t, env, "runner-configs", "get", "sl"); r.code != 1 || !strings.Contains(r.err, "runner_config.not_found: ") {
+		t.Errorf("get of a deleted config: exit %d, stderr %q", r.code, r.err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"normal": {}, "bogus": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"put", "x"},
+		{"put", "x", "--normal", "--file", file},
+		{"put", "x", "--file", bad},
+		{"list", "--variant", "odd"},
+		{"check", "http://x", "--header", "novalue"},
+		{"check"},
+		{"refresh"},
+	} {
+		if r := berth(t, env, append([]string{"runner-configs"}, args...)...); r.code != 2 {
+			t.Errorf("runner-configs %q: exit %d, stderr %q; want 2", args, r.code, r.err)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	env := []string{"BERTH_ENDPOINT=" + startEngine(t, "tok")} // no token needed
+	if r := ok(t, env, "health"); !regexp.MustCompile(`^ok: engine .*; runner protocol \d+, envoy protocol \d+\)\n$`).MatchString(r.out) {
+		t.Errorf("health: %q", r.out)
+	}
+	h := decodeJSON[struct {
+		Health   client.Health   `json:"health"`
+		Metadata client.Metadata `json:"metadata"`
+	}](t, ok(t, env, "health", "--json").out)
+	if h.Health.Status != "ok" || h.Metadata.Runtime != "engine" || h.Metadata.GoVersion == nil {
+		t.Errorf("health --json: %+v", h)
+	}
+}
+
+// Errors say what to do: start an engine or fix --endpoint, give a token, pick the command
+// meant, write an id as ids are written; and "berth: " comes once.
+func TestErrorMessages(t *testing.T) {
+	url := startEngine(t, "tok")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() // nothing listens there any more
+	ln.Close()
+	good := id.New(1).String()
+
+	tests := []struct {
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"BERTH_ENDPOINT=" + closed}, []string{"actors", "list"}, 1,
+			"berth: cannot reach the engine at " + closed + " (connection refused); start one with 'berth start' or set --endpoint / BERTH_ENDPOINT\n"},
+		{nil, []string{"health", "--endpoint", "http://no-such-host.invalid"}, 1, "berth: cannot reach the engine at http://no-such-host.invalid ("},
+		{[]string{"BERTH_ENDPOINT=" + url}, []string{"runners", "list"}, 1, "api.unauthorized: "},
+		{[]string{"BERTH_ENDPOINT=" + url}, []string{"runners", "list"}, 1, "give it with --token or BERTH_TOKEN"},
+		{[]string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=nope"}, []string{"namespaces", "list"}, 1, "refused the token of --token or BERTH_TOKEN"},
+		{nil, []string{"actros"}, 2, `berth: unknown command "actros" for "berth"; did you mean actors?`},
+		{nil, []string{"actors", "slep", "x"}, 2, `did you mean sleep?`},
+		{nil, []string{"runner-config", "list"}, 2, `did you mean runner-configs?`},
+		{nil, []string{"actors", "get", "nope"}, 2, `berth: actors get: ACTOR_ID "nope" is not an id (wrong length: `},
+		{nil, []string{"actors", "get", "nope"}, 2, `an id is 30 characters of 0-9 and a-z, like ` + exampleID},
+		{nil, []string{"actors", "delete", good, "nope!"}, 2, `actors delete: ACTOR_ID "nope!" is not an id`},
+		{nil, []string{"actors", "sleep", strings.Repeat("_", 30)}, 2, `actors sleep: ACTOR_ID "______________________________" is not an id (invalid character: `},
+		{nil, []string{"actors", "reschedule", "x"}, 2, `actors reschedule: ACTOR_ID "x" is not an id`},
+		{nil, []string{"actors", "kv", "get", "x", "k"}, 2, `actors kv get: ACTOR_ID "x" is not an id`},
+		{nil, []string{"runners", "get", "x"}, 2, `runners get: RUNNER_ID "x" is not an id`},
+		{nil, []string{"runners", "drain", "x"}, 2, `runners drain: RUNNER_ID "x" is not an id`},
+		{nil, []string{"actors", "list", "-q", "--json"}, 2, "give --json or --quiet, not both"},
+		{nil, []string{"runner-configs", "list", "--limit", "-1", "--endpoint", url, "--token", "tok"}, 1, "berth: limit -1 out of range\n"},
+	}
+	for _, tt := range tests {
+		r := berth(t, tt.env, tt.args...)
+		if r.code != tt.code || !strings.Contains(r.err, tt.want) || strings.Contains(r.err, "berth: berth") || r.out != "" {
+			t.Errorf("berth %q: exit %d, stdout %q, stderr %q; want exit %d and %q", tt.args, r.code, r.out, r.err, tt.code, tt.want)
+		}
+	}
+}
+
+// The completion scripts come out for each shell, and the command they call completes.
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash": "complete -o default -F __start_berth berth",
+		"zsh":  "#compdef berth",
+		"fish": "complete -c berth ",
+	} {
+		if r := ok(t, nil, "completion", shell); !strings.Contains(r.out, want) {
+			t.Errorf("completion %s lacks %q", shell, want)
+		}
+	}
+	if r := ok(t, nil, "completion", "bash", "--help"); !strings.Contains(r.out, "source <(berth completion bash)") {
+		t.Errorf("completion bash --help:\n%s", r.out)
+	}
+	if r := berth(t, nil, "completion", "powershell"); r.code != 2 || !strings.Contains(r.err, `unknown command "powershell"`) {
+		t.Errorf("completion powershell: exit %d, stderr %q", r.code, r.err)
+	}
+	r := ok(t, nil, cobra.ShellCompRequestCmd, "actors", "re")
+	if lines := strings.Split(r.out, "\n"); !strings.HasPrefix(lines[0], "reschedule\t") || !strings.HasPrefix(lines[1], ":") {
+		t.Errorf("completing actors re:\n%s", r.out)
+	}
+	if r := ok(t, nil, cobra.ShellCompRequestCmd, "runner-configs", ""); !strings.Contains(r.out, "refresh\t") || !strings.Contains(r.out, "check\t") {
+		t.Errorf("completing runner-configs:\n%s", r.out)
+	}
+	if r := ok(t, nil, cobra.ShellCompRequestCmd, "actors", "create", "--crash-policy", ""); !strings.HasPrefix(r.out, "restart\nsleep\ndestroy\n:") {
+		t.Errorf("completing --crash-policy:\n%s", r.out)
 	}
 }

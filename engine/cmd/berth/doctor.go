@@ -14,10 +14,10 @@ import (
 // for keys that two datacenters held before keys were reserved across datacenters
 // (docs/design.md, "Keys across datacenters").
 type keyConflict struct {
-	Namespace string         `json:"namespace"`
-	Name      string         `json:"name"`
-	Key       string         `json:"key"`
-	Actors    []client.Actor `json:"actors"`
+	Namespace string      `json:"namespace"`
+	Name      string      `json:"name"`
+	Key       string      `json:"key"`
+	Actors    []actorJSON `json:"actors"`
 }
 
 // doctorReport is what `berth doctor --json` prints.
@@ -90,7 +90,7 @@ func (c *cli) findKeyConflicts(cmd *cobra.Command, cl *client.Client, namespaces
 			return rep, fmt.Errorf("namespace %s: %w", ns, err)
 		}
 		for _, n := range names {
-			byKey := map[string][]client.Actor{}
+			byKey := map[string][]actorJSON{}
 			for a, err := range api.All(ctx, client.ActorListOptions{Name: n.Name}) {
 				if err != nil {
 					return rep, fmt.Errorf("namespace %s, actors named %s: %w", ns, n.Name, err)
@@ -100,11 +100,11 @@ func (c *cli) findKeyConflicts(cmd *cobra.Command, cl *client.Client, namespaces
 					continue
 				}
 				rep.KeyedActors++
-				byKey[*a.Key] = append(byKey[*a.Key], a)
+				byKey[*a.Key] = append(byKey[*a.Key], actorJSON{Actor: a, State: actorState(a)})
 			}
 			for key, held := range byKey {
 				if len(held) > 1 {
-					slices.SortFunc(held, func(x, y client.Actor) int { return cmp.Compare(x.CreateTs, y.CreateTs) })
+					slices.SortFunc(held, func(x, y actorJSON) int { return cmp.Compare(x.CreateTs, y.CreateTs) })
 					rep.KeyConflicts = append(rep.KeyConflicts, keyConflict{Namespace: ns, Name: n.Name, Key: key, Actors: held})
 				}
 			}
@@ -128,7 +128,7 @@ func (c *cli) printDoctorReport(rep doctorReport) error {
 	var rows [][]string
 	for _, k := range rep.KeyConflicts {
 		for _, a := range k.Actors {
-			rows = append(rows, []string{k.Namespace, k.Name, k.Key, a.ActorId, a.Datacenter, actorState(a), ts(&a.CreateTs)})
+			rows = append(rows, []string{k.Namespace, k.Name, k.Key, a.ActorId, a.Datacenter, a.State, ts(&a.CreateTs)})
 		}
 	}
 	return c.printTable(conflictHeader, rows)

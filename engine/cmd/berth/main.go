@@ -3,8 +3,10 @@
 // `berth start` loads the configuration (files, BERTH__section__key environment variables,
 // flags), opens the store and serves the public API on the guard port and api-peer on its
 // own port until SIGINT or SIGTERM. The other commands are clients of a running engine's
-// public API (namespaces, runners, envoys, actors), or work on the configuration (config
-// validate, config print) or the store (export, import).
+// public API, one command for each of its endpoints (namespaces, runners, envoys, actors,
+// runner configs, datacenters, health), or work on the configuration (config validate,
+// config print), the tokens file (tokens) or the store (export, import); `berth completion`
+// prints shell completion scripts.
 //
 // Exit status: 0 on success, 1 on an error, 2 on a usage error (unknown command or flag,
 // missing or extra arguments).

@@ -35,10 +35,12 @@ func notFound(group, what, id string) error {
 
 // --- namespaces
 
-var namespaceHeader = []string{"NAME", "DISPLAY NAME", "ID", "CREATED"}
-
-func namespaceRow(n client.Namespace) []string {
-	return []string{n.Name, n.DisplayName, n.NamespaceId, ts(&n.CreateTs)}
+var namespaceTable = table[client.Namespace]{
+	header: []string{"NAME", "DISPLAY NAME", "ID", "CREATED"},
+	row: func(n client.Namespace) []string {
+		return []string{n.Name, n.DisplayName, n.NamespaceId, ts(&n.CreateTs)}
+	},
+	id: func(n client.Namespace) string { return n.Name },
 }
 
 func (c *cli) namespacesCommand() *cobra.Command {
@@ -56,7 +58,7 @@ func (c *cli) namespacesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, items, false, namespaceHeader, namespaceRow)
+			return output(c, items, false, namespaceTable)
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
@@ -77,7 +79,7 @@ func (c *cli) namespacesCommand() *cobra.Command {
 			if len(p.Items) == 0 {
 				return notFound("namespace", "namespace", args[0])
 			}
-			return output(c, p.Items[:1], true, namespaceHeader, namespaceRow)
+			return output(c, p.Items[:1], true, namespaceTable)
 		},
 	}
 
@@ -98,17 +100,16 @@ func (c *cli) namespacesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, []client.Namespace{n}, true, namespaceHeader, namespaceRow)
+			return output(c, []client.Namespace{n}, true, namespaceTable)
 		},
 	}
 	create.Flags().StringVar(&display, "display-name", "", "the display name (default: the name)")
 
+	c.quietFlag(list, get, create)
 	return c.clientFlags(group("namespaces", "List, show and create namespaces (namespaces cannot be deleted)", list, get, create))
 }
 
 // --- runners
-
-var runnerHeader = []string{"ID", "NAME", "KEY", "VERSION", "STATE", "FREE SLOTS", "LAST PING", "RTT", "DATACENTER"}
 
 func runnerState(r client.Runner) string {
 	switch {
@@ -120,9 +121,20 @@ func runnerState(r client.Runner) string {
 	return "active"
 }
 
-func runnerRow(r client.Runner) []string {
-	return []string{r.RunnerId, r.Name, r.Key, strconv.Itoa(int(r.Version)), runnerState(r),
-		fmt.Sprintf("%d/%d", r.RemainingSlots, r.TotalSlots), ago(r.LastPingTs), fmt.Sprintf("%dms", r.LastRtt), r.Datacenter}
+var runnerTable = table[client.Runner]{
+	header: []string{"ID", "NAME", "KEY", "VERSION", "STATE", "FREE SLOTS", "LAST PING", "RTT", "DATACENTER"},
+	row: func(r client.Runner) []string {
+		return []string{r.RunnerId, r.Name, r.Key, strconv.Itoa(int(r.Version)), runnerState(r),
+			fmt.Sprintf("%d/%d", r.RemainingSlots, r.TotalSlots), ago(r.LastPingTs), fmt.Sprintf("%dms", r.LastRtt), r.Datacenter}
+	},
+	id:   func(r client.Runner) string { return r.RunnerId },
+	json: func(r client.Runner) any { return runnerJSON{r, runnerState(r)} },
+}
+
+// runnerJSON is a runner with the state its table shows.
+type runnerJSON struct {
+	client.Runner
+	State string `json:"state"`
 }
 
 // getRunner reads one runner, stopped or not.
@@ -156,7 +168,7 @@ func (c *cli) runnersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, items, false, runnerHeader, runnerRow)
+			return output(c, items, false, runnerTable)
 		},
 	}
 	list.Flags().StringVar(&name, "name", "", "only runners of this name (pool)")
@@ -166,7 +178,7 @@ func (c *cli) runnersCommand() *cobra.Command {
 	get := &cobra.Command{
 		Use:   "get RUNNER_ID",
 		Short: "Show a runner",
-		Args:  exactArgs("RUNNER_ID"),
+		Args:  idArgs(exactArgs("RUNNER_ID"), "RUNNER_ID", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.client(cmd)
 			if err != nil {
@@ -176,7 +188,7 @@ func (c *cli) runnersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, []client.Runner{r}, true, runnerHeader, runnerRow)
+			return output(c, []client.Runner{r}, true, runnerTable)
 		},
 	}
 
@@ -191,7 +203,7 @@ func (c *cli) runnersCommand() *cobra.Command {
 again elsewhere, by its crash policy), and the runner stops once none is left or once
 pegboard.runner_lost_threshold has passed. With --wait, wait until it has stopped, showing
 how many of its actors have left.`,
-		Args: exactArgs("RUNNER_ID"),
+		Args: idArgs(exactArgs("RUNNER_ID"), "RUNNER_ID", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.client(cmd)
 			if err != nil {
@@ -212,13 +224,32 @@ how many of its actors have left.`,
 					return err
 				}
 			}
-			return output(c, []client.Runner{r}, true, runnerHeader, runnerRow)
+			return output(c, []client.Runner{r}, true, runnerTable)
 		},
 	}
 	drain.Flags().BoolVar(&wait, "wait", false, "wait until the runner has stopped")
 	drain.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (e.g. 5m; 0: never)")
 
-	return c.clientFlags(group("runners", "List, show and drain runners", list, get, drain))
+	names := &cobra.Command{
+		Use:   "names",
+		Short: "List the runner names (pools) of the namespace",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			items, err := take(cl.Runners().AllNames(cmd.Context(), client.NameListOptions{}), limit)
+			if err != nil {
+				return err
+			}
+			return output(c, items, false, nameTable)
+		},
+	}
+	names.Flags().IntVar(&limit, "limit", 0, "list at most this many (0: all)")
+
+	c.quietFlag(list, get, drain, names)
+	return c.clientFlags(group("runners", "List, show and drain runners, and list their names", list, get, drain, names))
 }
 
 // waitStopped polls the runner until it has stopped, reporting how many of the actors it
@@ -252,17 +283,36 @@ func (c *cli) waitStopped(ctx context.Context, cl *client.Client, r client.Runne
 	return r, nil
 }
 
+// nameTable shows a list of names (runner names).
+var nameTable = table[string]{
+	header: []string{"NAME"},
+	row:    func(n string) []string { return []string{n} },
+	id:     func(n string) string { return n },
+}
+
 // --- envoys
 
-var envoyHeader = []string{"KEY", "POOL", "VERSION", "STATE", "SLOTS", "LAST PING", "RTT", "DATACENTER"}
+var envoyTable = table[client.Envoy]{
+	header: []string{"KEY", "POOL", "VERSION", "STATE", "SLOTS", "LAST PING", "RTT", "DATACENTER"},
+	row: func(e client.Envoy) []string {
+		return []string{e.EnvoyKey, e.PoolName, strconv.Itoa(int(e.Version)), envoyState(e), strconv.FormatInt(e.Slots, 10),
+			ago(e.LastPingTs), fmt.Sprintf("%dms", e.LastRtt), e.Datacenter}
+	},
+	id:   func(e client.Envoy) string { return e.EnvoyKey },
+	json: func(e client.Envoy) any { return envoyJSON{e, envoyState(e)} },
+}
 
-func envoyRow(e client.Envoy) []string {
-	state := "active"
+func envoyState(e client.Envoy) string {
 	if e.StopTs != nil {
-		state = "stopped"
+		return "stopped"
 	}
-	return []string{e.EnvoyKey, e.PoolName, strconv.Itoa(int(e.Version)), state, strconv.FormatInt(e.Slots, 10),
-		ago(e.LastPingTs), fmt.Sprintf("%dms", e.LastRtt), e.Datacenter}
+	return "active"
+}
+
+// envoyJSON is an envoy with the state its table shows.
+type envoyJSON struct {
+	client.Envoy
+	State string `json:"state"`
 }
 
 func (c *cli) envoysCommand() *cobra.Command {
@@ -283,7 +333,7 @@ func (c *cli) envoysCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return output(c, items, false, envoyHeader, envoyRow)
+			return output(c, items, false, envoyTable)
 		},
 	}
 	list.Flags().StringVar(&pool, "pool", "", "only envoys of this pool")
@@ -305,8 +355,83 @@ func (c *cli) envoysCommand() *cobra.Command {
 			if len(p.Items) == 0 {
 				return notFound("envoy", "envoy", args[0])
 			}
-			return output(c, p.Items[:1], true, envoyHeader, envoyRow)
+			return output(c, p.Items[:1], true, envoyTable)
 		},
 	}
-	return c.clientFlags(group("envoys", "List and show envoys", list, get))
+	c.quietFlag(list, get)
+	return c.clientFlags(group("envoys", "List and show envoys (the public API has no envoy drain)", list, get))
+}
+
+// --- datacenters
+
+var datacenterTable = table[client.Datacenter]{
+	header: []string{"NAME", "LABEL", "URL"},
+	row: func(d client.Datacenter) []string {
+		return []string{d.Name, strconv.Itoa(int(d.Label)), d.Url}
+	},
+	id: func(d client.Datacenter) string { return d.Name },
+}
+
+func (c *cli) datacentersCommand() *cobra.Command {
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the datacenters of the engine's topology",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			items, err := cl.Datacenters().List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return output(c, items, false, datacenterTable)
+		},
+	}
+	c.quietFlag(list)
+	return c.clientFlags(group("datacenters", "List the datacenters", list))
+}
+
+// --- the engine itself
+
+func (c *cli) healthCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Show whether the engine answers, and its build (GET /health and /metadata)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			h, err := cl.Health(cmd.Context())
+			if err != nil {
+				return err
+			}
+			m, err := cl.Metadata(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if c.jsonOut {
+				return c.printJSON(map[string]any{"health": h, "metadata": m})
+			}
+			_, err = fmt.Fprintf(c.out, "%s: %s %s (commit %s, built %s, %s; runner protocol %s, envoy protocol %s)\n",
+				h.Status, m.Runtime, deref(&m.Version), deref(m.GitSha), deref(m.BuildTimestamp), deref(m.GoVersion),
+				deref(m.RunnerProtocolVersion), deref(m.EnvoyProtocolVersion))
+			return err
+		},
+	}
+	return c.clientFlags(cmd)
+}
+
+// deref shows an optional field; "-" for none or an empty one.
+func deref[T any](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	if s := fmt.Sprint(*p); s != "" {
+		return s
+	}
+	return "-"
 }

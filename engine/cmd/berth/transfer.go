@@ -94,15 +94,11 @@ what it had written is removed.`,
 			if err != nil {
 				return err
 			}
-			var r io.Reader = c.in
-			if in != "-" {
-				f, err := os.Open(in)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				r = f
+			r, err := c.open(in)
+			if err != nil {
+				return err
 			}
+			defer r.Close()
 			db, err := udb.Open(cmd.Context(), dbURL)
 			if err != nil {
 				return err

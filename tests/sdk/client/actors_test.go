@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -16,12 +17,15 @@ import (
 	apipublic "github.com/berthhq/berth/api-public"
 	"github.com/berthhq/berth/api-public/openapitest"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/engine/serverless"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/outbound"
 	"github.com/berthhq/berth/pkg/udb"
 	_ "github.com/berthhq/berth/pkg/udb/driver/embedded" // mem://
 	"github.com/berthhq/berth/sdk/client"
@@ -29,7 +33,8 @@ import (
 
 // actorsEngine serves the real public API of one datacenter ("dc", label 1) over an
 // in-memory store with the default namespace, a config for the pool "pool" and no runner,
-// and returns a client of it whose every exchange is checked against openapi.yaml.
+// and returns a client of it whose every exchange is checked against openapi.yaml. It may
+// call serverless endpoints on loopback addresses.
 func actorsEngine(t *testing.T) (*client.Client, udb.Database) {
 	t.Helper()
 	ctx := context.Background()
@@ -50,10 +55,12 @@ func actorsEngine(t *testing.T) (*client.Client, udb.Database) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	topo := apihttp.Topology{Local: 1, Datacenters: []apihttp.Datacenter{{Name: "dc", Label: 1, IsLeader: true, PeerURL: "http://127.0.0.1:1"}}}
 	acts := pegboard.NewActors(pegboard.ActorsOptions{DB: db, Watchers: pegboard.NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
-	peer := apipeer.New(apipeer.Deps{DB: db, Topology: topo, Log: quiet, Actors: acts}).Handler()
+	policy := outbound.Policy{AllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	sl := serverless.New(db, serverless.Fetcher{Client: &http.Client{}, Policy: policy}, quiet)
+	peer := apipeer.New(apipeer.Deps{DB: db, Topology: topo, Log: quiet, Actors: acts, Serverless: sl}).Handler()
 	peers := apihttp.NewPeerClient(apihttp.PeerOptions{}).WithLocal(1, peer)
 	t.Cleanup(peers.Close)
-	srv := httptest.NewServer(apipublic.New(apipublic.Deps{DB: db, Topology: topo, Peers: peers, Log: quiet}).Handler())
+	srv := httptest.NewServer(apipublic.New(apipublic.Deps{DB: db, Topology: topo, Peers: peers, Log: quiet, Outbound: policy}).Handler())
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL, client.WithHTTPClient(openapitest.NewClient(t)))
 	if err != nil {
@@ -204,6 +211,21 @@ func TestActors(t *testing.T) {
 	}
 	if !slices.Equal(gotNames, []string{"counter", "many", "room"}) {
 		t.Fatalf("names %v", gotNames)
+	}
+
+	// KVGet reads one key, raw bytes in and out (this key's base64 holds a "/").
+	key := []byte("\xff\xfe\xfdk")
+	roomID, _ := id.Parse(room.ActorId)
+	if err := udb.Update(ctx, db, func(tx udb.Transaction) error {
+		return actorkv.Put(ctx, tx, actorkv.PutInput{ActorID: roomID, Keys: [][]byte{key}, Values: [][]byte{{0, 'v', 0xff}}, NowMs: 77})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := acts.KVGet(ctx, room.ActorId, key); err != nil || string(v.Value) != "\x00v\xff" || v.UpdateTs != 77 {
+		t.Fatalf("KVGet: %+v %v", v, err)
+	}
+	if _, err := acts.KVGet(ctx, room.ActorId, []byte("nope")); !errors.Is(err, &client.APIError{Group: "actor", Code: "kv_key_not_found"}) {
+		t.Fatalf("KVGet of a missing key: %v", err)
 	}
 
 	// A bad id is refused by the engine, naming the field.
