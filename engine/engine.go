@@ -228,18 +228,21 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	if len(topo.Datacenters) > 1 {
 		keySvc = &apipeer.KeyClient{DB: e.db, Topology: topo, Peers: e.peers}
 	}
+	// Serverless endpoints are the users' URLs: called through the checked client, with the
+	// system's roots and never this node's client certificate.
+	slClient := outbound.NewClient(outbound.Options{Policy: serverlessPolicy(pb.Serverless)})
+	starter := &serverless.Starter{DB: e.db, Client: slClient, Policy: serverlessPolicy(pb.Serverless),
+		Endpoint: topo.LocalDatacenter().PublicURL, Token: cfg.Auth.AdminToken, UserAgent: "berth/" + build.Version, Log: log}
 	lc := pegboard.NewLifecycle(pegboard.LifecycleOptions{
 		DB: e.db, Hosts: e.cluster, Watchers: watchers, Log: log, Metrics: m, Config: ActorConfig(pb),
 		RunnerLostThreshold: config.Ms(pb.RunnerLostThreshold), EnvoyLostThreshold: config.Ms(pb.EnvoyLostThreshold),
-		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce, Keys: keySvc,
+		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce, Keys: keySvc, Serverless: starter,
 	})
 	e.lifecycle = lc
 	svc := &services{}
 	bodies := apihttp.BodyLimits{Large: int64(cfg.Guard.MaxAPIBodyBytes), Small: int64(cfg.Guard.MaxAPISmallBodyBytes)}
-	// Serverless endpoints are the users' URLs: called through the checked client, with the
-	// system's roots and never this node's client certificate.
 	e.serverless = serverless.New(e.db, serverless.Fetcher{
-		Client: outbound.NewClient(outbound.Options{Policy: serverlessPolicy(pb.Serverless)}),
+		Client: slClient,
 		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
 		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
 	}, log)

@@ -2,6 +2,7 @@ package hostsock
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"strconv"
@@ -322,5 +323,24 @@ func (*envoyProtocol) hosted(ctx context.Context, r udb.ReadTransaction, c *conn
 	if err != nil {
 		return err
 	}
+	if !placed {
+		// An actor its serverless pool's endpoint was asked to start: the envoy prepares it
+		// (its SQLite first) before its first event binds it to the envoy.
+		if placed, err = actor.AwaitsServerless(ctx, r, h, aid); err != nil {
+			return err
+		}
+	}
 	return checkPlaced(ctx, r, aid, placed, notEnvoys)
+}
+
+// EnvoyStartBody is the body of a serverless envoy pool's POST {url}/start for cmd, a
+// start: the envoy protocol version as a little-endian u16, then a ToEnvoyCommands of that
+// version carrying cmd alone, without preloaded KV (docs/serverless.md § 4.2).
+func EnvoyStartBody(cmd actor.Command, version uint16) ([]byte, error) {
+	wire := bridge.CommandToEnvoy(commandsToRunner([]actor.Command{cmd})[0], proto.StopActorReason(cmd.StopReason))
+	b, err := proto.EncodeToEnvoy(proto.ToEnvoyCommands{wire}, int(version))
+	if err != nil {
+		return nil, err
+	}
+	return append(binary.LittleEndian.AppendUint16(make([]byte, 0, 2+len(b)), version), b...), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -166,10 +167,21 @@ func (p *envoyProtocol) sqliteFence(c *conn, ctx context.Context, actorID string
 	}
 	res, err := udb.ReadTransact(ctx, c.s.o.DB, func(r udb.ReadTransaction) (uint32, error) {
 		g, placed, err := keys.Get(ctx, r.Snapshot(), keys.EnvoyActorKey{Namespace: c.host.Namespace, EnvoyKey: c.host.EnvoyKey, ActorID: aid})
-		if err == nil && !placed {
-			err = errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
+		if err != nil || placed {
+			return g, err
 		}
-		return g, err
+		// An actor its serverless pool's endpoint was asked to start is not on the envoy
+		// until its first event; its SQLite comes first.
+		st, found, err := keys.Get(ctx, r.Snapshot(), keys.ActorStateKey{ActorID: aid})
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			if ok, err := actor.WaitsForPool(ctx, r.Snapshot(), st, c.host); err != nil || ok {
+				return st.Generation, err
+			}
+		}
+		return 0, errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
 	})
 	if err != nil {
 		return f, err
@@ -188,10 +200,13 @@ func sqliteHosted(ctx context.Context, r udb.ReadTransaction, c *conn, actorID s
 	if cur != c.connID {
 		return rerr.EnvoyStaleConnection(c.host.EnvoyKey)
 	}
-	if st.EnvoyKey == nil || *st.EnvoyKey != c.host.EnvoyKey || st.Namespace != c.host.Namespace {
-		return errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
+	if st.EnvoyKey != nil && *st.EnvoyKey == c.host.EnvoyKey && st.Namespace == c.host.Namespace {
+		return nil
 	}
-	return nil
+	if ok, err := actor.WaitsForPool(ctx, r, st, c.host); err != nil || ok {
+		return err
+	}
+	return errNotHosted(actorID, "the actor is not placed on envoy "+c.host.EnvoyKey)
 }
 
 // sqliteError maps err to a SqliteErrorResponse: rerr errors by group, code and public

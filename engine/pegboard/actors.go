@@ -44,6 +44,9 @@ type ActorsOptions struct {
 	// Keys, with several datacenters, makes keys unique across them (keys.go); nil in a
 	// single datacenter.
 	Keys KeyService
+	// Serverless starts the actors of serverless envoy pools (serverless.go); nil when
+	// none may run here.
+	Serverless ServerlessStarter
 }
 
 // Actors drives the actor lifecycle: it runs ops/actor transitions and carries out their
@@ -58,6 +61,12 @@ type Actors struct {
 
 	mu    sync.Mutex
 	pools []actor.Pool // queues to move
+
+	sl serverlessStarts
+	// life ends when Run returns; the /start requests (bg) end with it.
+	life    context.Context
+	endLife context.CancelFunc
+	bg      sync.WaitGroup
 }
 
 // NewActors returns the actor lifecycle; Run starts its loop.
@@ -75,6 +84,7 @@ func NewActors(o ActorsOptions) *Actors {
 		o.ScanInterval = 100 * time.Millisecond
 	}
 	p := &Actors{o: o, kick: make(chan struct{}, 1), keys: newGlobalKeys(o.Keys)}
+	p.life, p.endLife = context.WithCancel(context.Background())
 	p.creates.p = p
 	return p
 }
@@ -157,19 +167,25 @@ func (p *Actors) closeHost(h actor.Host) {
 
 // sendCommands sends commands to their hosts' sockets, one batch per host, in order.
 func (p *Actors) sendCommands(cmds []actor.Command) {
-	if len(cmds) == 0 || p.o.Hosts == nil {
+	if len(cmds) == 0 {
 		return
 	}
 	byHost := map[actor.Host][]actor.Command{}
 	var order []actor.Host
 	for _, c := range cmds {
+		if c.Host.IsServerless() {
+			p.startServerless(c)
+			continue
+		}
 		if _, seen := byHost[c.Host]; !seen {
 			order = append(order, c.Host)
 		}
 		byHost[c.Host] = append(byHost[c.Host], c)
 	}
 	for _, h := range order {
-		p.o.Hosts.SendCommands(h, byHost[h])
+		if p.o.Hosts != nil {
+			p.o.Hosts.SendCommands(h, byHost[h])
+		}
 	}
 }
 
@@ -200,6 +216,8 @@ func (p *Actors) MovePool(pool actor.Pool) { p.Apply(actor.Effects{Pools: []acto
 
 // Run runs due timers and moves queues until ctx ends.
 func (p *Actors) Run(ctx context.Context) {
+	defer p.bg.Wait()
+	defer p.endLife()
 	if p.keys != nil {
 		var keys sync.WaitGroup
 		keys.Go(func() { p.runKeys(ctx) })

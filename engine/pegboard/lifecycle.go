@@ -31,6 +31,8 @@ type LifecycleOptions struct {
 	Announce func(actors []id.ID)
 	// Keys makes keys unique across datacenters (ActorsOptions.Keys); nil in one datacenter.
 	Keys KeyService
+	// Serverless starts the actors of serverless envoy pools (ActorsOptions.Serverless).
+	Serverless ServerlessStarter
 }
 
 // Lifecycle is a node's control plane: the actor, runner and envoy lifecycles over one
@@ -54,7 +56,7 @@ func NewLifecycle(o LifecycleOptions) *Lifecycle {
 	}
 	actors := NewActors(ActorsOptions{
 		DB: o.DB, Hosts: o.Hosts, Watchers: o.Watchers, Log: o.Log, Metrics: o.Metrics, Config: o.Config,
-		Label: o.Label, Datacenter: o.Datacenter, Announce: o.Announce, Keys: o.Keys,
+		Label: o.Label, Datacenter: o.Datacenter, Announce: o.Announce, Keys: o.Keys, Serverless: o.Serverless,
 	})
 	return &Lifecycle{
 		Actors: actors,

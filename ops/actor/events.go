@@ -51,9 +51,17 @@ func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (Event
 			loaded[aid] = a
 		}
 		st := &a.st
-		if !hostedOn(*st, in.Host) || ev.Checkpoint.Generation != st.Generation ||
-			ev.Checkpoint.Index <= st.LastEventIdx {
+		if ev.Checkpoint.Generation != st.Generation || ev.Checkpoint.Index <= st.LastEventIdx {
 			continue
+		}
+		if !hostedOn(*st, in.Host) {
+			bound, err := m.bindServerless(a, in.Host)
+			if err != nil {
+				return EventsOutput{}, err
+			}
+			if !bound {
+				continue
+			}
 		}
 		st.LastEventIdx = ev.Checkpoint.Index
 		if err := m.event(a, ev); err != nil {

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/berthhq/berth/keys"
@@ -28,7 +29,25 @@ func RunnerHost(rid id.ID) Host { return Host{keys.RunnerSocket(rid)} }
 // EnvoyHost is envoy key of namespace ns.
 func EnvoyHost(ns id.ID, key string) Host { return Host{keys.EnvoySocket(ns, key)} }
 
+// serverlessKeyPrefix starts the key of a serverless placeholder host (no envoy key a
+// socket may carry starts with a NUL byte).
+const serverlessKeyPrefix = "\x00serverless/"
+
+// ServerlessHost is the placeholder host of generation of actor aid in namespace ns while
+// its serverless pool's endpoint is asked to start it (POST {url}/start): the envoy that
+// runs it is not known until it reports the actor, and the actor is then bound to it
+// (bindServerless). Commands to a placeholder go to the /start request, not to a socket.
+func ServerlessHost(ns id.ID, aid id.ID, generation uint32) Host {
+	return EnvoyHost(ns, serverlessKeyPrefix+aid.String()+"/"+strconv.FormatUint(uint64(generation), 10))
+}
+
+// IsServerless reports whether h is a serverless placeholder (ServerlessHost).
+func (h Host) IsServerless() bool { return strings.HasPrefix(h.EnvoyKey, serverlessKeyPrefix) }
+
 func (h Host) String() string {
+	if h.IsServerless() {
+		return "serverless start " + strings.TrimPrefix(h.EnvoyKey, serverlessKeyPrefix)
+	}
 	if h.IsEnvoy() {
 		return "envoy " + h.EnvoyKey
 	}
@@ -68,6 +87,9 @@ func hostedOn(st keys.ActorState, h Host) bool {
 
 // errorFields names the host in an Actor error ({"runner_id": …} or {"envoy_key": …}).
 func (h Host) errorFields() map[string]any {
+	if h.IsServerless() {
+		return map[string]any{"envoy_key": nil} // no envoy reported the actor
+	}
 	if h.IsEnvoy() {
 		return map[string]any{"envoy_key": h.EnvoyKey}
 	}
@@ -135,6 +157,14 @@ func (m *machine) pick(a *actor) (h Host, ok bool, none string, err error) {
 		return Host{}, false, "", corrupt.Mark("runner_config", err)
 	}
 	if envoys {
+		cfg, _, err := keys.Get(m.ctx, m.tx.Snapshot(), keys.RunnerConfigDataKey{Namespace: st.Namespace, Name: st.Selector})
+		if err != nil {
+			return Host{}, false, "", corrupt.Mark("runner_config", err)
+		}
+		if cfg.Serverless != nil {
+			// The pool's endpoint starts it, whatever envoys are connected (docs/serverless.md § 4.1).
+			return ServerlessHost(st.Namespace, a.id, st.NextGeneration), true, "", nil
+		}
 		h, ok, err = m.pickEnvoy(a)
 		return h, ok, "no_envoys", err
 	}
@@ -178,6 +208,9 @@ func (m *machine) pickRunner(a *actor) (Host, bool, error) {
 // release frees a's slot on h and reports a host that this left stopped (a draining
 // runner or a stopping envoy with no actor left), whose socket is then closed.
 func (m *machine) release(a *actor, h Host) error {
+	if h.IsServerless() {
+		return nil // a placeholder holds no slot
+	}
 	if h.IsEnvoy() {
 		out, err := openvoy.ReleaseActor(m.ctx, m.tx, h.Namespace, h.EnvoyKey, a.id)
 		if err != nil {
@@ -207,8 +240,8 @@ func (m *machine) release(a *actor, h Host) error {
 // landing meanwhile makes the check retry). Runners are watched by their own loop
 // (engine/pegboard.Runners), so a runner host is always alive here.
 func (m *machine) alive(h Host) (bool, error) {
-	if !h.IsEnvoy() {
-		return true, nil
+	if !h.IsEnvoy() || h.IsServerless() {
+		return true, nil // a placeholder waits for its start deadline
 	}
 	ping, found, err := keys.Get(m.ctx, m.tx, keys.EnvoyLastPingTsKey{Namespace: h.Namespace, EnvoyKey: h.EnvoyKey})
 	if err != nil {
@@ -221,7 +254,7 @@ func (m *machine) alive(h Host) (bool, error) {
 // lifecycle loop of their own that loses their actors (as on Rivet, the actor checks its
 // envoy's last ping every lost threshold); nil for runners.
 func (m *machine) livenessDeadline(h Host) *int64 {
-	if !h.IsEnvoy() {
+	if !h.IsEnvoy() || h.IsServerless() {
 		return nil
 	}
 	return ptr(m.now + m.cfg.EnvoyLostThreshold.Milliseconds())
@@ -268,4 +301,47 @@ func PoolCapacity(ctx context.Context, tx udb.Transaction, cfg Config, ns id.ID,
 		free = len(cands) > 0
 	}
 	return Capacity{Configured: true, Free: free}, err
+}
+
+// AwaitsServerless reports whether actor aid waits on its serverless placeholder for an
+// envoy of e's pool to report it: such an envoy may use the actor's KV and SQLite before
+// its first event binds the actor to it (bindServerless).
+func AwaitsServerless(ctx context.Context, r udb.ReadTransaction, e Host, aid id.ID) (bool, error) {
+	st, found, err := keys.Get(ctx, r, keys.ActorStateKey{ActorID: aid})
+	if err != nil || !found {
+		return false, corrupt.Mark("actor", err)
+	}
+	return WaitsForPool(ctx, r, st, e)
+}
+
+// WaitsForPool reports whether an actor in state st waits on a serverless placeholder and
+// e is an envoy of its pool.
+func WaitsForPool(ctx context.Context, r udb.ReadTransaction, st keys.ActorState, e Host) (bool, error) {
+	cur, ok := HostOf(st)
+	if !ok || !cur.IsServerless() || !e.IsEnvoy() || e.IsServerless() || e.Namespace != st.Namespace {
+		return false, nil
+	}
+	pool, found, err := keys.Get(ctx, r, keys.EnvoyPoolNameKey{Namespace: e.Namespace, EnvoyKey: e.EnvoyKey})
+	if err != nil {
+		return false, corrupt.Mark("envoy", err)
+	}
+	return found && pool == st.Selector, nil
+}
+
+// bindServerless binds a, waiting on its serverless placeholder, to envoy e when e is of
+// a's pool (it reported the actor its endpoint was asked to start): the placeholder's
+// stored start is dropped, e gets the slot, and later commands go to e's socket. It
+// reports whether a was bound.
+func (m *machine) bindServerless(a *actor, e Host) (bool, error) {
+	ok, err := WaitsForPool(m.ctx, m.tx, a.st, e)
+	if err != nil || !ok {
+		return false, err
+	}
+	cur, _ := HostOf(a.st)
+	begin, end := cur.commandRange()
+	m.tx.ClearRange(begin, end)
+	openvoy.PlaceActor(m.tx, openvoy.PlaceActorInput{Namespace: e.Namespace, EnvoyKey: e.EnvoyKey, ActorID: a.id, Generation: a.st.Generation})
+	setHost(&a.st, e)
+	a.st.LivenessTs = m.livenessDeadline(e)
+	return true, nil
 }

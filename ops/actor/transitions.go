@@ -249,3 +249,16 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 	}
 	return eff, err
 }
+
+// ServerlessFailed handles a serverless pool's /start that failed for generation
+// generation of actor aid before any envoy reported it (docs/serverless.md § 4.6): the
+// actor sleeps at once, with no error, if it still waits on its placeholder; the next
+// request or alarm places it again. Anything else is left as it is.
+func ServerlessFailed(ctx context.Context, tx udb.Transaction, aid id.ID, generation uint32, now int64, cfg Config) (Effects, error) {
+	return transition(ctx, tx, Input{ActorID: aid, NowMs: now, Config: cfg}, func(m *machine, a *actor) error {
+		if a.st.Generation != generation || !hostedOn(a.st, ServerlessHost(a.st.Namespace, aid, generation)) {
+			return nil
+		}
+		return m.sleep(a, nil)
+	})
+}

@@ -45,6 +45,13 @@ func startLoopbackEngine(t *testing.T) *harness.Engine {
 // start runs script with node 22 in dir and returns the pool url of its "listening" event.
 func start(t *testing.T, name, dir, script string, env ...string) string {
 	t.Helper()
+	url, _ := startApp(t, name, dir, script, env...)
+	return url
+}
+
+// startApp is start, also returning the app's process.
+func startApp(t *testing.T, name, dir, script string, env ...string) (string, *harness.Proc) {
+	t.Helper()
 	node, err := filepath.Abs(node22)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func start(t *testing.T, name, dir, script string, env ...string) string {
 	if err := json.Unmarshal([]byte(ev.Line), &l); err != nil || l.URL == "" {
 		t.Fatalf("%s: listening event %q without url (%v)", name, ev.Line, err)
 	}
-	return l.URL
+	return l.URL, p
 }
 
 func call(t *testing.T, e *harness.Engine, method, path string, body any) (int, string) {
