@@ -101,6 +101,8 @@ const (
 	// The store's own metadata (store.go): the subspace and its schema version.
 	tagStore         = 1050
 	tagSchemaVersion = 1051
+	// A runner pool's error (pool_error.go).
+	tagPoolError = 1060
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

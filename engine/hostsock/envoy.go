@@ -163,8 +163,15 @@ func (p *envoyProtocol) register(c *conn, ns id.ID, key string, md proto.ToRivet
 		in.Metadata = []byte(*md.Metadata)
 	}
 	out, err := udb.Transact(c.s.ctx, c.s.o.DB, func(tx udb.Transaction) (openvoy.RegisterOutput, error) {
-		if _, err := runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: p.pool, Serializable: true}); err != nil {
+		e, err := runnerconfig.Get(c.s.ctx, tx, runnerconfig.GetInput{Namespace: ns, Name: p.pool, Serializable: true})
+		if err != nil {
 			return openvoy.RegisterOutput{}, err
+		}
+		if e.Config.Serverless != nil {
+			// A serverless envoy that connects is a success of its pool (docs/serverless.md § 6).
+			if err := runnerconfig.PoolSuccess(c.s.ctx, tx, ns, p.pool); err != nil {
+				return openvoy.RegisterOutput{}, err
+			}
 		}
 		return openvoy.Register(c.s.ctx, tx, in)
 	})

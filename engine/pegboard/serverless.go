@@ -2,6 +2,8 @@ package pegboard
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/berthhq/berth/keys"
@@ -15,7 +17,8 @@ type ServerlessStarter interface {
 	// Start makes the pool's POST {url}/start for cmd, a start for a placeholder host
 	// (actor.ServerlessHost), and blocks until the request ends or ctx does; it calls
 	// drain when the request's lifespan is nearly over. A non-nil error is a request that
-	// failed (docs/serverless.md § 4.6).
+	// failed (docs/serverless.md § 4.6); one with a PoolError() json.RawMessage method
+	// names the pool's runner_pool_error.
 	Start(ctx context.Context, cmd actor.Command, drain func()) error
 }
 
@@ -61,9 +64,15 @@ func (p *Actors) startServerless(cmd actor.Command) {
 		if err == nil || p.life.Err() != nil {
 			return
 		}
-		p.o.Log.Warn("serverless start failed", "actor_id", key.ActorID.String(), "generation", key.Generation, "error", err)
+		poolErr := json.RawMessage(`"internal_error"`)
+		var pe interface{ PoolError() json.RawMessage }
+		if errors.As(err, &pe) {
+			poolErr = pe.PoolError()
+		}
+		p.o.Log.Warn("serverless start failed", "actor_id", key.ActorID.String(), "generation", key.Generation,
+			"runner_pool_error", string(poolErr), "error", err)
 		if _, err := Transact(p.life, p, func(tx udb.Transaction) (struct{}, actor.Effects, error) {
-			eff, err := actor.ServerlessFailed(p.life, tx, key.ActorID, key.Generation, now(), p.o.Config)
+			eff, err := actor.ServerlessFailed(p.life, tx, key.ActorID, key.Generation, poolErr, now(), p.o.Config)
 			return struct{}{}, eff, err
 		}); err != nil {
 			p.warn(p.life, "serverless start failure of "+key.ActorID.String(), err)

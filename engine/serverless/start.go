@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,14 +43,23 @@ type Starter struct {
 const maxErrorBody = 512
 
 // StartError is a /start request that failed: Pool is the runner_pool_error it stands for
-// (docs/serverless.md § 6).
+// (docs/serverless.md § 6): an object, or a string for the variants without fields.
 type StartError struct {
-	Pool  map[string]any
+	Pool  any
 	cause error
 }
 
 func (e *StartError) Error() string { return fmt.Sprintf("serverless /start: %v", e.cause) }
 func (e *StartError) Unwrap() error { return e.cause }
+
+// PoolError is e's runner_pool_error as JSON.
+func (e *StartError) PoolError() json.RawMessage {
+	b, err := json.Marshal(e.Pool)
+	if err != nil {
+		return json.RawMessage(`"internal_error"`)
+	}
+	return b
+}
 
 func httpError(status int, body []byte) *StartError {
 	return &StartError{Pool: map[string]any{"serverless_http_error": map[string]any{"status_code": status, "body": string(body)}},
@@ -86,11 +96,11 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 		return pool{ns.Name, st.Selector, e}, err
 	})
 	if err != nil {
-		return &StartError{Pool: map[string]any{"internal_error": nil}, cause: err}
+		return &StartError{Pool: "internal_error", cause: err}
 	}
 	sl := p.e.Config.Serverless
 	if sl == nil || p.e.ProtocolVersion == nil {
-		return &StartError{Pool: map[string]any{"internal_error": nil}, cause: errors.New("the pool is not a serverless envoy pool")}
+		return &StartError{Pool: "internal_error", cause: errors.New("the pool is not a serverless envoy pool")}
 	}
 	if _, err := s.Policy.CheckURL(sl.URL); err != nil {
 		if b := outbound.Blocked(err); b != nil {
@@ -100,7 +110,7 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 	}
 	body, err := hostsock.EnvoyStartBody(cmd, *p.e.ProtocolVersion)
 	if err != nil {
-		return &StartError{Pool: map[string]any{"internal_error": nil}, cause: err}
+		return &StartError{Pool: "internal_error", cause: err}
 	}
 	lifespan := time.Duration(sl.RequestLifespan) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, lifespan)
@@ -162,7 +172,7 @@ func readEvents(ctx context.Context, r io.Reader) error {
 	if err := sc.Err(); err != nil {
 		return connectionError(err)
 	}
-	return &StartError{Pool: map[string]any{"serverless_stream_ended_early": nil}, cause: errEndedEarly}
+	return &StartError{Pool: "serverless_stream_ended_early", cause: errEndedEarly}
 }
 
 // normalizedEndpoint is u with a "/" path when it has none, as the reference sends it.

@@ -38,7 +38,9 @@ func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) (Entry, error)
 	if !found {
 		return Entry{}, rerr.RunnerConfigNotFound(in.Name)
 	}
-	return e, nil
+	es := []Entry{e}
+	err = withPoolErrors(ctx, r, in.Namespace, es)
+	return es[0], err
 }
 
 // load reads the config and protocol version of one name through r.

@@ -78,7 +78,10 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	if len(in.Names) > 0 {
 		// Every named config, as on the Rivet engine: no page, no cursor.
 		found, err := listNames(ctx, snap, in.Namespace, in.Names, variant)
-		return ListOutput{Configs: found}, err
+		if err != nil {
+			return ListOutput{}, err
+		}
+		return ListOutput{Configs: found}, withPoolErrors(ctx, snap, in.Namespace, found)
 	}
 	var found []Entry
 	switch {
@@ -92,7 +95,7 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) (ListOutput,
 	}
 	out := ListOutput{Configs: found[:min(len(found), limit)]}
 	out.Cursor = page.Cursor(out.Configs, func(e Entry) string { return formatCursor(variant, e.Name) })
-	return out, nil
+	return out, withPoolErrors(ctx, snap, in.Namespace, out.Configs)
 }
 
 // listNames reads each named config, in name order, keeping those of the

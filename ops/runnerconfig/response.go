@@ -23,11 +23,13 @@ import (
 type Response struct {
 	Config          keys.RunnerConfig
 	ProtocolVersion *uint16
+	// PoolError is the pool's runner_pool_error, shown while it has one.
+	PoolError json.RawMessage
 }
 
 // NewResponse returns the response form of e.
 func NewResponse(e Entry) Response {
-	return Response{Config: e.Config, ProtocolVersion: e.ProtocolVersion}
+	return Response{Config: e.Config, ProtocolVersion: e.ProtocolVersion, PoolError: e.PoolError}
 }
 
 type responseJSON struct {
@@ -35,6 +37,7 @@ type responseJSON struct {
 	Serverless      *serverlessJSON `json:"serverless,omitempty"`
 	Metadata        json.RawMessage `json:"metadata,omitempty"`
 	ProtocolVersion *uint16         `json:"protocol_version"`
+	PoolError       json.RawMessage `json:"runner_pool_error,omitempty"`
 }
 
 type commonJSON struct {
@@ -71,7 +74,7 @@ func toCommonJSON(c keys.RunnerConfigCommon) commonJSON {
 
 // MarshalJSON encodes the response form described on Response.
 func (r Response) MarshalJSON() ([]byte, error) {
-	out := responseJSON{ProtocolVersion: r.ProtocolVersion}
+	out := responseJSON{ProtocolVersion: r.ProtocolVersion, PoolError: r.PoolError}
 	c := r.Config
 	if c.Metadata != nil {
 		out.Metadata = json.RawMessage(*c.Metadata)
@@ -110,6 +113,10 @@ func (r *Response) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
+	var poolErr json.RawMessage
+	if v, ok := m["runner_pool_error"]; ok && string(v) != "null" {
+		poolErr = v
+	}
 	rest := maps.Clone(m)
 	delete(rest, "protocol_version")
 	delete(rest, "runner_pool_error")
@@ -121,6 +128,6 @@ func (r *Response) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*r = Response{Config: cfg, ProtocolVersion: pv}
+	*r = Response{Config: cfg, ProtocolVersion: pv, PoolError: poolErr}
 	return nil
 }

@@ -1,6 +1,7 @@
 package runnerconfig
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode"
@@ -18,6 +19,8 @@ type Entry struct {
 	// ProtocolVersion is the pool's envoy protocol version, once an envoy or
 	// the serverless endpoint reported one; nil before.
 	ProtocolVersion *uint16
+	// PoolError is the pool's runner_pool_error while it has one (JSON), else nil.
+	PoolError json.RawMessage
 }
 
 // MaxNameLen bounds a runner name: the envoy protocol's bound on pool names

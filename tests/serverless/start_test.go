@@ -166,7 +166,30 @@ func TestEnvoyPoolStartFailures(t *testing.T) {
 		if len(out.Actors) != 1 || (len(out.Actors[0].Error) != 0 && string(out.Actors[0].Error) != "null") {
 			t.Errorf("/start %s: the sleeping actor: %+v, want no error", mode, out.Actors)
 		}
+		if got := poolError(t, e, "fake"); !strings.Contains(got, wantPoolErrors[mode]) {
+			t.Errorf("/start %s: runner_pool_error %s, want %s", mode, got, wantPoolErrors[mode])
+		}
 	}
+}
+
+// wantPoolErrors is what the pool's runner_pool_error holds after each failing /start.
+var wantPoolErrors = map[string]string{
+	"status:503:down": `{"serverless_http_error":{"body":"down","status_code":503}}`,
+	"reset":           `{"serverless_connection_error":{"message":`,
+	"text":            `expected Content-Type header to be text/event-stream, received \"text/plain`,
+	"end":             `"serverless_stream_ended_early"`,
+}
+
+// poolError is pool's runner_pool_error in GET /runner-configs ("" when absent).
+func poolError(t *testing.T, e *harness.Engine, pool string) string {
+	t.Helper()
+	var out struct {
+		RunnerConfigs map[string]struct {
+			Datacenters map[string]map[string]json.RawMessage `json:"datacenters"`
+		} `json:"runner_configs"`
+	}
+	e.GetJSON(t, "/runner-configs?namespace=default&runner_name="+pool, &out)
+	return string(out.RunnerConfigs[pool].Datacenters["default"]["runner_pool_error"])
 }
 
 // At request_lifespan − drain_grace_period the actor is moved away from the envoy its
