@@ -22,7 +22,10 @@ func TestPoolError(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	update(func(tx udb.Transaction) error { _, err := Ensure(ctx, tx, EnsureInput{Namespace: ns, Name: "p"}); return err })
+	update(func(tx udb.Transaction) error {
+		_, err := Ensure(ctx, tx, EnsureInput{Namespace: ns, Name: "p"})
+		return err
+	})
 	shown := func() string {
 		t.Helper()
 		e, err := udb.ReadTransact(ctx, db, func(r udb.ReadTransaction) (Entry, error) {
