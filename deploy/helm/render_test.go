@@ -261,7 +261,7 @@ func TestRenderFailures(t *testing.T) {
 		vals string
 		want string
 	}{
-		{"unknown mode", `mode: multi`, `want single or cluster`},
+		{"unknown mode", `mode: multi`, `value must be one of 'single', 'cluster'`},
 		{"no token", `auth: {existingSecret: ""}`, `auth.existingSecret or auth.adminToken`},
 		{"cluster without database", `{mode: cluster, nats: {url: "nats://n:4222"}}`, `database.url`},
 		{"cluster without nats", `{mode: cluster, database: {url: "postgres://db/berth"}}`, `nats.url`},
@@ -272,6 +272,8 @@ func TestRenderFailures(t *testing.T) {
 		{"a managed key in config", `config: {guard: {port: 7000}}`, `config.guard.port is set by the chart`},
 		{"the drain in config", `config: {node: {shutdown_drain_ms: 1000}}`, `config.node.shutdown_drain_ms is set by the chart`},
 		{"tokens file without a token", `auth: {existingSecret: "", allowAnonymous: true, tokensFile: {existingSecret: t}}`, `auth.tokensFile needs an admin token`},
+		{"a misspelt value", `replicas: 3`, `additional properties 'replicas' not allowed`},
+		{"a port out of range", `ports: {guard: 70000}`, `maximum`},
 		{"client auth without a CA", `tls: {apiPeer: {existingSecret: p, clientAuth: true}}`, `needs tls.apiPeer.caKey`},
 	}
 	for _, c := range cases {
