@@ -148,9 +148,9 @@ func loadConfig(t *testing.T, r *rendered, spec *corev1.PodSpec, c *corev1.Conta
 		t.Errorf("berth refuses the configuration the chart renders:\n%v\n--- %s\n%s", err, c.Args[2], text)
 		return nil
 	}
-	// The engine's own binary too, when one is given (BERTH_TEST_BINARY, as for tests/).
-	if bin := os.Getenv("BERTH_TEST_BINARY"); bin != "" {
-		cmd := exec.Command(bin, "config", "validate", "--config", file)
+	// And berth's own command, on the same file and environment.
+	if !testing.Short() || os.Getenv("BERTH_TEST_BINARY") != "" {
+		cmd := exec.Command(berthBinary(t), "config", "validate", "--config", file)
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, environ...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "configuration OK") {
