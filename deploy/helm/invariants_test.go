@@ -47,7 +47,14 @@ func TestInvariants(t *testing.T) {
 	for _, file := range valuesFiles(t) {
 		t.Run(strings.ReplaceAll(nameOf(file), "/", "_"), func(t *testing.T) {
 			r := renderFile(t, file)
-			checkEngine(t, r)
+			cfg := checkEngine(t, r)
+			// Engine keys given under config reach the engine as they are.
+			if v := r.value("config.topology.datacenter_label"); v != nil && fmt.Sprint(cfg.Topology.DatacenterLabel) != fmt.Sprint(v) {
+				t.Errorf("topology.datacenter_label %d; the values say %v", cfg.Topology.DatacenterLabel, v)
+			}
+			if v, ok := r.value("config.topology.datacenters").(map[string]any); ok && len(cfg.Topology.Datacenters) != len(v) {
+				t.Errorf("%d datacenters; the values list %d", len(cfg.Topology.Datacenters), len(v))
+			}
 		})
 	}
 }
