@@ -6,9 +6,11 @@ GIT_SHA  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILT_AT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -X main.version=$(VERSION) -X main.gitSHA=$(GIT_SHA) -X main.buildTimestamp=$(BUILT_AT)
 PKGS     := ./...
-# The engine's module (.) and the Go SDK's (sdk/, a module of its own so that its users do not
-# pull the engine's dependencies): test, lint, bench and fuzz run in each, PKGS within each.
-MODULES  := . sdk
+# The engine's module (.), the Go SDK's (sdk/, a module of its own so that its users do not
+# pull the engine's dependencies) and the Helm chart's tests (deploy/helm, which keeps Helm's
+# and Kubernetes' modules out of the engine's): test, lint, bench and fuzz run in each, PKGS
+# within each.
+MODULES  := . sdk deploy/helm
 
 .PHONY: build run test test-fdb lint bench bench-compare fuzz clean
 
@@ -20,7 +22,7 @@ run: build
 	./$(BIN) start --listen :6420 --db file://data/berth
 
 # What CI runs: formatting, a tidy go.mod, vet, staticcheck, and every test with the race
-# detector, in both modules (all of them, even after a failure).
+# detector, in every module (all of them, even after a failure).
 test: lint
 	@status=0; for m in $(MODULES); do \
 		echo "== go test in $$m"; \
@@ -77,7 +79,7 @@ bench-compare: build
 	$(GO) build -o bin/bench-compare ./bench/compare
 	./bin/bench-compare -berth $(BIN) $(BENCH_COMPARE_FLAGS)
 
-# Run every fuzzer in the repository (both modules) for FUZZTIME each (default 30s);
+# Run every fuzzer in the repository (every module) for FUZZTIME each (default 30s);
 # FUZZFLAGS adds go test flags (-parallel 1 keeps it to one core).
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
