@@ -1876,6 +1876,14 @@ type ClientInterface interface {
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
 	//
+	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+	// later) starts its actors on demand: each start, wake or move of an actor is a
+	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+	// connect on their own.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /runner-configs/{runner_name} (the `RunnerConfigsUpsert` operationId).
@@ -1902,6 +1910,14 @@ type ClientInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+	// later) starts its actors on demand: each start, wake or move of an actor is a
+	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+	// connect on their own.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2595,6 +2611,14 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
 //
+// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+// later) starts its actors on demand: each start, wake or move of an actor is a
+// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+// connect on their own.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /runner-configs/{runner_name} (the `RunnerConfigsUpsert` operationId).
@@ -2631,6 +2655,14 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+// later) starts its actors on demand: each start, wake or move of an actor is a
+// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+// connect on their own.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4803,6 +4835,14 @@ type ClientWithResponsesInterface interface {
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
 	//
+	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+	// later) starts its actors on demand: each start, wake or move of an actor is a
+	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+	// connect on their own.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /runner-configs/{runner_name} (the `RunnerConfigsUpsert` operationId).
@@ -4829,6 +4869,14 @@ type ClientWithResponsesInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+	// later) starts its actors on demand: each start, wake or move of an actor is a
+	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+	// connect on their own.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7708,6 +7756,14 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
 //
+// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+// later) starts its actors on demand: each start, wake or move of an actor is a
+// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+// connect on their own.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /runner-configs/{runner_name} (the `RunnerConfigsUpsert` operationId).
@@ -7740,6 +7796,14 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
+// later) starts its actors on demand: each start, wake or move of an actor is a
+// `POST {url}/start` carrying the start command, and a failed one puts the actor to
+// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
+// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
+// connect on their own.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "0d7b225802fb620031947e2ed19a128ba267f11b06062437ce24e18d455d86aa"
+const SpecSHA256 = "560ea1aa223f011a094c7283dbbb99053a9c8c09b0ccfac2d13117692b486f1b"
