@@ -56,6 +56,12 @@ func ReferenceBinary(logf func(format string, args ...any)) (string, error) {
 // configuration (auth, pegboard, database, …), replacing those of the same name.
 func ReferenceCommand(bin, dir string, guard, peer, metrics int, extra ...map[string]any) (*exec.Cmd, error) {
 	cfg := map[string]any{
+		// The datacenter's URLs are the ports it listens on: the reference sends its public
+		// URL to serverless endpoints (x-rivet-endpoint), which rivetkit checks.
+		"topology": map[string]any{"datacenter_label": 1, "datacenters": map[string]any{
+			"default": map[string]any{"datacenter_label": 1, "is_leader": true,
+				"public_url": fmt.Sprintf("http://127.0.0.1:%d", guard), "peer_url": fmt.Sprintf("http://127.0.0.1:%d", peer)},
+		}},
 		"guard":    map[string]any{"host": "127.0.0.1", "port": guard},
 		"api_peer": map[string]any{"host": "127.0.0.1", "port": peer},
 		"metrics":  map[string]any{"host": "127.0.0.1", "port": metrics},

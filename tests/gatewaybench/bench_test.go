@@ -42,14 +42,13 @@ type figures struct {
 
 func BenchmarkGatewaySideBySide(b *testing.B) {
 	harness.NeedNode(b)
-	refBin := referenceBinary(b)
 
 	// The client names rotating addresses in X-Forwarded-For (sidebyside.XFF), which berth
 	// believes only from a trusted proxy.
 	berth := harness.StartEngine(b, harness.Settings{Configure: func(cfg map[string]any) {
 		cfg["guard"].(map[string]any)["trusted_proxies"] = []string{"127.0.0.1"}
 	}})
-	refURL, refPID := startReference(b, refBin)
+	refURL, refPID := harness.StartReference(b)
 	plainPort := harness.FreePorts(b, 1)[0]
 
 	plain := harness.StartNode(b, "plain-server", "bench-echo-runner.mjs", []string{"PLAIN_PORT=" + strconv.Itoa(plainPort)})
@@ -232,50 +231,5 @@ func echoActor(b *testing.B, name, url string) (string, int) {
 			b.Fatalf("%s: the echo actor does not answer: %v", name, err)
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
-	}
-}
-
-// referenceBinary returns the rivet-engine binary (sidebyside.ReferenceBinary); it skips b
-// when there is none.
-func referenceBinary(b *testing.B) string {
-	b.Helper()
-	bin, err := sidebyside.ReferenceBinary(b.Logf)
-	if err != nil {
-		b.Skip(err)
-	}
-	return bin
-}
-
-// startReference runs the Rivet engine (sidebyside.ReferenceCommand) on loopback ports with
-// its store in a temporary directory and waits until it answers; it returns its URL and
-// process id.
-func startReference(b *testing.B, bin string) (string, int) {
-	b.Helper()
-	ports := harness.FreePorts(b, 3)
-	cmd, err := sidebyside.ReferenceCommand(bin, b.TempDir(), ports[0], ports[1], ports[2])
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := harness.StartProc(b, "rivet-engine", cmd)
-	url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	client := &http.Client{Timeout: time.Second}
-	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(readyWithin)
-	for {
-		resp, err := client.Get(url + "/metadata")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url, p.PID()
-			}
-		}
-		select {
-		case <-p.Exited():
-			b.Fatalf("rivet-engine exited before it answered:\n%s", harness.Tail(p.Stderr(), 30))
-		case <-time.After(50 * time.Millisecond): // polling interval
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("rivet-engine does not answer /metadata after %v (last error %v)", readyWithin, err)
-		}
 	}
 }

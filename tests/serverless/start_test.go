@@ -75,7 +75,7 @@ func awaitWake(app *harness.Proc) {
 }
 
 // increment calls the counter's increment(by) through the gateway and returns the count.
-func increment(t *testing.T, e *harness.Engine, aid string, by int) int {
+func increment(t testing.TB, e *harness.Engine, aid string, by int) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, e.URL+"/gateway/"+aid+"/action/increment", strings.NewReader(`{"args":[`+itoa(by)+`]}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -97,7 +97,7 @@ func increment(t *testing.T, e *harness.Engine, aid string, by int) int {
 	return out.Output
 }
 
-func asleep(t *testing.T, e *harness.Engine, aid string) bool {
+func asleep(t testing.TB, e *harness.Engine, aid string) bool {
 	var out struct {
 		Actors []struct {
 			SleepTs *int64 `json:"sleep_ts"`

@@ -1,0 +1,161 @@
+package serverless
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/bench/sidebyside"
+	"github.com/berthhq/berth/tests/internal/harness"
+)
+
+// benchRounds is how many actors each engine starts one after the other; burstSize how
+// many it is asked for at once.
+const (
+	benchRounds = 10
+	burstSize   = 100
+)
+
+// BenchmarkServerlessSideBySide starts actors of a serverless envoy pool on berth and on
+// the Rivet engine 2.3.19 in one run, each engine with its own rivetkit 2.3.19 app served by
+// rivetkit's serverless handler on loopback (docs/serverless.md § 7 has the reference's own
+// figures):
+//   - start: an actor created (POST /actors) until its first action answers through the
+//     gateway, one after the other, the engines alternating; every one is a new POST
+//     {url}/start, the app's envoy already connected (rivetkit keeps one per process);
+//   - burst: burstSize actors created at once, each until its first answer (median, slowest).
+//
+// min_runners has no effect on envoy pools (the reference makes no /start ahead of demand),
+// so there is no warm-pool row. Reported: berth-…-ms, ref-…-ms and their ratios.
+func BenchmarkServerlessSideBySide(b *testing.B) {
+	needApps(b)
+	berth := startLoopbackEngine(b)
+	refURL, _ := harness.StartReference(b)
+	engines := []string{berth.URL, refURL}
+	for i, engine := range engines {
+		app, _ := startApp(b, []string{"berth", "reference"}[i]+" app", filepath.Join(harness.NPMDir, "..", "npm23"), "serverless-app.mjs",
+			"RIVET_ENDPOINT="+engine, "RIVET_RUN_SERVICES=0")
+		body := map[string]any{"datacenters": map[string]any{"default": map[string]any{
+			"serverless": map[string]any{"url": app, "request_lifespan": 3600}}}}
+		if status, out := send(engine, http.MethodPut, "/runner-configs/bench?namespace=default", body); status != http.StatusOK {
+			b.Fatalf("PUT on %s: %d %s", engine, status, out)
+		}
+		mustStart(b, engine, "warm") // the app's envoy connects
+	}
+	start := make([][]time.Duration, 2)
+	for round := range benchRounds {
+		for j := range engines {
+			i := (round + j) % 2 // each engine goes first every other round
+			start[i] = append(start[i], mustStart(b, engines[i], "s"+strconv.Itoa(round)))
+		}
+	}
+	burst := make([][]time.Duration, 2)
+	for i, engine := range engines {
+		b.Logf("%s is %s", []string{"berth", "the reference"}[i], engine)
+		burst[i] = startMany(b, engine, burstSize)
+	}
+	for _, m := range []struct {
+		name string
+		d    [][]time.Duration
+		p    float64
+	}{{"start-p50", start, 50}, {"burst-p50", burst, 50}, {"burst-max", burst, 100}} {
+		bm, ref := ms(sidebyside.Percentile(m.d[0], m.p)), ms(sidebyside.Percentile(m.d[1], m.p))
+		b.ReportMetric(bm, "berth-"+m.name+"-ms")
+		b.ReportMetric(ref, "ref-"+m.name+"-ms")
+		b.ReportMetric(bm/ref, "ratio-"+m.name)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// mustStart is startOne, failing tb on an error.
+func mustStart(tb testing.TB, engine, key string) time.Duration {
+	tb.Helper()
+	d, err := startOne(engine, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// startOne creates an actor of pool "bench" on engine with key and calls its increment
+// action until it answers 200 (the gateway of either engine may answer an error while the
+// actor starts); it returns the time from the create to that answer.
+func startOne(engine, key string) (time.Duration, error) {
+	t0 := time.Now()
+	status, out := send(engine, http.MethodPost, "/actors?namespace=default",
+		map[string]any{"name": "counter", "key": key, "runner_name_selector": "bench", "crash_policy": "sleep"})
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("create on %s: %d %s", engine, status, out)
+	}
+	var created struct {
+		Actor struct {
+			ActorID string `json:"actor_id"`
+		} `json:"actor"`
+	}
+	if err := json.Unmarshal(out, &created); err != nil {
+		return 0, err
+	}
+	deadline := t0.Add(60 * time.Second)
+	for {
+		status, out = send(engine, http.MethodPost, "/gateway/"+created.Actor.ActorID+"/action/increment", map[string]any{"args": []int{1}})
+		if status == http.StatusOK {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("actor %s on %s: no answer in 60 s, last %d %s", key, engine, status, out)
+		}
+		time.Sleep(10 * time.Millisecond) // retry interval while the actor starts
+	}
+}
+
+// startMany runs n startOne at once and returns their times.
+func startMany(tb testing.TB, engine string, n int) []time.Duration {
+	tb.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	out := make([]time.Duration, 0, n)
+	prefix := fmt.Sprintf("burst-%d", time.Now().UnixNano())
+	for i := range n {
+		wg.Go(func() {
+			d, err := startOne(engine, prefix+"-"+strconv.Itoa(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, d)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		tb.Fatalf("%d of %d actors failed on %s, the first: %v", len(errs), n, engine, errs[0])
+	}
+	return out
+}
+
+// send makes one JSON request to engine (no token: both engines run without one here).
+func send(engine, method, path string, body any) (int, []byte) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, engine+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Rivet-Encoding", "json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(resp.Body)
+	return resp.StatusCode, out.Bytes()
+}
