@@ -166,10 +166,13 @@ func TestActorsEngines(t *testing.T) {
 	if a.Datacenter != "us" {
 		t.Fatalf("created in %s", a.Datacenter)
 	}
-	// The pool has no config in eu, so a create there is refused.
-	if _, err := eu.Actors().Create(ctx, client.ActorCreateOptions{Name: "counter", Pool: "pool", CrashPolicy: client.CrashRestart}); !errors.Is(err, &client.APIError{Group: "actor", Code: "no_runner_config_configured"}) {
+	// The pool has no config in eu: a create there by name is refused (one that names no
+	// datacenter goes where the pool has a free runner: the end of the test).
+	if _, err := eu.Actors().Create(ctx, client.ActorCreateOptions{Name: "counter", Pool: "pool", CrashPolicy: client.CrashRestart,
+		Datacenter: "eu"}); !errors.Is(err, &client.APIError{Group: "actor", Code: "no_runner_config_configured"}) {
 		t.Fatalf("create in eu: %v", err)
 	}
+
 	running := waitActor(t, ap, a.ActorId, "connectable", func(a client.Actor) bool { return a.ConnectableTs != nil })
 	if running.StartTs == nil || running.Datacenter != "us" {
 		t.Fatalf("running: %+v", running)
@@ -222,6 +225,10 @@ func TestActorsEngines(t *testing.T) {
 	if _, created, err := eu.Actors().GetOrCreate(ctx, client.ActorCreateOptions{Name: "counter", Key: "k1", Pool: "pool",
 		CrashPolicy: client.CrashRestart, Datacenter: "us"}); err != nil || !created {
 		t.Fatalf("GetOrCreate after destroy: %v %v", created, err)
+	}
+	// Through eu, naming no datacenter: created where the pool has a free runner, us.
+	if moved, err := eu.Actors().Create(ctx, client.ActorCreateOptions{Name: "counter", Pool: "pool", CrashPolicy: client.CrashRestart}); err != nil || moved.Datacenter != "us" {
+		t.Fatalf("create through eu naming no datacenter: %v, in %q; want us", err, moved.Datacenter)
 	}
 	// An id of no datacenter, and a malformed one.
 	if err := ap.Actors().Destroy(ctx, id.New(9).String()); !errors.Is(err, &client.APIError{Group: "actor", Code: "not_found"}) {
