@@ -160,6 +160,7 @@ Exit status: 0 on success, 1 on an error, 2 on a usage error.`,
 		c.actorsCommand(),
 		c.tokensCommand(),
 		c.doctorCommand(),
+		c.healthCommand(),
 	)
 	for _, cmd := range c.transferCommands() {
 		root.AddCommand(cmd)
