@@ -24,7 +24,7 @@ COPY . .
 RUN mkdir -p /rootfs/etc/ssl/certs /data \
  && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
  && CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-X main.version=${VERSION} -X main.gitSHA=${GIT_SHA} -X main.buildTimestamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.gitSHA=${GIT_SHA} -X main.buildTimestamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
       -o /rootfs/berth ./engine/cmd/berth
 
 FROM scratch

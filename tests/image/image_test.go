@@ -71,7 +71,7 @@ func buildContext(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version="+version,
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, // as the Dockerfile
 		"-o", filepath.Join(dir, "rootfs", "berth"), harness.BerthPackage)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -199,11 +199,13 @@ func TestImage(t *testing.T) {
 			Volumes      map[string]any
 		}
 		Healthcheck *struct{ Test []string }
+		Size        int64
 	}
 	if err := json.Unmarshal([]byte(out), &inspected); err != nil || len(inspected) != 1 {
 		t.Fatalf("image inspect %s: %v", out, err)
 	}
 	cfg := inspected[0].Config
+	t.Logf("image size %.1f MB", float64(inspected[0].Size)/1e6)
 	if h := inspected[0].Healthcheck; h == nil || strings.Join(h.Test, " ") != "CMD /berth health" {
 		t.Errorf("image health check %+v, want CMD /berth health", h)
 	}
@@ -260,34 +262,39 @@ func TestImage(t *testing.T) {
 	}
 
 	// The Go example runner, outside the container, through the published port.
-	var runnerLog syncBuffer
-	runner := exec.Command(harness.Build(t, counterPkg), "-endpoint", base, "-token", token, "-pool", "counter")
-	runner.Stdout, runner.Stderr = &runnerLog, &runnerLog
-	if err := runner.Start(); err != nil {
-		t.Fatal(err)
+	startRunner := func(name string) *syncBuffer {
+		t.Helper()
+		var out syncBuffer
+		cmd := exec.Command(harness.Build(t, counterPkg), "-endpoint", base, "-token", token, "-pool", "counter")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("%s:\n%s", name, harness.Tail([]byte(out.String()), 40))
+			}
+		})
+		return &out
 	}
-	defer func() {
-		_ = runner.Process.Signal(syscall.SIGKILL)
-		_ = runner.Wait()
+	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("runner:\n%s", harness.Tail([]byte(runnerLog.String()), 40))
 			t.Logf("container:\n%s", harness.Tail([]byte(logs()), 40))
 		}
-	}()
-	awaitRunner := func() {
-		t.Helper()
-		await(t, "the counter runner listed", 30*time.Second, func() (bool, string) {
-			code, body := call(http.MethodGet, base+"/runners?namespace=default&name=counter", "")
-			var l struct {
-				Runners []struct {
-					Name string `json:"name"`
-				} `json:"runners"`
-			}
-			_ = json.Unmarshal([]byte(body), &l)
-			return code == 200 && len(l.Runners) == 1, fmt.Sprintf("%d %s", code, body)
-		})
-	}
-	awaitRunner()
+	})
+	runnerLog := startRunner("runner")
+	await(t, "the counter runner listed", 30*time.Second, func() (bool, string) {
+		code, body := call(http.MethodGet, base+"/runners?namespace=default&name=counter", "")
+		var l struct {
+			Runners []struct {
+				Name string `json:"name"`
+			} `json:"runners"`
+		}
+		_ = json.Unmarshal([]byte(body), &l)
+		return code == 200 && len(l.Runners) == 1, fmt.Sprintf("%d %s", code, body)
+	})
 
 	code, body := call(http.MethodPost, base+"/actors?namespace=default",
 		`{"name":"counter","runner_name_selector":"counter","key":"image","crash_policy":"sleep"}`)
@@ -340,12 +347,13 @@ func TestImage(t *testing.T) {
 	}
 	t.Logf("podman stop took %v; %s", stopped.Round(time.Millisecond), drained)
 
-	// The count lives in the volume: a new container on it serves the same actor, once the
-	// runner has reconnected (it retries on its own).
+	// The count lives in the volume: a new container on it serves the same actor on a new
+	// runner, once the first one counts as lost (pegboard.runner_lost_threshold, 15 s) and
+	// the actor, which sleeps then, is woken by the request.
 	remove()
 	start()
-	awaitRunner()
-	await(t, "the count after a restart on the same volume", 60*time.Second, func() (bool, string) {
+	startRunner("second runner")
+	await(t, "the count after a restart on the same volume", 90*time.Second, func() (bool, string) {
 		code, body := call(http.MethodGet, gateway, "")
 		return code == 200 && body == "2", fmt.Sprintf("%d %s", code, body)
 	})
