@@ -18,7 +18,7 @@ build:
 # Release archives in dist/: for each of RELEASE_PLATFORMS a static binary (CGO_ENABLED=0, so
 # no FoundationDB driver) with the version stamped, in berth-VERSION-OS-ARCH.tar.gz beside its
 # SPDX 2.3 software bill of materials (tools/sbom, from the build information Go records),
-# then SHA256SUMS of every file. VERSION defaults to git describe.
+# then SHA256SUMS of the archives and documents. VERSION defaults to git describe.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release:
 	rm -rf dist && mkdir -p dist
@@ -33,7 +33,7 @@ release:
 		tar -C dist -czf dist/$$name.tar.gz $$name; rm -rf dist/$$name; \
 	done
 	rm dist/.sbom
-	cd dist && if command -v sha256sum >/dev/null; then sha256sum *; else shasum -a 256 *; fi > SHA256SUMS
+	cd dist && if command -v sha256sum >/dev/null; then sha256sum *.tar.gz *.spdx.json; else shasum -a 256 *.tar.gz *.spdx.json; fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
 	@ls -l dist
 
 # The engine with the embedded store (data in ./data) on port 6420.
