@@ -1,14 +1,19 @@
-# berth built with the FoundationDB driver (-tags fdb). The build needs the
-# FoundationDB client's headers and library, the runtime its library: both
-# come from the foundationdb-clients package of the same 7.3 release as the
-# server (API version 730).
-ARG FDB_VERSION=7.3.69
+# berth's default image: the static binary (embedded store, PostgreSQL, NATS; FoundationDB is
+# in Dockerfile.fdb) on an empty base, run as an unprivileged user (65532), data in /data.
+#
+#   docker build -t berth --build-arg VERSION=$(git describe --always) .
+#   podman build --format docker -t berth .     # the OCI format drops HEALTHCHECK
+#   docker run -d -p 6420:6420 -v berth-data:/data --stop-timeout 30 \
+#       -e BERTH__auth__admin_token=... berth
+#
+# docs/deploy.md explains each choice. deploy/container/Dockerfile.prebuilt makes the same
+# image around a binary built outside (tests/image uses it): keep the instructions after
+# `FROM scratch` alike in both files; the test compares them.
+ARG GO_IMAGE=golang:1.26-bookworm
 
-FROM golang:1.26-bookworm AS build
-ARG FDB_VERSION
-RUN curl -fsSL -o /tmp/fdb-clients.deb \
-      "https://github.com/apple/foundationdb/releases/download/${FDB_VERSION}/foundationdb-clients_${FDB_VERSION}-1_amd64.deb" \
- && dpkg -i /tmp/fdb-clients.deb
+FROM ${GO_IMAGE} AS build
+ARG VERSION=dev
+ARG GIT_SHA=unknown
 WORKDIR /src
 # The Go SDK is a module of its own that go.mod replaces with ./sdk: its go.mod must be there
 # for the download to resolve.
@@ -16,12 +21,24 @@ COPY go.mod go.sum ./
 COPY sdk/go.mod sdk/go.sum ./sdk/
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=1 go build -tags fdb -trimpath -o /out/berth ./engine/cmd/berth
+RUN mkdir -p /rootfs/etc/ssl/certs /data \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
+ && CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.gitSHA=${GIT_SHA} -X main.buildTimestamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      -o /rootfs/berth ./engine/cmd/berth
 
-FROM debian:bookworm-slim
-COPY --from=build /tmp/fdb-clients.deb /tmp/fdb-clients.deb
-RUN dpkg -i /tmp/fdb-clients.deb && rm /tmp/fdb-clients.deb
-COPY --from=build /out/berth /usr/local/bin/berth
+FROM scratch
+COPY --from=build /rootfs/ /
+COPY --from=build --chown=65532:65532 /data /data
+# The guard port on every IPv4 address: without auth.admin_token (or auth.allow_anonymous)
+# berth then refuses to start, instead of serving only the container's loopback.
+ENV BERTH__database__url=file:///data/berth \
+    BERTH__guard__host=0.0.0.0 \
+    BERTH_ENDPOINT=http://127.0.0.1:6420
+USER 65532:65532
+VOLUME ["/data"]
 EXPOSE 6420 6421 6430
-ENTRYPOINT ["berth"]
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 CMD ["/berth", "health"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/berth"]
 CMD ["start"]

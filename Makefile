@@ -12,10 +12,31 @@ PKGS     := ./...
 # within each.
 MODULES  := . sdk deploy/helm
 
-.PHONY: build run test test-fdb lint bench bench-compare fuzz clean
+.PHONY: build run test test-fdb lint bench bench-compare fuzz release clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./engine/cmd/berth
+
+# Release archives in dist/: for each of RELEASE_PLATFORMS a static binary (CGO_ENABLED=0, so
+# no FoundationDB driver) with the version stamped, in berth-VERSION-OS-ARCH.tar.gz beside its
+# SPDX 2.3 software bill of materials (tools/sbom, from the build information Go records),
+# then SHA256SUMS of the archives and documents. VERSION defaults to git describe.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	rm -rf dist && mkdir -p dist
+	$(GO) build -o dist/.sbom ./tools/sbom
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=berth-$(VERSION)-$$os-$$arch; \
+		echo "== $$name"; mkdir -p dist/$$name; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' \
+			-o dist/$$name/berth ./engine/cmd/berth; \
+		cp README.md dist/$$name/; \
+		dist/.sbom -out dist -version $(VERSION) dist/$$name/berth:$$name; \
+		tar -C dist -czf dist/$$name.tar.gz $$name; rm -rf dist/$$name; \
+	done
+	rm dist/.sbom
+	cd dist && if command -v sha256sum >/dev/null; then sha256sum *.tar.gz *.spdx.json; else shasum -a 256 *.tar.gz *.spdx.json; fi > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	@ls -l dist
 
 # The engine with the embedded store (data in ./data) on port 6420.
 run: build
@@ -95,4 +116,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -51,6 +52,13 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Observability holds test hooks of the tracing and the store census (observe.go).
 	Observability ObservabilityOptions
+	// Reload, when set, makes Run read the TLS certificate files again at each value received
+	// (berth start sends SIGHUP there).
+	Reload <-chan os.Signal
+	// Notify, when set, is told Run's state in the words of systemd's sd_notify protocol:
+	// "READY=1" with a STATUS line once serving, "RELOADING=1" then "READY=1" around a
+	// reload, "STOPPING=1" when a drain begins.
+	Notify func(state string)
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -392,16 +400,32 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	var cause error
-	mode := Handoff
-	select {
-	case <-ctx.Done():
-	case mode = <-e.shutdownReq:
-	case cause = <-e.Failed():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
-		defer cancel()
-		return errors.Join(cause, e.Shutdown(sctx))
+	notify := opts.Notify
+	if notify == nil {
+		notify = func(string) {}
 	}
+	notify(fmt.Sprintf("READY=1\nSTATUS=serving: public %s, api-peer %s, metrics %s",
+		e.public.ln.Addr(), e.peer.ln.Addr(), e.metrics.ln.Addr()))
+	mode := Handoff
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case mode = <-e.shutdownReq:
+			break wait
+		case <-opts.Reload:
+			notify("RELOADING=1")
+			_ = e.ReloadTLS() // logged; the previous certificates stay in use
+			notify("READY=1")
+		case cause := <-e.Failed():
+			notify("STOPPING=1")
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+			defer cancel()
+			return errors.Join(cause, e.Shutdown(sctx))
+		}
+	}
+	notify("STOPPING=1")
 	e.Drain(mode)
 	done := make(chan struct{})
 	go func() {

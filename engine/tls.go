@@ -3,8 +3,11 @@ package engine
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/internal/tlsfiles"
@@ -18,17 +21,20 @@ type tlsConfigs struct {
 	// relays, proxied gateway requests), verifying them against api_peer.tls.ca_file and
 	// presenting this node's certificate when asked.
 	outbound *http.Transport
+	// pairs are the certificate files read, by configuration key, for ReloadTLS.
+	pairs map[string]*tlsfiles.Pair
 }
 
 // loadTLS reads the certificate files the configuration names; an error names the file.
 func loadTLS(cfg *config.Config) (tlsConfigs, error) {
-	var out tlsConfigs
+	out := tlsConfigs{pairs: map[string]*tlsfiles.Pair{}}
 	if t := cfg.Guard.TLS; t.Enabled() {
 		pair, err := tlsfiles.LoadPair(t.CertFile, t.KeyFile)
 		if err != nil {
 			return out, fmt.Errorf("guard.tls: %w", err)
 		}
 		out.guard = tlsfiles.Server(pair, nil)
+		out.pairs["guard.tls"] = pair
 	}
 	t := cfg.APIPeer.TLS
 	var pair *tlsfiles.Pair
@@ -37,6 +43,7 @@ func loadTLS(cfg *config.Config) (tlsConfigs, error) {
 		if pair, err = tlsfiles.LoadPair(t.CertFile, t.KeyFile); err != nil {
 			return out, fmt.Errorf("api_peer.tls: %w", err)
 		}
+		out.pairs["api_peer.tls"] = pair
 	}
 	roots, err := tlsfiles.LoadCAs(t.CAFile, true)
 	if err != nil {
@@ -63,4 +70,27 @@ func scheme(c *tls.Config) string {
 		return "https"
 	}
 	return "http"
+}
+
+// ReloadTLS reads the certificate and key files of guard.tls and api_peer.tls again now (they
+// are also read again within a second of a change of their modification times). A pair that
+// fails to load keeps its previous certificate; the error names its key. CA files are read
+// only at start.
+func (e *Engine) ReloadTLS() error {
+	var errs []error
+	var read []string
+	for _, key := range slices.Sorted(maps.Keys(e.tls.pairs)) {
+		if err := e.tls.pairs[key].Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			continue
+		}
+		read = append(read, key)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		e.log.Warn("tls: certificate files not read again; the previous certificates stay in use", "error", err, "read", read)
+	} else {
+		e.log.Info("tls: certificate files read again", "read", read)
+	}
+	return err
 }

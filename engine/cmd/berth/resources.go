@@ -393,38 +393,6 @@ func (c *cli) datacentersCommand() *cobra.Command {
 	return c.clientFlags(group("datacenters", "List the datacenters", list))
 }
 
-// --- the engine itself
-
-func (c *cli) healthCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "health",
-		Short: "Show whether the engine answers, and its build (GET /health and /metadata)",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client(cmd)
-			if err != nil {
-				return err
-			}
-			h, err := cl.Health(cmd.Context())
-			if err != nil {
-				return err
-			}
-			m, err := cl.Metadata(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if c.jsonOut {
-				return c.printJSON(map[string]any{"health": h, "metadata": m})
-			}
-			_, err = fmt.Fprintf(c.out, "%s: %s %s (commit %s, built %s, %s; runner protocol %s, envoy protocol %s)\n",
-				h.Status, m.Runtime, deref(&m.Version), deref(m.GitSha), deref(m.BuildTimestamp), deref(m.GoVersion),
-				deref(m.RunnerProtocolVersion), deref(m.EnvoyProtocolVersion))
-			return err
-		},
-	}
-	return c.clientFlags(cmd)
-}
-
 // deref shows an optional field; "-" for none or an empty one.
 func deref[T any](p *T) string {
 	if p == nil {

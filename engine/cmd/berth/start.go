@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -75,6 +78,10 @@ node.shutdown_drain_ms bounds it, default 25000; node.releases bounds the owners
 flight, default 128; BERTH_SHUTDOWN_DRAIN_MS and BERTH_RELEASES are aliases): the public API, the runner and envoy sockets and the
 actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 6430.
 
+SIGHUP reads the TLS certificate and key files again (they are also read within a second of a
+change). Under systemd with Type=notify (NOTIFY_SOCKET set), berth reports READY=1 once it
+serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
+
 ` + configHelp + ` Unknown keys and bad values stop the engine before it starts.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -92,7 +99,13 @@ actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 
 				return fmt.Errorf("start: %w", err)
 			}
 			defer gcfloor.Start(uint64(cfg.Node.GCHeapFloorMiB)<<20, c.environ)()
-			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log})
+			// SIGHUP reads the TLS certificate files again (systemctl reload) instead of
+			// ending the process, Go's default.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
+				Reload: hup, Notify: sdNotifier(c.getenv("NOTIFY_SOCKET"))})
 		},
 	}
 	cf.add(cmd)

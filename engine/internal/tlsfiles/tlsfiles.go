@@ -53,6 +53,10 @@ func (p *Pair) Certificate() *tls.Certificate {
 	return p.cert
 }
 
+// Reload reads the files again now, whatever their modification times say (SIGHUP, for a
+// renewal that kept them). On an error the certificate read before stays in use.
+func (p *Pair) Reload() error { return p.reload() }
+
 func (p *Pair) reload() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
