@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -48,6 +49,9 @@ func allValueCases() []valueCase {
 	meta := `{"region":"fra"}`
 	return []valueCase{
 		vc(NamespaceNameKey{}, "default", "64656661756c74"),
+		vc(SchemaVersionKey{}, uint32(1), "00000001"),
+		vc(RunnerPoolErrorKey{}, PoolError{Error: json.RawMessage(`{"serverless_http_error":{"status_code":503}}`), Successes: 2},
+			"00000002"+hex.EncodeToString([]byte(`{"serverless_http_error":{"status_code":503}}`))),
 		vc(NamespaceDisplayNameKey{}, "Default", ""),
 		vc(NamespaceCreateTsKey{}, 0x0102030405060708, "0102030405060708"),
 		vc(NamespaceByNameKey{}, ns1, idHex(ns1)),
