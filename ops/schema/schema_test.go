@@ -8,21 +8,11 @@ import (
 	"testing"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/internal/opstest"
 	"github.com/berthhq/berth/pkg/udb"
-	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
-
-func open(t *testing.T) udb.Database {
-	t.Helper()
-	db, err := udb.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 func stored(t *testing.T, db udb.Database) (uint32, bool) {
 	t.Helper()
@@ -50,7 +40,7 @@ func setStored(t *testing.T, db udb.Database, v uint32) {
 // A store without a version (new, or written before versions were recorded) has version 1,
 // which is then recorded.
 func TestUpgradeRecordsTheVersion(t *testing.T) {
-	db := open(t)
+	db := opstest.Open(t)
 	from, to, err := Upgrade(context.Background(), db, Migrations, quiet)
 	if err != nil || from != 1 || to != Current {
 		t.Fatalf("Upgrade: %d → %d, %v", from, to, err)
@@ -62,7 +52,7 @@ func TestUpgradeRecordsTheVersion(t *testing.T) {
 
 // A store of a newer version is refused, and left as it was.
 func TestUpgradeRefusesANewerStore(t *testing.T) {
-	db := open(t)
+	db := opstest.Open(t)
 	setStored(t, db, Current+1)
 	_, _, err := Upgrade(context.Background(), db, Migrations, quiet)
 	if !errors.Is(err, ErrNewer) || !strings.Contains(err.Error(), "schema version is 2 and this build reads up to 1") {
@@ -76,7 +66,7 @@ func TestUpgradeRefusesANewerStore(t *testing.T) {
 // Migrations run in order from the store's version, each once; one that fails leaves the
 // store at the version before it, and runs again at the next Upgrade.
 func TestUpgradeRunsMigrations(t *testing.T) {
-	db := open(t)
+	db := opstest.Open(t)
 	ctx := context.Background()
 	var ran []string
 	failOnce := true
@@ -119,7 +109,7 @@ func TestUpgradeRunsMigrations(t *testing.T) {
 
 // A missing step is an error, not a skip.
 func TestUpgradeNeedsEveryStep(t *testing.T) {
-	db := open(t)
+	db := opstest.Open(t)
 	ms := []Migration{{To: 3, Name: "three", Run: func(context.Context, udb.Database, *slog.Logger) error { return nil }}}
 	if _, _, err := Upgrade(context.Background(), db, ms, quiet); err == nil || !strings.Contains(err.Error(), "no migration from schema version 1 to 2") {
 		t.Fatalf("Upgrade with a gap: %v", err)

@@ -22,20 +22,7 @@ func TestEnvoyPoolStartsOnDemand(t *testing.T) {
 		"RIVET_ENDPOINT="+e.URL, "RIVET_RUN_SERVICES=0")
 	put(t, e, "sl23", url)
 
-	status, b := call(t, e, http.MethodPost, "/actors?namespace=default",
-		map[string]any{"name": "counter", "key": "k1", "runner_name_selector": "sl23", "crash_policy": "sleep"})
-	if status != http.StatusOK {
-		t.Fatalf("create: %d %s", status, b)
-	}
-	var created struct {
-		Actor struct {
-			ActorID string `json:"actor_id"`
-		} `json:"actor"`
-	}
-	if err := json.Unmarshal([]byte(b), &created); err != nil {
-		t.Fatal(err)
-	}
-	aid := created.Actor.ActorID
+	aid := createCounter(t, e, "sl23", "k1")
 	app.Await("a /start", within, func(ev harness.Event) bool {
 		return ev.Ev == "request" && strings.Contains(ev.Line, `"path":"/api/rivet/start"`)
 	})
@@ -66,6 +53,22 @@ func TestEnvoyPoolStartsOnDemand(t *testing.T) {
 	if n := app.Count("request"); n < 4 {
 		t.Errorf("the app saw %d requests, want two /metadata and two /start at least", n)
 	}
+}
+
+// createCounter creates a counter actor of pool with key through e's API and returns its id.
+func createCounter(t testing.TB, e *harness.Engine, pool, key string) string {
+	t.Helper()
+	status, b := call(t, e, http.MethodPost, "/actors?namespace=default",
+		map[string]any{"name": "counter", "key": key, "runner_name_selector": pool, "crash_policy": "sleep"})
+	var created struct {
+		Actor struct {
+			ActorID string `json:"actor_id"`
+		} `json:"actor"`
+	}
+	if err := json.Unmarshal([]byte(b), &created); status != http.StatusOK || err != nil {
+		t.Fatalf("create in %s: %d %s", pool, status, b)
+	}
+	return created.Actor.ActorID
 }
 
 // awaitWake awaits the app's next wake event (its key is a list, which harness.Event does
@@ -125,17 +128,7 @@ func TestEnvoyPoolStartFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		status, b := call(t, e, http.MethodPost, "/actors?namespace=default",
-			map[string]any{"name": "counter", "key": "f" + itoa(i), "runner_name_selector": "fake", "crash_policy": "sleep"})
-		if status != http.StatusOK {
-			t.Fatalf("create: %d %s", status, b)
-		}
-		var created struct {
-			Actor struct {
-				ActorID string `json:"actor_id"`
-			} `json:"actor"`
-		}
-		_ = json.Unmarshal([]byte(b), &created)
+		aid := createCounter(t, e, "fake", "f"+itoa(i))
 		ev := proc.Await("a /start", within, func(ev harness.Event) bool {
 			return strings.Contains(ev.Line, `"path":"/api/rivet/start"`)
 		})
@@ -151,7 +144,7 @@ func TestEnvoyPoolStartFailures(t *testing.T) {
 			t.Errorf("/start %s: the request: %s", mode, ev.Line)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for !asleep(t, e, created.Actor.ActorID) {
+		for !asleep(t, e, aid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("/start %s: the actor did not sleep within 10 s", mode)
 			}
@@ -162,7 +155,7 @@ func TestEnvoyPoolStartFailures(t *testing.T) {
 				Error json.RawMessage `json:"error"`
 			} `json:"actors"`
 		}
-		e.GetJSON(t, "/actors?namespace=default&actor_ids="+created.Actor.ActorID, &out)
+		e.GetJSON(t, "/actors?namespace=default&actor_ids="+aid, &out)
 		if len(out.Actors) != 1 || (len(out.Actors[0].Error) != 0 && string(out.Actors[0].Error) != "null") {
 			t.Errorf("/start %s: the sleeping actor: %+v, want no error", mode, out.Actors)
 		}
@@ -205,18 +198,7 @@ func TestEnvoyPoolLifespan(t *testing.T) {
 	if status, b := call(t, e, http.MethodPut, "/runner-configs/short?namespace=default", body); status != 200 {
 		t.Fatalf("PUT: %d %s", status, b)
 	}
-	status, b := call(t, e, http.MethodPost, "/actors?namespace=default",
-		map[string]any{"name": "counter", "key": "l1", "runner_name_selector": "short", "crash_policy": "sleep"})
-	if status != http.StatusOK {
-		t.Fatalf("create: %d %s", status, b)
-	}
-	var created struct {
-		Actor struct {
-			ActorID string `json:"actor_id"`
-		} `json:"actor"`
-	}
-	_ = json.Unmarshal([]byte(b), &created)
-	aid := created.Actor.ActorID
+	aid := createCounter(t, e, "short", "l1")
 	isStart := func(ev harness.Event) bool { return strings.Contains(ev.Line, `"path":"/api/rivet/start"`) }
 	first := app.Await("a /start", within, isStart)
 	if got := increment(t, e, aid, 3); got != 3 {
