@@ -163,6 +163,25 @@ func TestEnvoyPoolStartFailures(t *testing.T) {
 			t.Errorf("/start %s: runner_pool_error %s, want %s", mode, got, wantPoolErrors[mode])
 		}
 	}
+
+	// A request through the gateway wakes the actor, whose start fails again: the gateway
+	// gives up after its wake retries, each one /start, as the reference does (it makes 9).
+	res, err := http.Post(base+"/_fake/mode", "application/json", strings.NewReader(`{"start":"status:503:down"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	aid := createCounter(t, e, "fake", "gateway")
+	proc.Await("its /start", within, func(ev harness.Event) bool { return strings.Contains(ev.Line, `"path":"/api/rivet/start"`) })
+	for !asleep(t, e, aid) {
+		time.Sleep(20 * time.Millisecond) // polling interval: the API has no change feed
+	}
+	before := proc.Count("request")
+	status, b := send(e.URL, http.MethodPost, "/gateway/"+aid+"/action/increment", map[string]any{"args": []int{1}})
+	starts := proc.Count("request") - before
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(b), `"code":"actor_wake_retries_exceeded"`) || starts < 1 || starts > 9 {
+		t.Errorf("gateway request to an actor whose starts fail: %d %s after %d /start requests", status, b, starts)
+	}
 }
 
 // wantPoolErrors is what the pool's runner_pool_error holds after each failing /start.
