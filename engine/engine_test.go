@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -170,8 +171,10 @@ func TestStartUndoesOnFailure(t *testing.T) {
 	cfg := testConfig("")
 	cfg.APIPeer.Port = uint16(busy.Addr().(*net.TCPAddr).Port)
 	_, err = Start(context.Background(), Options{Config: cfg, Log: quiet})
-	if err == nil || !strings.Contains(err.Error(), "api-peer: listen on 127.0.0.1:") {
-		t.Fatalf("Start = %v, want a listen error naming api-peer", err)
+	want := fmt.Sprintf("the api-peer listener cannot bind %s: address already in use; change it with api_peer.port", busy.Addr())
+	var le *ListenError
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &le) || le.Key != "api_peer" {
+		t.Fatalf("Start = %v, want a ListenError containing %q", err, want)
 	}
 
 	bad := testConfig("")
@@ -211,7 +214,7 @@ func TestStopAllDrains(t *testing.T) {
 				<-release
 				_, _ = io.WriteString(w, "done")
 			})
-			l, err := listen(context.Background(), "slow", []string{"127.0.0.1:0"}, h, limitsOf(config.Default().Guard), quiet)
+			l, err := listen(context.Background(), "slow", "guard", []string{"127.0.0.1:0"}, h, limitsOf(config.Default().Guard), quiet)
 			if err != nil {
 				t.Fatal(err)
 			}
