@@ -127,7 +127,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if e.auth, err = auth.New(auth.Options{AdminToken: cfg.Auth.AdminToken, TokensFile: cfg.Auth.TokensFile, Log: obs.log}); err != nil {
 		return nil, fmt.Errorf("engine: auth.tokens_file: %w", err)
 	}
-	topo := Topology(cfg.Topology)
+	topo := Topology(cfg.Advertised())
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
 	}

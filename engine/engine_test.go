@@ -317,3 +317,22 @@ func TestShutdownClosesIdleNewConnections(t *testing.T) {
 		t.Fatalf("Shutdown with a connection that sent nothing: %v", err)
 	}
 }
+
+// TestDatacentersFollowListen starts an engine on a port other than 6420 with the default
+// topology: /datacenters names the port it listens on, not the default's.
+func TestDatacentersFollowListen(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	cfg := testConfig("")
+	cfg.Guard.Port = uint16(port)
+	e := startEngine(t, cfg)
+	r := call(t, http.DefaultClient, e.PublicAddr(), "/datacenters", "")
+	want := fmt.Sprintf(`{"datacenters":[{"label":1,"name":"default","url":"http://127.0.0.1:%d"}],"pagination":{"cursor":null}}`, port)
+	if r.status != 200 || r.body != want {
+		t.Errorf("/datacenters: %d %s, want %s", r.status, r.body, want)
+	}
+}
