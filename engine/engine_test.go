@@ -336,3 +336,43 @@ func TestDatacentersFollowListen(t *testing.T) {
 		t.Errorf("/datacenters: %d %s, want %s", r.status, r.body, want)
 	}
 }
+
+// TestRootRedirectsBrowsers: a browser opening the engine's address is sent to the
+// dashboard; an API client asking for / gets the API's JSON 404, as on the Rivet engine.
+func TestRootRedirectsBrowsers(t *testing.T) {
+	e := startEngine(t, testConfig(""))
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(method, accept string) *http.Response {
+		req, err := http.NewRequest(method, "http://"+e.PublicAddr().String()+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	browser := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		if resp := get(method, browser); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui" {
+			t.Errorf("%s / as a browser: %d Location %q, want 302 /ui", method, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	r := call(t, http.DefaultClient, e.PublicAddr(), "/", "")
+	if r.status != http.StatusNotFound || !strings.Contains(r.body, `"group":`) {
+		t.Errorf("GET / as an API client: %d %s, want the JSON 404", r.status, r.body)
+	}
+	for _, accept := range []string{"application/json", "*/*"} {
+		if resp := get(http.MethodGet, accept); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET / Accept %s: %d, want 404", accept, resp.StatusCode)
+		}
+	}
+	if resp := get(http.MethodPost, browser); resp.StatusCode == http.StatusFound {
+		t.Errorf("POST / as a browser was redirected")
+	}
+}
