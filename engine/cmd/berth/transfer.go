@@ -47,9 +47,13 @@ func (c *cli) transferCommands() []*cobra.Command {
 		Short: "Copy every key of a store into a file",
 		Long: `Write every key and value of a store to a file (or stdout), in a checksummed format that
 berth import reads into any store (embedded, PostgreSQL, FoundationDB). Progress goes to
-stderr. An embedded store must not be open in a running engine.`,
+stderr. With no --out, stdout must be a file or a pipe: a terminal is refused. An embedded
+store must not be open in a running engine.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if out == "-" && isTerminal(c.out) {
+				return usagef("export: stdout is a terminal, and an export is binary: give --out FILE, or redirect it (berth export > FILE)")
+			}
 			dbURL, err := exp.url(c.environ)
 			if err != nil {
 				return err
