@@ -135,7 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if e.auth, err = auth.New(auth.Options{AdminToken: cfg.Auth.AdminToken, TokensFile: cfg.Auth.TokensFile, Log: obs.log}); err != nil {
 		return nil, fmt.Errorf("engine: auth.tokens_file: %w", err)
 	}
-	topo := Topology(cfg.Topology)
+	topo := Topology(cfg.Advertised())
 	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, undo []func()) ([]func(), error) {
 	var err error
 	lim := limitsOf(cfg.Guard)
-	if e.public, err = listen(ctx, "api-public", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), lim, e.log); err != nil {
+	if e.public, err = listen(ctx, "api-public", "guard", cfg.ListenAddrs(cfg.Guard.Host, cfg.Guard.Port), e.admit.wrap(svc.public), lim, e.log); err != nil {
 		return undo, err
 	}
 	if cfg.Guard.ProxyProtocol {
@@ -316,7 +316,7 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 	e.public.ln = connlimit.New(e.public.ln, int(cfg.Guard.MaxConnectionsPerClient), e.trusted.Contains, e.tls.guard != nil)
 	e.public.serveHeads(e.tls.guard)
 	undo = append(undo, func() { _ = e.public.ln.Close() })
-	if e.peer, err = listen(ctx, "api-peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, lim, e.log); err != nil {
+	if e.peer, err = listen(ctx, "api-peer", "api_peer", cfg.ListenAddrs(cfg.APIPeer.Host, cfg.APIPeer.Port), svc.peer, lim, e.log); err != nil {
 		return undo, err
 	}
 	e.peer.serveHeads(e.tls.peer)
@@ -325,7 +325,7 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 		return undo, fmt.Errorf("engine: %w", err)
 	}
 	undo = append(undo, e.cluster.Stop)
-	if e.metrics, err = listen(ctx, "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), lim, e.log); err != nil {
+	if e.metrics, err = listen(ctx, "metrics", "metrics", cfg.ListenAddrs(cfg.Metrics.Host, cfg.Metrics.Port), e.obs.metrics.Handler(cfg.Metrics.Pprof), lim, e.log); err != nil {
 		return undo, err
 	}
 	e.metrics.serveHeads(nil)

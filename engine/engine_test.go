@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -170,8 +171,10 @@ func TestStartUndoesOnFailure(t *testing.T) {
 	cfg := testConfig("")
 	cfg.APIPeer.Port = uint16(busy.Addr().(*net.TCPAddr).Port)
 	_, err = Start(context.Background(), Options{Config: cfg, Log: quiet})
-	if err == nil || !strings.Contains(err.Error(), "api-peer: listen on 127.0.0.1:") {
-		t.Fatalf("Start = %v, want a listen error naming api-peer", err)
+	want := fmt.Sprintf("the api-peer listener cannot bind %s: address already in use; change it with api_peer.port", busy.Addr())
+	var le *ListenError
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &le) || le.Key != "api_peer" {
+		t.Fatalf("Start = %v, want a ListenError containing %q", err, want)
 	}
 
 	bad := testConfig("")
@@ -211,7 +214,7 @@ func TestStopAllDrains(t *testing.T) {
 				<-release
 				_, _ = io.WriteString(w, "done")
 			})
-			l, err := listen(context.Background(), "slow", []string{"127.0.0.1:0"}, h, limitsOf(config.Default().Guard), quiet)
+			l, err := listen(context.Background(), "slow", "guard", []string{"127.0.0.1:0"}, h, limitsOf(config.Default().Guard), quiet)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,5 +315,64 @@ func TestShutdownClosesIdleNewConnections(t *testing.T) {
 	defer cancel()
 	if err := e.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown with a connection that sent nothing: %v", err)
+	}
+}
+
+// TestDatacentersFollowListen starts an engine on a port other than 6420 with the default
+// topology: /datacenters names the port it listens on, not the default's.
+func TestDatacentersFollowListen(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	cfg := testConfig("")
+	cfg.Guard.Port = uint16(port)
+	e := startEngine(t, cfg)
+	r := call(t, http.DefaultClient, e.PublicAddr(), "/datacenters", "")
+	want := fmt.Sprintf(`{"datacenters":[{"label":1,"name":"default","url":"http://127.0.0.1:%d"}],"pagination":{"cursor":null}}`, port)
+	if r.status != 200 || r.body != want {
+		t.Errorf("/datacenters: %d %s, want %s", r.status, r.body, want)
+	}
+}
+
+// TestRootRedirectsBrowsers: a browser opening the engine's address is sent to the
+// dashboard; an API client asking for / gets the API's JSON 404, as on the Rivet engine.
+func TestRootRedirectsBrowsers(t *testing.T) {
+	e := startEngine(t, testConfig(""))
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(method, accept string) *http.Response {
+		req, err := http.NewRequest(method, "http://"+e.PublicAddr().String()+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	browser := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		if resp := get(method, browser); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui" {
+			t.Errorf("%s / as a browser: %d Location %q, want 302 /ui", method, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	r := call(t, http.DefaultClient, e.PublicAddr(), "/", "")
+	if r.status != http.StatusNotFound || !strings.Contains(r.body, `"group":`) {
+		t.Errorf("GET / as an API client: %d %s, want the JSON 404", r.status, r.body)
+	}
+	for _, accept := range []string{"application/json", "*/*"} {
+		if resp := get(http.MethodGet, accept); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET / Accept %s: %d, want 404", accept, resp.StatusCode)
+		}
+	}
+	if resp := get(http.MethodPost, browser); resp.StatusCode == http.StatusFound {
+		t.Errorf("POST / as a browser was redirected")
 	}
 }

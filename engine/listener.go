@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/berthhq/berth/engine/config"
@@ -76,10 +76,10 @@ func limitsOf(g config.Guard) serverLimits {
 // listen opens the listener name on addrs (config.ListenAddrs): the first must bind, the
 // others (the IPv6 loopback beside the IPv4 one) are left out, with a log line, when they
 // cannot. The caller may wrap l.ln before serving, serveHeads last.
-func listen(ctx context.Context, name string, addrs []string, h http.Handler, lim serverLimits, log *slog.Logger) (*listener, error) {
+func listen(ctx context.Context, name, key string, addrs []string, h http.Handler, lim serverLimits, log *slog.Logger) (*listener, error) {
 	ln, skipped, err := multilisten.Listen(ctx, addrs)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %s: listen on %s: %w", name, strings.Join(addrs, " and "), err)
+		return nil, &ListenError{Listener: name, Addr: addrs[0], Key: key, Err: err}
 	}
 	for _, err := range skipped {
 		log.Info("listener: an address left out", "server", name, "error", err)
@@ -104,6 +104,37 @@ func listen(ctx context.Context, name string, addrs []string, h http.Handler, li
 	l.srv.ConnState = l.track
 	return l, nil
 }
+
+// ListenError is a listener that could not bind its address: the address is taken, say,
+// or not one of this machine's. Key is the configuration section that sets the address
+// (guard, api_peer or metrics), for the message to say what to change.
+type ListenError struct {
+	Listener string // api-public, api-peer or metrics
+	Addr     string // the address that failed, "127.0.0.1:6421"
+	Key      string // guard, api_peer or metrics
+	Err      error
+}
+
+// Reason is the cause in a few words: "address already in use" rather than the whole
+// system call.
+func (e *ListenError) Reason() string {
+	switch {
+	case errors.Is(e.Err, syscall.EADDRINUSE):
+		return "address already in use"
+	case errors.Is(e.Err, syscall.EADDRNOTAVAIL):
+		return "address not available on this machine"
+	case errors.Is(e.Err, syscall.EACCES):
+		return "permission denied (ports below 1024 need privileges)"
+	}
+	return e.Err.Error()
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("the %s listener cannot bind %s: %s; change it with %s.port (or %s.host)",
+		e.Listener, e.Addr, e.Reason(), e.Key, e.Key)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // serveHeads has l count the request heads it reads (headlimit), serving TLS with cfg on
 // the connections (nil: plain HTTP) beneath the count, so that it counts the plaintext.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/berthhq/berth/engine/census"
@@ -77,13 +78,36 @@ func (o *observability) gateway() guard.Telemetry {
 func (o *observability) public(next http.Handler, dashboard ui.Options) http.Handler {
 	dash := ui.Handler(dashboard)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ui.IsPath(r.URL.Path) && r.Header.Get("X-Rivet-Target") == "" {
-			dash.ServeHTTP(w, r)
-			return
+		if r.Header.Get("X-Rivet-Target") == "" {
+			if ui.IsPath(r.URL.Path) {
+				dash.ServeHTTP(w, r)
+				return
+			}
+			if browsesRoot(r) {
+				http.Redirect(w, r, "/ui", http.StatusFound)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 	return telemetry.Handler(h, telemetry.HTTPOptions{Listener: "api-public", Log: o.log, Metrics: o.metrics, Tracing: o.tracing})
+}
+
+// browsesRoot reports a browser opening the engine's address: GET or HEAD / accepting HTML.
+// It is sent to the dashboard; API clients, which do not ask for HTML, get the API's answer.
+func browsesRoot(r *http.Request) bool {
+	if r.URL.Path != "/" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // peer is the api-peer listener's outer layer.

@@ -130,6 +130,9 @@ func (e *Engine) shutdownHandler(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/shutdown":
+		case BackupPath:
+			e.backup(token, w, r)
+			return
 		case cluster.RelayPath:
 			e.cluster.RelayHandler().ServeHTTP(w, r)
 			return

@@ -36,7 +36,9 @@ type Topology struct {
 	DatacenterLabel uint16 `json:"datacenter_label"`
 	// Datacenters maps a datacenter name to how it is reached. Default: one datacenter,
 	// "default", label 1, leader, public http://127.0.0.1:6420, peer http://127.0.0.1:6421.
-	// Giving any datacenter in a file or the environment replaces the default one.
+	// The default's URLs follow guard and api_peer: with --listen :7420 (or guard.port 7420)
+	// /datacenters advertises http://127.0.0.1:7420. Giving any datacenter in a file or the
+	// environment replaces the default one.
 	Datacenters map[string]Datacenter `json:"datacenters"`
 }
 
@@ -514,4 +516,46 @@ func listenAddr(host string, port uint16) string {
 		host = ""
 	}
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// Advertised is the topology with the default datacenter's URLs following the listeners:
+// when the topology was left at its default (one datacenter, public_url
+// http://127.0.0.1:6420, peer_url http://127.0.0.1:6421) and the guard or api_peer listens
+// on another port or host, or serves TLS, the URL names the address it really listens on
+// (127.0.0.1 for every interface), so that /datacenters, the gateway and the serverless
+// pools point at this engine. A port of 0 (a free port, known only once bound) keeps the
+// default. A topology given in a file or the environment is returned as it is.
+func (c *Config) Advertised() Topology {
+	t := c.Topology
+	if len(t.Datacenters) != 1 {
+		return t
+	}
+	dcs := make(map[string]Datacenter, 1)
+	for name, dc := range t.Datacenters {
+		if dc.PublicURL == DefaultPublicURL && c.Guard.Port != 0 {
+			u := advertisedURL(c.Guard.TLS.Enabled(), c.Guard.Host, c.Guard.Port)
+			if dc.ProxyURL == dc.PublicURL {
+				dc.ProxyURL = u
+			}
+			dc.PublicURL = u
+		}
+		if dc.PeerURL == DefaultPeerURL && c.APIPeer.Port != 0 {
+			dc.PeerURL = advertisedURL(c.APIPeer.TLS.CertFile != "", c.APIPeer.Host, c.APIPeer.Port)
+		}
+		dcs[name] = dc
+	}
+	t.Datacenters = dcs
+	return t
+}
+
+// advertisedURL is the URL a listener on host:port is reached at from this machine.
+func advertisedURL(tls bool, host string, port uint16) string {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(int(port)))
 }

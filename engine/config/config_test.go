@@ -330,3 +330,41 @@ func TestYAMLAliasBomb(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+func TestAdvertised(t *testing.T) {
+	custom := Default()
+	custom.Topology.Datacenters["default"] = Datacenter{DatacenterLabel: 1, IsLeader: true,
+		PublicURL: "https://berth.example.com", PeerURL: "http://10.0.0.1:6421", ProxyURL: "https://berth.example.com"}
+	custom.Guard.Port, custom.APIPeer.Port = 7420, 7421
+	tests := []struct {
+		name                string
+		set                 func(*Config)
+		public, proxy, peer string
+	}{
+		{"defaults", func(*Config) {}, DefaultPublicURL, DefaultPublicURL, DefaultPeerURL},
+		{"ports", func(c *Config) { c.Guard.Port, c.APIPeer.Port = 7420, 7421 },
+			"http://127.0.0.1:7420", "http://127.0.0.1:7420", "http://127.0.0.1:7421"},
+		{"host and TLS", func(c *Config) { c.Guard.Host, c.Guard.TLS.CertFile, c.APIPeer.Host = "::1", "c.pem", "0.0.0.0" },
+			"https://[::1]:6420", "https://[::1]:6420", DefaultPeerURL},
+		{"free port", func(c *Config) { c.Guard.Port = 0 }, DefaultPublicURL, DefaultPublicURL, DefaultPeerURL},
+		{"proxy given", func(c *Config) {
+			c.Guard.Port = 7420
+			dc := c.Topology.Datacenters["default"]
+			dc.ProxyURL = "http://gw.internal:80"
+			c.Topology.Datacenters["default"] = dc
+		}, "http://127.0.0.1:7420", "http://gw.internal:80", DefaultPeerURL},
+		{"topology given", func(c *Config) { *c = *custom }, "https://berth.example.com", "https://berth.example.com", "http://10.0.0.1:6421"},
+	}
+	for _, tt := range tests {
+		c := Default()
+		tt.set(c)
+		before := c.Topology.Datacenters["default"]
+		dc := c.Advertised().Datacenters["default"]
+		if dc.PublicURL != tt.public || dc.ProxyURL != tt.proxy || dc.PeerURL != tt.peer {
+			t.Errorf("%s: public %s proxy %s peer %s, want %s %s %s", tt.name, dc.PublicURL, dc.ProxyURL, dc.PeerURL, tt.public, tt.proxy, tt.peer)
+		}
+		if c.Topology.Datacenters["default"] != before {
+			t.Errorf("%s: Advertised changed the configuration", tt.name)
+		}
+	}
+}

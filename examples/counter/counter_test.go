@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,6 +154,84 @@ func TestCounterOnTheEngine(t *testing.T) {
 	}
 	if got, err := api.Actors().Get(ctx, a.ActorId); err != nil || got.DestroyTs == nil {
 		t.Fatalf("after Destroy: %+v %v", got, err)
+	}
+}
+
+// syncBuffer is a log destination the test reads while the runner writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A drain by the engine (berth runners drain) ends the counter with status 0 and an info
+// line, not an error.
+func TestDrainedRunnerExitsZero(t *testing.T) {
+	cfg := config.Default()
+	cfg.Database.URL = "mem://"
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	endpoint := "http://" + e.PublicAddr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+
+	var out syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, options{Endpoint: endpoint, Namespace: "default", Pool: "counter", Slots: 10}, slog.New(slog.NewTextHandler(&out, nil)))
+	}()
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	api, err := client.New(endpoint, client.WithNamespace("default"), client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runnerID string
+	eventually(t, "the runner to connect", func() bool {
+		p, err := api.Runners().List(ctx, client.RunnerListOptions{Name: "counter"})
+		if err != nil || len(p.Items) == 0 {
+			return false
+		}
+		runnerID = p.Items[0].RunnerId
+		return true
+	})
+	if _, err := api.Runners().Drain(ctx, runnerID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit status %d after a drain, want 0; log:\n%s", c, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the runner did not stop after the drain; log:\n%s", out.String())
+	}
+	log := out.String()
+	if !strings.Contains(log, "level=INFO msg=\"counter: the engine drained this runner; exiting\"") || strings.Contains(log, "level=ERROR") {
+		t.Errorf("log after a drain:\n%s", log)
 	}
 }
 

@@ -15,10 +15,12 @@
 //
 // SIGTERM or Ctrl-C drains the runner: the engine moves its actors to another runner of the
 // pool (or starts them on the next one that connects) before it exits.
+// A drain by the engine (berth runners drain RUNNER_ID) ends it too, with status 0.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -68,15 +70,31 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx, o, log)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the runner until ctx ends (a drain of its own, then 0) or the engine stops it,
+// and returns the exit status. A drain by the engine (berth runners drain) ends the runner
+// with ws.eviction once its actors have gone: that is a normal end, 0 with an info line.
+func run(ctx context.Context, o options, log *slog.Logger) int {
 	r, err := newRunner(o, log)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		log.Error("counter: bad settings", "error", err)
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := r.Run(ctx); err != nil {
-		log.Error("counter: runner stopped", "error", err)
-		os.Exit(1)
+	err = r.Run(ctx)
+	var ce *runner.CloseError
+	switch {
+	case err == nil:
+		log.Info("counter: runner stopped")
+		return 0
+	case errors.As(err, &ce) && ce.Evicted():
+		log.Info("counter: the engine drained this runner; exiting", "runner_id", r.RunnerID())
+		return 0
 	}
+	log.Error("counter: runner stopped", "error", err)
+	return 1
 }

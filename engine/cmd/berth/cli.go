@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -158,6 +159,16 @@ func describeAPIError(e *client.APIError) string {
 	}
 	if e.RayID != "" {
 		s += "\n  ray id: " + e.RayID
+	}
+	if e.Group == "actor" && e.Code == "no_runner_config_configured" {
+		pool, _ := e.Metadata["pool_name"].(string)
+		if pool == "" {
+			pool = "POOL"
+		}
+		s += "\n  no runner or envoy of pool " + strconv.Quote(pool) + " has ever connected, so the engine does not know" +
+			"\n  where to run the actor. A pool gets its runner config when its first runner or envoy" +
+			"\n  connects with that runner name, or from 'berth runner-configs put' (PUT /runner-configs/" + pool + ")." +
+			"\n  Start your runner with that name, or check --runner-name-selector for a typo."
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:

@@ -792,6 +792,12 @@ func TestErrorMessages(t *testing.T) {
 		{nil, []string{"runners", "drain", "x"}, 2, `runners drain: RUNNER_ID "x" is not an id`},
 		{nil, []string{"actors", "list", "-q", "--json"}, 2, "give --json or --quiet, not both"},
 		{nil, []string{"runner-configs", "list", "--limit", "-1", "--endpoint", url, "--token", "tok"}, 1, "berth: limit -1 out of range\n"},
+		{[]string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}, []string{"actors", "create", "--name", "a", "--runner-name-selector", "nopool"}, 1,
+			"actor.no_runner_config_configured: "},
+		{[]string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}, []string{"actors", "create", "--name", "a", "--runner-name-selector", "nopool"}, 1,
+			`no runner or envoy of pool "nopool" has ever connected`},
+		{[]string{"BERTH_ENDPOINT=" + url, "BERTH_TOKEN=tok"}, []string{"actors", "create", "--name", "a", "--runner-name-selector", "nopool"}, 1,
+			"or from 'berth runner-configs put' (PUT /runner-configs/nopool)"},
 	}
 	for _, tt := range tests {
 		r := berth(t, tt.env, tt.args...)

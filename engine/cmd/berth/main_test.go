@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +40,39 @@ func TestStartConfigErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("start %q env %q = %v, want it to contain %q", tt.args, tt.env, err, w)
 			}
+		}
+	}
+}
+
+// TestStartListenerInUse takes a port, then starts berth with each listener on it in turn:
+// the start fails with a message naming the listener, the flag and the configuration key.
+func TestStartListenerInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	free := "127.0.0.1:0"
+	tests := []struct {
+		listen, peer, metrics string
+		want                  string
+	}{
+		{addr, free, free, "the api-public listener cannot bind " + addr + ": address already in use; change it with --listen or guard.port"},
+		{free, addr, free, "the api-peer listener cannot bind " + addr + ": address already in use; change it with --peer-listen or api_peer.port"},
+		{free, free, addr, "the metrics listener cannot bind " + addr + ": address already in use; change it with --metrics-listen or metrics.port"},
+	}
+	for _, tt := range tests {
+		err := start(context.Background(), []string{"--db", "mem://", "--listen", tt.listen,
+			"--peer-listen", tt.peer, "--metrics-listen", tt.metrics}, nil)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("start = %v, want %q", err, tt.want)
+		}
+	}
+	for _, flag := range []string{"--peer-listen", "--metrics-listen"} {
+		err := start(context.Background(), []string{"--db", "mem://", flag, "6421"}, nil)
+		if want := flag + ` "6421": want host:port`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("start %s 6421 = %v, want %q", flag, err, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +23,8 @@ import (
 type configFlags struct {
 	files    []string
 	listen   string
+	peer     string // --peer-listen
+	metrics  string // --metrics-listen
 	db       string
 	logLevel string // berth start only
 	// allowAnonymous serves other machines without an admin token (berth start only).
@@ -32,20 +35,26 @@ func (f *configFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.files, "config", nil, "config file, JSON (.json) or YAML (.yaml, .yml); repeat to merge several, later ones win")
 	fs.StringVar(&f.listen, "listen", "", "guard and public API address, host:port (overrides guard.host and guard.port; default :6420)")
+	fs.StringVar(&f.peer, "peer-listen", "", "api-peer address, host:port (overrides api_peer.host and api_peer.port; default :6421)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "Prometheus metrics address, host:port (overrides metrics.host and metrics.port; default :6430)")
 	fs.StringVar(&f.db, "db", "", "store URL: file://PATH, mem://, postgres://..., fdb://CLUSTER_FILE (overrides database.url; default file://data/berth)")
 }
 
 // load reads the defaults, the files, the environment and the flags, and validates.
 func (f *configFlags) load(cmd *cobra.Command, environ []string) (*config.Config, error) {
 	var overrides []config.Override
-	if cmd.Flags().Changed("listen") {
-		host, port, err := net.SplitHostPort(f.listen)
+	for _, l := range listenFlags {
+		if !cmd.Flags().Changed(l.flag) {
+			continue
+		}
+		addr := l.value(f)
+		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return nil, fmt.Errorf("--listen %q: want host:port or :port: %w", f.listen, err)
+			return nil, fmt.Errorf("--%s %q: want host:port or :port: %w", l.flag, addr, err)
 		}
 		overrides = append(overrides,
-			config.Override{Path: "guard.host", Value: host, Source: "flag --listen"},
-			config.Override{Path: "guard.port", Value: port, Source: "flag --listen"})
+			config.Override{Path: l.section + ".host", Value: host, Source: "flag --" + l.flag},
+			config.Override{Path: l.section + ".port", Value: port, Source: "flag --" + l.flag})
 	}
 	if cmd.Flags().Changed("db") {
 		overrides = append(overrides, config.Override{Path: "database.url", Value: f.db, Source: "flag --db"})
@@ -63,6 +72,34 @@ func (f *configFlags) load(cmd *cobra.Command, environ []string) (*config.Config
 	return cfg, nil
 }
 
+// listenFlags are the flags that set a listener's address, with the configuration section
+// they override.
+var listenFlags = []struct {
+	flag, section string
+	value         func(*configFlags) string
+}{
+	{"listen", "guard", func(f *configFlags) string { return f.listen }},
+	{"peer-listen", "api_peer", func(f *configFlags) string { return f.peer }},
+	{"metrics-listen", "metrics", func(f *configFlags) string { return f.metrics }},
+}
+
+// explainListen rewrites a listener's bind failure to name the flag that changes its
+// address besides the configuration keys: "the api-peer listener cannot bind
+// 127.0.0.1:6421: address already in use; change it with --peer-listen or api_peer.port".
+func explainListen(err error) error {
+	var le *engine.ListenError
+	if !errors.As(err, &le) {
+		return err
+	}
+	for _, l := range listenFlags {
+		if l.section == le.Key {
+			return fmt.Errorf("the %s listener cannot bind %s: %s; change it with --%s or %s.port",
+				le.Listener, le.Addr, le.Reason(), l.flag, le.Key)
+		}
+	}
+	return err
+}
+
 const configHelp = `Configuration comes from the defaults, then each --config file in order, then environment
 variables BERTH__section__key (e.g. BERTH__auth__admin_token, BERTH__api_peer__port), then
 the flags. Unknown keys and bad values are errors that name them. Every key is described in
@@ -76,7 +113,8 @@ func (c *cli) startCommand() *cobra.Command {
 		Long: `Run the engine until SIGINT, SIGTERM or POST /shutdown on the api-peer port (a graceful drain:
 node.shutdown_drain_ms bounds it, default 25000; node.releases bounds the ownership releases in
 flight, default 128; BERTH_SHUTDOWN_DRAIN_MS and BERTH_RELEASES are aliases): the public API, the runner and envoy sockets and the
-actor gateway on the guard port (6420), api-peer on 6421, Prometheus metrics on 6430.
+actor gateway on the guard port (6420, --listen), api-peer on 6421 (--peer-listen), Prometheus
+metrics on 6430 (--metrics-listen).
 
 SIGHUP reads the TLS certificate and key files again (they are also read within a second of a
 change). Under systemd with Type=notify (NOTIFY_SOCKET set), berth reports READY=1 once it
@@ -104,8 +142,8 @@ serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
-			return engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
-				Reload: hup, Notify: sdNotifier(c.getenv("NOTIFY_SOCKET"))})
+			return explainListen(engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
+				Reload: hup, Notify: sdNotifier(c.getenv("NOTIFY_SOCKET"))}))
 		},
 	}
 	cf.add(cmd)

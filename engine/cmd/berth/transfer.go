@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/transfer"
@@ -47,9 +50,13 @@ func (c *cli) transferCommands() []*cobra.Command {
 		Short: "Copy every key of a store into a file",
 		Long: `Write every key and value of a store to a file (or stdout), in a checksummed format that
 berth import reads into any store (embedded, PostgreSQL, FoundationDB). Progress goes to
-stderr. An embedded store must not be open in a running engine.`,
+stderr. With no --out, stdout must be a file or a pipe: a terminal is refused. An embedded
+store must not be open in a running engine.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if out == "-" && isTerminal(c.out) {
+				return usagef("export: stdout is a terminal, and an export is binary: give --out FILE, or redirect it (berth export > FILE)")
+			}
 			dbURL, err := exp.url(c.environ)
 			if err != nil {
 				return err
@@ -118,7 +125,81 @@ what it had written is removed.`,
 	imp.add(imp2)
 	imp2.Flags().StringVar(&in, "in", "-", "the file to read; - for stdin")
 	imp2.Flags().BoolVar(&overwrite, "overwrite", false, "clear a store that holds keys before importing")
-	return []*cobra.Command{export, imp2}
+	return []*cobra.Command{export, imp2, c.backupCommand()}
+}
+
+// defaultPeerEndpoint is where berth backup finds api-peer unless told.
+const defaultPeerEndpoint = "http://127.0.0.1:6421"
+
+// backupCommand is berth backup: an online export through a running engine's api-peer.
+func (c *cli) backupCommand() *cobra.Command {
+	var endpoint, token, out string
+	cmd := &cobra.Command{
+		Use:   "backup [--endpoint PEER_URL] [--token TOKEN] --out FILE",
+		Short: "Copy every key of a running engine's store into a file",
+		Long: `Ask a running engine for a backup of its store through its api-peer listener (GET /backup,
+with the admin token when the engine has one) and write it to a file, in berth export's
+format: berth import restores it into an empty store. The engine reads the key space at one
+read version while its store allows (see docs/udb.md, "Export and import"), so the store need
+not be stopped, embedded ones included. Progress goes to stderr.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if out == "-" && isTerminal(c.out) {
+				return usagef("backup: stdout is a terminal, and a backup is binary: give --out FILE, or redirect it")
+			}
+			base := strings.TrimRight(endpoint, "/")
+			if token == "" {
+				token = c.getenv(envToken)
+			}
+			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, base+engine.BackupPath, nil)
+			if err != nil {
+				return usagef("backup: --endpoint %q: %v", endpoint, err)
+			}
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Do(req)
+			if err != nil {
+				return fmt.Errorf("backup: cannot reach api-peer at %s: %w (give its URL with --endpoint, default %s)", base, err, defaultPeerEndpoint)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				return fmt.Errorf("backup: %s answered %s: %s", base+engine.BackupPath, resp.Status, strings.TrimSpace(string(b)))
+			}
+			w, finish, err := c.output(out)
+			if err != nil {
+				return err
+			}
+			defer func() { err = finish(err) }()
+			p := c.newProgress("backing up", "bytes", 0)
+			n, err := io.Copy(w, &countingReader{r: resp.Body, p: p})
+			p.Done()
+			if err != nil {
+				return fmt.Errorf("backup: the stream from %s broke after %d bytes: %w", base, n, err)
+			}
+			fmt.Fprintf(c.err, "backed up %d bytes from %s\n", n, base)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&endpoint, "endpoint", defaultPeerEndpoint, "the engine's api-peer URL")
+	cmd.Flags().StringVar(&token, "token", "", "the engine's admin token (env "+envToken+")")
+	cmd.Flags().StringVar(&out, "out", "-", "the file to write; - for stdout")
+	return cmd
+}
+
+// countingReader reports the bytes read through it to a progress.
+type countingReader struct {
+	r io.Reader
+	p *progress
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.p.Add(int64(n))
+	return n, err
 }
 
 // output opens where export writes: stdout for "-", else the file, which finish removes if

@@ -268,14 +268,17 @@ berth has one configuration schema. ` + "`berth start`" + ` builds it from, in o
 3. environment variables ` + "`BERTH__section__key`" + ` (two underscores between parts, names as
    below: ` + "`BERTH__guard__port=7420`" + `, ` + "`BERTH__topology__datacenters__eu__peer_url=...`" + `); the
    value is text, read as the key's type;
-4. the flags ` + "`--listen host:port`" + ` (guard.host and guard.port), ` + "`--db URL`" + ` (database.url) and
-   ` + "`--log-level`" + ` (log.level).
+4. the flags ` + "`--listen host:port`" + ` (guard.host and guard.port), ` + "`--peer-listen host:port`" + `
+   (api_peer.host and api_peer.port), ` + "`--metrics-listen host:port`" + ` (metrics.host and
+   metrics.port), ` + "`--db URL`" + ` (database.url) and ` + "`--log-level`" + ` (log.level).
 
 An unknown key, a value of the wrong type and a value that breaks a rule are errors that
 name the key and where it was set (` + "`berth.yaml:7:14`" + `, ` + "`env BERTH__guard__port`" + `); the
 engine does not start until every one is fixed. ` + "`berth config validate`" + ` checks a
 configuration without starting, and ` + "`berth config print`" + ` shows the effective one with secrets
-masked. Both take the same ` + "`--config`" + `, ` + "`--listen`" + ` and ` + "`--db`" + ` flags as ` + "`berth start`" + `.
+masked. Both take the same ` + "`--config`" + `, ` + "`--listen`" + `, ` + "`--peer-listen`" + `, ` + "`--metrics-listen`" + ` and ` + "`--db`" + ` flags as ` + "`berth start`" + `.
+A listener whose address is taken stops the start with a message naming the listener, its flag
+and its key.
 
 Times are in milliseconds. An example file:
 

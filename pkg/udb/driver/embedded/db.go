@@ -129,6 +129,11 @@ func Open(opts Options) (*DB, error) {
 		L0CompactionThreshold: 4,
 	})
 	if err != nil {
+		if opts.FS == nil && !opts.InMemory {
+			if inUse := storeInUse(dir, err); inUse != nil {
+				return nil, inUse
+			}
+		}
 		return nil, fmt.Errorf("embedded: open %q: %w", dir, err)
 	}
 	last, err := readLastVersion(pdb)
