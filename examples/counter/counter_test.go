@@ -36,24 +36,7 @@ func testLogger() *slog.Logger {
 // through the gateway over HTTP and WebSocket, and its count kept in KV across sleeps (by
 // the API and from inside) and wakes, each a new generation of the actor.
 func TestCounterOnTheEngine(t *testing.T) {
-	cfg := config.Default()
-	cfg.Database.URL = "mem://"
-	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
-	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
-	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	cfg.Auth.AdminToken = "tok"
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	endpoint := "http://" + e.PublicAddr().String()
+	endpoint := startEngine(t, "tok")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
 
@@ -157,6 +140,30 @@ func TestCounterOnTheEngine(t *testing.T) {
 	}
 }
 
+// startEngine starts an engine in process on loopback ports with an in-memory store and
+// admin token token ("" for none), shut down when the test ends; it returns its public URL.
+func startEngine(t *testing.T, token string) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Database.URL = "mem://"
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	cfg.Auth.AdminToken = token
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("engine Shutdown: %v", err)
+		}
+	})
+	return "http://" + e.PublicAddr().String()
+}
+
 // syncBuffer is a log destination the test reads while the runner writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -178,23 +185,7 @@ func (s *syncBuffer) String() string {
 // A drain by the engine (berth runners drain) ends the counter with status 0 and an info
 // line, not an error.
 func TestDrainedRunnerExitsZero(t *testing.T) {
-	cfg := config.Default()
-	cfg.Database.URL = "mem://"
-	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
-	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
-	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	endpoint := "http://" + e.PublicAddr().String()
+	endpoint := startEngine(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
 
