@@ -236,10 +236,12 @@ func (n *Node) push(j releaseJob) {
 // runReleases commits one batch of releases in one transaction; if that fails, each alone.
 func (n *Node) runReleases(batch []releaseJob) {
 	defer func() {
+		// Counted out before the waiters are woken: once a job is settled, it is not
+		// counted in Releasing.
+		n.releasing.Add(-int64(len(batch)))
 		for _, j := range batch {
 			close(j.done)
 		}
-		n.releasing.Add(-int64(len(batch)))
 	}()
 	if n.preserve.Load() {
 		return
