@@ -342,25 +342,9 @@ func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 // A hibernatable WebSocket outlives its actor's sleep: the client stays connected, its next
 // message wakes the actor (whose start restores the socket) and is answered.
 func TestGatewayHibernation(t *testing.T) {
-	e := startEngine(t, testConfig("tok"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := newEchoRunner(t, ctx, e)
-	r.mu.Lock()
-	r.hibernate = true
-	r.mu.Unlock()
-	actors := e.lifecycle.Actors
-	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
-		Selector: "pool", CrashPolicy: actor.CrashSleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-r.starts
-	ws, _, err := websocket.Dial(ctx, "ws://"+e.PublicAddr().String()+"/gateway/"+a.ActorID.String()+"/conn", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
+	e, r, aid, ws := hibernatingSocket(t, ctx)
 	echo := func(msg string) {
 		t.Helper()
 		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
@@ -371,13 +355,12 @@ func TestGatewayHibernation(t *testing.T) {
 			t.Fatalf("echo of %q: %q %v", msg, data, err)
 		}
 	}
-	echo("before")
-	if err := actors.Sleep(ctx, a.ActorID); err != nil {
+	if err := e.lifecycle.Actors.Sleep(ctx, aid); err != nil {
 		t.Fatal(err)
 	}
-	awaitAsleep(ctx, t, e, a.ActorID)
+	awaitAsleep(ctx, t, e, aid)
 	echo("after") // wakes the actor; the socket was restored from the start command
-	if cp := <-r.starts; cp.Generation != 1 {
+	if cp := r.awaitStart(ctx); cp.Generation != 1 {
 		t.Fatalf("woken with generation %d", cp.Generation)
 	}
 	echo("again")
