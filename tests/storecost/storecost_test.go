@@ -1,0 +1,504 @@
+package storecost
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/engine"
+	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/pkg/udb"
+	"github.com/berthhq/berth/pkg/udb/udbcount"
+	"github.com/berthhq/berth/sdk/client"
+	"github.com/berthhq/berth/sdk/runner"
+	"github.com/berthhq/berth/tests/internal/harness"
+)
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+
+const (
+	pool      = "bench"
+	actorName = "echo"
+	// within bounds every wait for the engine.
+	within = 60 * time.Second
+	// pingSockets is how many runners (or envoys) ping in the ping benchmarks.
+	pingSockets = 30
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// BenchmarkStoreCost reports the store's cost of each user operation on each driver that
+// runs here: the embedded store, and PostgreSQL with BERTH_TEST_POSTGRES_URL (`source
+// .ci/postgres.sh`). FoundationDB cannot run on this machine; the counts are taken at the
+// udb interface, which every driver shares, so they are what FoundationDB would be asked.
+func BenchmarkStoreCost(b *testing.B) {
+	b.Run("embedded", func(b *testing.B) { benchStore(b, func(testing.TB) string { return "mem://" }) })
+	b.Run("postgres", func(b *testing.B) {
+		base := os.Getenv("BERTH_TEST_POSTGRES_URL")
+		if base == "" {
+			b.Skip("BERTH_TEST_POSTGRES_URL is not set: no PostgreSQL server (`source .ci/postgres.sh` starts one)")
+		}
+		benchStore(b, func(tb testing.TB) string { return harness.SharedStore(tb, base) })
+	})
+}
+
+func benchStore(b *testing.B, store func(testing.TB) string) {
+	f := start(b, store(b), quietTimings)
+	f.connect(b, false, "actors")
+	ctx := b.Context()
+	seq := 0
+	next := func(what string) string { seq++; return what + "-" + strconv.Itoa(seq) }
+
+	b.Run("create", func(b *testing.B) {
+		f.measure(b, func() {
+			f.running(b, f.create(b, client.ActorCreateOptions{}))
+		})
+	})
+	b.Run("get-or-create-new", func(b *testing.B) {
+		f.measure(b, func() {
+			a, created, err := f.api.Actors().GetOrCreate(ctx, f.opts(next("goc")))
+			if err != nil || !created {
+				b.Fatalf("get-or-create of a new key: created %v, %v", created, err)
+			}
+			f.running(b, a.ActorId)
+		})
+	})
+	b.Run("get-or-create-existing", func(b *testing.B) {
+		key := next("goc-existing")
+		a, _, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.running(b, a.ActorId)
+		f.measure(b, func() {
+			got, created, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
+			if err != nil || created || got.ActorId != a.ActorId {
+				b.Fatalf("get-or-create of an existing key: %s created %v, %v; want %s", got.ActorId, created, err, a.ActorId)
+			}
+		})
+	})
+	b.Run("gateway-request", func(b *testing.B) {
+		aid := f.create(b, client.ActorCreateOptions{})
+		f.running(b, aid)
+		f.request(b, aid) // the first request resolves the route
+		f.measure(b, func() { f.request(b, aid) })
+	})
+	b.Run("list-page", func(b *testing.B) {
+		for range 20 { // at least a page
+			f.running(b, f.create(b, client.ActorCreateOptions{}))
+		}
+		f.measure(b, func() {
+			page, err := f.api.Actors().List(ctx, client.ActorListOptions{Name: actorName, Limit: 20})
+			if err != nil || len(page.Items) != 20 {
+				b.Fatalf("list: %d actors, %v", len(page.Items), err)
+			}
+		})
+	})
+	b.Run("sleep", func(b *testing.B) {
+		ids := f.prepare(b, false)
+		i := 0
+		f.measure(b, func() {
+			f.sleep(b, ids[i])
+			i++
+		})
+	})
+	b.Run("wake", func(b *testing.B) {
+		ids := f.prepare(b, true)
+		i := 0
+		f.measure(b, func() {
+			f.request(b, ids[i]) // a request to a sleeping actor wakes it
+			f.running(b, ids[i])
+			i++
+		})
+	})
+	b.Run("destroy", func(b *testing.B) {
+		ids := f.prepare(b, false)
+		i := 0
+		f.measure(b, func() {
+			if err := f.api.Actors().Destroy(ctx, ids[i]); err != nil {
+				b.Fatal(err)
+			}
+			f.stopped(b, ids[i])
+			i++
+		})
+	})
+	b.Run("runner-ping", func(b *testing.B) { benchPings(b, store(b), false) })
+	b.Run("envoy-ping", func(b *testing.B) { benchPings(b, store(b), true) })
+}
+
+// benchPings measures b.N pongs of pingSockets runners (or envoys) pinged at a tenth of
+// the default timings (interval 300 ms, eligible 1 s, lost 1.5 s): the ratios that decide
+// how often a ping is written are the defaults'.
+func benchPings(b *testing.B, storeURL string, envoy bool) {
+	f := start(b, storeURL, func(p *config.Pegboard) {
+		p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 300, 1000, 1500, 1500
+		p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 300, 1000, 1500, 1500
+	})
+	kind := "runner"
+	if envoy {
+		kind = "envoy"
+		// An envoy's pool needs a config; a runner's is made at its registration.
+		if _, err := f.api.RunnerConfigs().Upsert(b.Context(), pool, map[string]client.RunnerConfig{
+			config.DefaultDatacenterName: {Normal: &client.RunnerConfigNormal{}},
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range pingSockets {
+		f.connect(b, envoy, fmt.Sprintf("ping-%s-%d", kind, i))
+	}
+	f.waitPongs(b, kind, f.pongs(b, kind)+2*pingSockets) // every socket registered and pinged
+	before, pongs := f.db.Counts(), f.pongs(b, kind)
+	b.ResetTimer()
+	got := f.waitPongs(b, kind, pongs+b.N)
+	b.StopTimer()
+	report(b, f.db.Counts().Sub(before), got-pongs)
+}
+
+// quietTimings pings the hosts every 10 minutes, so that the operations' benchmarks count
+// no ping.
+func quietTimings(p *config.Pegboard) {
+	p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 600_000, 1_200_000, 1_800_000, 1_800_000
+	p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 600_000, 1_200_000, 1_800_000, 1_800_000
+}
+
+// fixture is an engine on a counted store with one runner hosting echo actors.
+type fixture struct {
+	db      *udbcount.DB
+	e       *engine.Engine
+	base    string // the public URL
+	hc      *http.Client
+	api     *client.Client
+	runners []*runner.Runner
+	actors  *lifecycles
+}
+
+func start(b *testing.B, storeURL string, timings func(*config.Pegboard)) *fixture {
+	b.Helper()
+	cfg := config.Default()
+	cfg.Database.URL = storeURL
+	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
+	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
+	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	timings(&cfg.Pegboard)
+	f := &fixture{hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: within}, actors: newLifecycles()}
+	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: quiet,
+		WrapStore: func(db udb.Database) udb.Database {
+			f.db = udbcount.Wrap(db, udbcount.Options{Skip: background})
+			return f.db
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.e, f.base = e, "http://"+e.PublicAddr().String()
+	b.Cleanup(func() {
+		for _, r := range f.runners {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			_ = r.Shutdown(ctx, true)
+			cancel()
+			<-r.Done()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			b.Errorf("engine shutdown: %v", err)
+		}
+		f.hc.CloseIdleConnections()
+	})
+	if f.api, err = client.New(f.base, client.WithNamespace("default"), client.WithHTTPClient(f.hc)); err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+// connect starts a runner (or an envoy) keyed key that hosts echo actors, and waits until
+// it is connected.
+func (f *fixture) connect(b *testing.B, envoy bool, key string) {
+	b.Helper()
+	up := make(chan struct{})
+	var once sync.Once
+	r, err := runner.New(runner.Config{
+		Endpoint: f.base, Namespace: "default", Name: pool, Key: key, TotalSlots: 1_000_000, Envoy: envoy, Logger: quiet,
+		HTTPClient: &http.Client{Transport: &http.Transport{}},
+		Hooks:      runner.Hooks{OnConnected: func(string) { once.Do(func() { close(up) }) }},
+		Actors:     map[string]func() runner.Actor{actorName: func() runner.Actor { return &echo{l: f.actors} }},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	f.runners = append(f.runners, r)
+	select {
+	case <-up:
+	case <-time.After(within):
+		b.Fatal("the runner did not connect")
+	}
+}
+
+// measure runs op b.N times with the timer running, waits until the store is quiet, and
+// reports what was counted meanwhile per op.
+func (f *fixture) measure(b *testing.B, op func()) {
+	b.Helper()
+	f.settle(b)
+	before := f.db.Counts()
+	b.ResetTimer()
+	b.StartTimer()
+	for range b.N {
+		op()
+	}
+	b.StopTimer()
+	f.settle(b)
+	report(b, f.db.Counts().Sub(before), b.N)
+}
+
+// settle waits until every runner's events are acknowledged (the engine has recorded them)
+// and the counts stay still for quietFor: what an operation set off in the background (a
+// queue moved once a slot was freed) is then counted with it.
+func (f *fixture) settle(b *testing.B) {
+	const quietFor, poll = 150 * time.Millisecond, 10 * time.Millisecond
+	deadline := time.Now().Add(within)
+	last, since := f.db.Counts(), time.Now()
+	for time.Since(since) < quietFor {
+		if time.Now().After(deadline) {
+			b.Fatal("the store did not settle")
+		}
+		time.Sleep(poll)
+		c := f.db.Counts()
+		if c != last || f.unacked() > 0 {
+			last, since = c, time.Now()
+		}
+	}
+}
+
+func (f *fixture) unacked() int {
+	n := 0
+	for _, r := range f.runners {
+		n += r.UnackedEvents()
+	}
+	return n
+}
+
+func (f *fixture) opts(key string) client.ActorCreateOptions {
+	return client.ActorCreateOptions{Name: actorName, Key: key, Pool: pool, CrashPolicy: client.CrashSleep}
+}
+
+func (f *fixture) create(b *testing.B, o client.ActorCreateOptions) string {
+	b.Helper()
+	o.Name, o.Pool, o.CrashPolicy = actorName, pool, client.CrashSleep
+	a, err := f.api.Actors().Create(b.Context(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a.ActorId
+}
+
+// running waits until the actor's latest start has run on the runner.
+func (f *fixture) running(b *testing.B, aid string) {
+	b.Helper()
+	if !f.actors.await(aid, func(s state) bool { return s.starts > s.stops }) {
+		b.Fatalf("actor %s did not start", aid)
+	}
+}
+
+// stopped waits until the actor has stopped on the runner.
+func (f *fixture) stopped(b *testing.B, aid string) {
+	b.Helper()
+	if !f.actors.await(aid, func(s state) bool { return s.starts == s.stops }) {
+		b.Fatalf("actor %s did not stop", aid)
+	}
+}
+
+func (f *fixture) sleep(b *testing.B, aid string) {
+	b.Helper()
+	if err := f.api.Actors().Sleep(b.Context(), aid); err != nil {
+		b.Fatal(err)
+	}
+	f.stopped(b, aid)
+}
+
+// prepare makes b.N running actors, asleep if asleep, off the clock.
+func (f *fixture) prepare(b *testing.B, asleep bool) []string {
+	b.Helper()
+	b.StopTimer()
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = f.create(b, client.ActorCreateOptions{})
+		f.running(b, ids[i])
+		if asleep {
+			f.sleep(b, ids[i])
+		}
+	}
+	return ids
+}
+
+// request sends GET / to the actor through the gateway and checks the echo's answer.
+func (f *fixture) request(b *testing.B, aid string) {
+	b.Helper()
+	res, err := f.hc.Get(f.base + "/gateway/" + aid + "/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || string(body) != aid {
+		b.Fatalf("gateway: %d %q, %v; want 200 and the actor's id", res.StatusCode, body, err)
+	}
+}
+
+// pongs is how many pongs of kind the engine has recorded (berth_ping_rtt_seconds).
+func (f *fixture) pongs(b *testing.B, kind string) int {
+	b.Helper()
+	res, err := f.hc.Get("http://" + f.e.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := `berth_ping_rtt_seconds_count{kind="` + kind + `"} `
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				b.Fatalf("metrics: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// waitPongs waits until the engine has recorded n pongs of kind and returns how many it has.
+func (f *fixture) waitPongs(b *testing.B, kind string, n int) int {
+	b.Helper()
+	deadline := time.Now().Add(within + time.Duration(n)*10*time.Millisecond)
+	for {
+		if got := f.pongs(b, kind); got >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("fewer than %d %s pongs recorded", n, kind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// report reports the counts of n operations, per operation.
+func report(b *testing.B, c udbcount.Counts, n int) {
+	per := func(v int64) float64 { return float64(v) / float64(n) }
+	b.ReportMetric(per(c.Transactions), "txn/op")
+	b.ReportMetric(per(c.Retries), "retries/op")
+	b.ReportMetric(per(c.Commits), "commits/op")
+	b.ReportMetric(per(c.Reads()), "reads/op")
+	b.ReportMetric(per(c.KeysRead), "keys-read/op")
+	b.ReportMetric(per(c.Writes()), "writes/op")
+	b.ReportMetric(per(c.ReadConflictRanges), "rconflicts/op")
+	b.ReportMetric(per(c.WriteConflictRanges), "wconflicts/op")
+	b.ReportMetric(per(c.BytesRead), "B-read/op")
+	b.ReportMetric(per(c.BytesWritten), "B-written/op")
+}
+
+// background reports whether the calling transaction belongs to one of the engine's
+// periodic loops, which no operation causes: the scans for lost runners and envoys, the
+// reads for due timers (a due timer's own transaction is counted), serverless polling, the
+// census and the node lease.
+func background() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	readOnly, timers := false, false
+	for {
+		fr, more := frames.Next()
+		fn := fr.Function
+		for _, loop := range backgroundLoops {
+			if strings.Contains(fn, loop) {
+				return true
+			}
+		}
+		readOnly = readOnly || strings.HasSuffix(fn, "/pkg/udb.RunReadTransact")
+		timers = timers || strings.Contains(fn, "/engine/pegboard.(*Actors).runTimers")
+		if !more {
+			return readOnly && timers
+		}
+	}
+}
+
+var backgroundLoops = []string{
+	"/engine/pegboard.(*scanLoop).run",
+	"/engine/serverless.(*Service).Run",
+	"/engine.(*observability).runCensus",
+	"/engine/cluster.(*Node).renewLoop",
+}
+
+// state is what the runner did with one actor.
+type state struct{ starts, stops int }
+
+// lifecycles records the starts and stops of the runners' actors.
+type lifecycles struct {
+	mu      sync.Mutex
+	m       map[string]state
+	changed chan struct{} // closed and replaced at each change
+}
+
+func newLifecycles() *lifecycles {
+	return &lifecycles{m: map[string]state{}, changed: make(chan struct{})}
+}
+
+func (l *lifecycles) update(aid string, f func(*state)) {
+	l.mu.Lock()
+	s := l.m[aid]
+	f(&s)
+	l.m[aid] = s
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// await waits until ok holds for the actor's state; false after within.
+func (l *lifecycles) await(aid string, ok func(state) bool) bool {
+	timeout := time.After(within)
+	for {
+		l.mu.Lock()
+		s, ch := l.m[aid], l.changed
+		l.mu.Unlock()
+		if ok(s) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+// echo is an actor that answers every request with its id.
+type echo struct {
+	l   *lifecycles
+	aid string
+}
+
+func (a *echo) Start(_ context.Context, ac *runner.ActorContext) error {
+	a.aid = ac.ID()
+	a.l.update(a.aid, func(s *state) { s.starts++ })
+	return nil
+}
+
+func (a *echo) Stop(context.Context, *runner.ActorContext) error {
+	a.l.update(a.aid, func(s *state) { s.stops++ })
+	return nil
+}
+
+func (a *echo) ServeHTTP(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, a.aid) }
