@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,25 +134,52 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 	})
 	b.Run("runner-ping", func(b *testing.B) { benchPings(b, store(b), false) })
 	b.Run("envoy-ping", func(b *testing.B) { benchPings(b, store(b), true) })
+	b.Run("envoy-actor-liveness", func(b *testing.B) { benchLiveness(b, store(b)) })
 }
 
-// benchPings measures b.N pongs of pingSockets runners (or envoys) pinged at a tenth of
-// the default timings (interval 300 ms, eligible 1 s, lost 1.5 s): the ratios that decide
-// how often a ping is written are the defaults'.
+// scaledTimings are a tenth of the default timings (ping interval 300 ms, eligible 1 s,
+// lost 1.5 s): the ratios that decide how often a ping or a check is written are the
+// defaults'.
+func scaledTimings(p *config.Pegboard) {
+	p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 300, 1000, 1500, 1500
+	p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 300, 1000, 1500, 1500
+}
+
+// benchLiveness measures b.N liveness checks of actors running on an envoy: each checks
+// its envoy's last ping every envoy lost threshold (a timer of its own), however idle.
+// Only the timers' transactions are counted meanwhile.
+func benchLiveness(b *testing.B, storeURL string) {
+	f := start(b, storeURL, scaledTimings)
+	f.envoyPool(b)
+	f.connect(b, true, "liveness-envoy")
+	f.waitPongs(b, "envoy", 1) // registered: an envoy is told its init before it is
+	for range 50 {
+		f.running(b, f.create(b, client.ActorCreateOptions{}))
+	}
+	f.settle(b)
+	timersOnly.Store(true)
+	defer timersOnly.Store(false)
+	before := f.db.Counts()
+	checks := func() int { c := f.db.Counts().Sub(before); return int(c.Transactions - c.Retries) }
+	b.ResetTimer()
+	deadline := time.Now().Add(within + time.Duration(b.N)*50*time.Millisecond)
+	for checks() < b.N {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d liveness checks, want %d", checks(), b.N)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.StopTimer()
+	report(b, f.db.Counts().Sub(before), checks())
+}
+
+// benchPings measures b.N pongs of pingSockets runners (or envoys) pinged at scaledTimings.
 func benchPings(b *testing.B, storeURL string, envoy bool) {
-	f := start(b, storeURL, func(p *config.Pegboard) {
-		p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 300, 1000, 1500, 1500
-		p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 300, 1000, 1500, 1500
-	})
+	f := start(b, storeURL, scaledTimings)
 	kind := "runner"
 	if envoy {
 		kind = "envoy"
-		// An envoy's pool needs a config; a runner's is made at its registration.
-		if _, err := f.api.RunnerConfigs().Upsert(b.Context(), pool, map[string]client.RunnerConfig{
-			config.DefaultDatacenterName: {Normal: &client.RunnerConfigNormal{}},
-		}); err != nil {
-			b.Fatal(err)
-		}
+		f.envoyPool(b)
 	}
 	for i := range pingSockets {
 		f.connect(b, envoy, fmt.Sprintf("ping-%s-%d", kind, i))
@@ -189,11 +217,12 @@ func start(b *testing.B, storeURL string, timings func(*config.Pegboard)) *fixtu
 	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
 	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
 	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
+	cfg.Guard.RateLimitRequests = 0 // a benchmark's requests come from one address
 	timings(&cfg.Pegboard)
 	f := &fixture{hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: within}, actors: newLifecycles()}
 	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: quiet,
 		WrapStore: func(db udb.Database) udb.Database {
-			f.db = udbcount.Wrap(db, udbcount.Options{Skip: background})
+			f.db = udbcount.Wrap(db, udbcount.Options{Skip: skip})
 			return f.db
 		}})
 	if err != nil {
@@ -218,6 +247,16 @@ func start(b *testing.B, storeURL string, timings func(*config.Pegboard)) *fixtu
 		b.Fatal(err)
 	}
 	return f
+}
+
+// envoyPool gives the pool a config, which envoys need (a runner's registration makes one).
+func (f *fixture) envoyPool(b *testing.B) {
+	b.Helper()
+	if _, err := f.api.RunnerConfigs().Upsert(b.Context(), pool, map[string]client.RunnerConfig{
+		config.DefaultDatacenterName: {Normal: &client.RunnerConfigNormal{}},
+	}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // connect starts a runner (or an envoy) keyed key that hosts echo actors, and waits until
@@ -246,20 +285,20 @@ func (f *fixture) connect(b *testing.B, envoy bool, key string) {
 	}
 }
 
-// measure runs op b.N times with the timer running, waits until the store is quiet, and
-// reports what was counted meanwhile per op.
+// measure runs op b.N times, waits until the store is quiet, and reports what was counted
+// meanwhile per op, and the op's own time as ns/op. The benchmark's timer runs throughout,
+// the preparation included, so that b.N stays within the bench time.
 func (f *fixture) measure(b *testing.B, op func()) {
 	b.Helper()
 	f.settle(b)
-	before := f.db.Counts()
-	b.ResetTimer()
-	b.StartTimer()
+	before, start := f.db.Counts(), time.Now()
 	for range b.N {
 		op()
 	}
-	b.StopTimer()
+	elapsed := time.Since(start)
 	f.settle(b)
 	report(b, f.db.Counts().Sub(before), b.N)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/op")
 }
 
 // settle waits until every runner's events are acknowledged (the engine has recorded them)
@@ -327,10 +366,9 @@ func (f *fixture) sleep(b *testing.B, aid string) {
 	f.stopped(b, aid)
 }
 
-// prepare makes b.N running actors, asleep if asleep, off the clock.
+// prepare makes b.N running actors, asleep if asleep.
 func (f *fixture) prepare(b *testing.B, asleep bool) []string {
 	b.Helper()
-	b.StopTimer()
 	ids := make([]string, b.N)
 	for i := range ids {
 		ids[i] = f.create(b, client.ActorCreateOptions{})
@@ -411,26 +449,39 @@ func report(b *testing.B, c udbcount.Counts, n int) {
 	b.ReportMetric(per(c.BytesWritten), "B-written/op")
 }
 
-// background reports whether the calling transaction belongs to one of the engine's
-// periodic loops, which no operation causes: the scans for lost runners and envoys, the
-// reads for due timers (a due timer's own transaction is counted), serverless polling, the
-// census and the node lease.
-func background() bool {
+// timersOnly makes skip count the actors' due timers' transactions alone.
+var timersOnly atomic.Bool
+
+// skip is the counted stores' udbcount.Options.Skip: it leaves out the transactions of the
+// engine's periodic loops, which no operation causes (the scans for lost runners and
+// envoys, the reads for due timers, serverless polling, the census and the node lease), or,
+// with timersOnly, everything but a due timer's own transaction.
+func skip() bool {
+	bg, timer := classify()
+	if timersOnly.Load() {
+		return !timer
+	}
+	return bg
+}
+
+// classify tells, by the calling stack, a periodic loop's transaction (background) and a
+// due timer's (timer) apart.
+func classify() (background, timer bool) {
 	var pcs [64]uintptr
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
 	readOnly, timers := false, false
 	for {
 		fr, more := frames.Next()
 		fn := fr.Function
 		for _, loop := range backgroundLoops {
 			if strings.Contains(fn, loop) {
-				return true
+				return true, false
 			}
 		}
 		readOnly = readOnly || strings.HasSuffix(fn, "/pkg/udb.RunReadTransact")
 		timers = timers || strings.Contains(fn, "/engine/pegboard.(*Actors).runTimers")
 		if !more {
-			return readOnly && timers
+			return readOnly && timers, timers && !readOnly
 		}
 	}
 }
