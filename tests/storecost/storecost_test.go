@@ -93,6 +93,19 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 		f.request(b, aid) // the first request resolves the route
 		f.measure(b, func() { f.request(b, aid) })
 	})
+	b.Run("gateway-request-by-key", func(b *testing.B) {
+		key := next("by-key")
+		a, _, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.running(b, a.ActorId)
+		for _, method := range []string{"get", "getOrCreate&rvt-runner=" + pool} {
+			path := "/gateway/" + actorName + "/?rvt-namespace=default&rvt-key=" + key + "&rvt-method=" + method
+			f.get(b, path, a.ActorId) // the first request resolves the route
+			b.Run(strings.Split(method, "&")[0], func(b *testing.B) { f.measure(b, func() { f.get(b, path, a.ActorId) }) })
+		}
+	})
 	b.Run("list-page", func(b *testing.B) {
 		for range 20 { // at least a page
 			f.running(b, f.create(b, client.ActorCreateOptions{}))
@@ -383,7 +396,13 @@ func (f *fixture) prepare(b *testing.B, asleep bool) []string {
 // request sends GET / to the actor through the gateway and checks the echo's answer.
 func (f *fixture) request(b *testing.B, aid string) {
 	b.Helper()
-	res, err := f.hc.Get(f.base + "/gateway/" + aid + "/")
+	f.get(b, "/gateway/"+aid+"/", aid)
+}
+
+// get sends GET path to the gateway and checks that actor aid's echo answers.
+func (f *fixture) get(b *testing.B, path, aid string) {
+	b.Helper()
+	res, err := f.hc.Get(f.base + path)
 	if err != nil {
 		b.Fatal(err)
 	}
