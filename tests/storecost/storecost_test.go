@@ -93,6 +93,14 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 		f.request(b, aid) // the first request resolves the route
 		f.measure(b, func() { f.request(b, aid) })
 	})
+	b.Run("gateway-request-uncached", func(b *testing.B) {
+		ids := f.prepare(b, false)
+		i := 0
+		f.measure(b, func() { // each actor's first request resolves its route
+			f.request(b, ids[i])
+			i++
+		})
+	})
 	b.Run("gateway-request-by-key", func(b *testing.B) {
 		key := next("by-key")
 		a, _, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
