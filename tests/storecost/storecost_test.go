@@ -75,15 +75,11 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 	})
 	b.Run("get-or-create-existing", func(b *testing.B) {
 		key := next("goc-existing")
-		a, _, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.running(b, a.ActorId)
+		aid := f.keyed(b, key)
 		f.measure(b, func() {
 			got, created, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
-			if err != nil || created || got.ActorId != a.ActorId {
-				b.Fatalf("get-or-create of an existing key: %s created %v, %v; want %s", got.ActorId, created, err, a.ActorId)
+			if err != nil || created || got.ActorId != aid {
+				b.Fatalf("get-or-create of an existing key: %s created %v, %v; want %s", got.ActorId, created, err, aid)
 			}
 		})
 	})
@@ -94,24 +90,16 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 		f.measure(b, func() { f.request(b, aid) })
 	})
 	b.Run("gateway-request-uncached", func(b *testing.B) {
-		ids := f.prepare(b, false)
-		i := 0
-		f.measure(b, func() { // each actor's first request resolves its route
-			f.request(b, ids[i])
-			i++
-		})
+		// Each actor's first request resolves its route.
+		f.measureEach(b, false, func(aid string) { f.request(b, aid) })
 	})
 	b.Run("gateway-request-by-key", func(b *testing.B) {
 		key := next("by-key")
-		a, _, err := f.api.Actors().GetOrCreate(ctx, f.opts(key))
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.running(b, a.ActorId)
+		aid := f.keyed(b, key)
 		for _, method := range []string{"get", "getOrCreate&rvt-runner=" + pool} {
 			path := "/gateway/" + actorName + "/?rvt-namespace=default&rvt-key=" + key + "&rvt-method=" + method
-			f.get(b, path, a.ActorId) // the first request resolves the route
-			b.Run(strings.Split(method, "&")[0], func(b *testing.B) { f.measure(b, func() { f.get(b, path, a.ActorId) }) })
+			f.get(b, path, aid) // the first request resolves the route
+			b.Run(strings.Split(method, "&")[0], func(b *testing.B) { f.measure(b, func() { f.get(b, path, aid) }) })
 		}
 	})
 	b.Run("list-page", func(b *testing.B) {
@@ -125,32 +113,19 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 			}
 		})
 	})
-	b.Run("sleep", func(b *testing.B) {
-		ids := f.prepare(b, false)
-		i := 0
-		f.measure(b, func() {
-			f.sleep(b, ids[i])
-			i++
-		})
-	})
+	b.Run("sleep", func(b *testing.B) { f.measureEach(b, false, func(aid string) { f.sleep(b, aid) }) })
 	b.Run("wake", func(b *testing.B) {
-		ids := f.prepare(b, true)
-		i := 0
-		f.measure(b, func() {
-			f.request(b, ids[i]) // a request to a sleeping actor wakes it
-			f.running(b, ids[i])
-			i++
+		f.measureEach(b, true, func(aid string) {
+			f.request(b, aid) // a request to a sleeping actor wakes it
+			f.running(b, aid)
 		})
 	})
 	b.Run("destroy", func(b *testing.B) {
-		ids := f.prepare(b, false)
-		i := 0
-		f.measure(b, func() {
-			if err := f.api.Actors().Destroy(ctx, ids[i]); err != nil {
+		f.measureEach(b, false, func(aid string) {
+			if err := f.api.Actors().Destroy(ctx, aid); err != nil {
 				b.Fatal(err)
 			}
-			f.stopped(b, ids[i])
-			i++
+			f.stopped(b, aid)
 		})
 	})
 	b.Run("runner-ping", func(b *testing.B) { benchPings(b, store(b), false) })
@@ -158,13 +133,24 @@ func benchStore(b *testing.B, store func(testing.TB) string) {
 	b.Run("envoy-actor-liveness", func(b *testing.B) { benchLiveness(b, store(b)) })
 }
 
-// scaledTimings are a tenth of the default timings (ping interval 300 ms, eligible 1 s,
-// lost 1.5 s): the ratios that decide how often a ping or a check is written are the
-// defaults'.
-func scaledTimings(p *config.Pegboard) {
-	p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 300, 1000, 1500, 1500
-	p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 300, 1000, 1500, 1500
+// timings pings runners and envoys every interval ms, with the eligible and lost thresholds
+// (and a ping timeout of the lost threshold) given.
+func timings(interval, eligible, lost uint32) func(*config.Pegboard) {
+	return func(p *config.Pegboard) {
+		p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = interval, eligible, lost, lost
+		p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = interval, eligible, lost, lost
+	}
 }
+
+var (
+	// scaledTimings are a tenth of the default timings (ping interval 300 ms, eligible 1 s,
+	// lost 1.5 s): the ratios that decide how often a ping or a check is written are the
+	// defaults'.
+	scaledTimings = timings(300, 1000, 1500)
+	// quietTimings ping the hosts every 10 minutes, so that the operations' benchmarks count
+	// no ping.
+	quietTimings = timings(600_000, 1_200_000, 1_800_000)
+)
 
 // benchLiveness measures b.N liveness checks of actors running on an envoy: each checks
 // its envoy's last ping every envoy lost threshold (a timer of its own), however idle.
@@ -211,13 +197,6 @@ func benchPings(b *testing.B, storeURL string, envoy bool) {
 	got := f.waitPongs(b, kind, pongs+b.N)
 	b.StopTimer()
 	report(b, f.db.Counts().Sub(before), got-pongs)
-}
-
-// quietTimings pings the hosts every 10 minutes, so that the operations' benchmarks count
-// no ping.
-func quietTimings(p *config.Pegboard) {
-	p.RunnerUpdatePingIntervalMs, p.RunnerEligibleThreshold, p.RunnerLostThreshold, p.RunnerPingTimeoutMs = 600_000, 1_200_000, 1_800_000, 1_800_000
-	p.EnvoyUpdatePingInterval, p.EnvoyEligibleThreshold, p.EnvoyLostThreshold, p.EnvoyPingTimeout = 600_000, 1_200_000, 1_800_000, 1_800_000
 }
 
 // fixture is an engine on a counted store with one runner hosting echo actors.
@@ -363,6 +342,17 @@ func (f *fixture) create(b *testing.B, o client.ActorCreateOptions) string {
 	return a.ActorId
 }
 
+// keyed gets or creates the actor of key and waits until it runs.
+func (f *fixture) keyed(b *testing.B, key string) string {
+	b.Helper()
+	a, _, err := f.api.Actors().GetOrCreate(b.Context(), f.opts(key))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.running(b, a.ActorId)
+	return a.ActorId
+}
+
 // running waits until the actor's latest start has run on the runner.
 func (f *fixture) running(b *testing.B, aid string) {
 	b.Helper()
@@ -385,6 +375,17 @@ func (f *fixture) sleep(b *testing.B, aid string) {
 		b.Fatal(err)
 	}
 	f.stopped(b, aid)
+}
+
+// measureEach makes b.N running actors (asleep if asleep), then measures op on each.
+func (f *fixture) measureEach(b *testing.B, asleep bool, op func(aid string)) {
+	b.Helper()
+	ids := f.prepare(b, asleep)
+	i := 0
+	f.measure(b, func() {
+		op(ids[i])
+		i++
+	})
 }
 
 // prepare makes b.N running actors, asleep if asleep.
