@@ -68,6 +68,7 @@ type pongJob struct {
 	c     *conn
 	at    time.Time // when it arrived
 	rttMs uint32
+	began time.Time // when its batch's transaction began (after its wait in the queue)
 
 	// What recording it found (protocol.recordPong).
 	indexed    bool  // the host is in its pool's allocation index
@@ -81,6 +82,7 @@ type pongJob struct {
 // error without failing the others; a store error fails the whole batch, and each pong
 // gets it.
 func (s *Server) recordPongs(batch []pongJob) {
+	began := time.Now()
 	err := udb.Update(s.ctx, s.o.DB, func(tx udb.Transaction) error {
 		for i := range batch {
 			j := &batch[i]
@@ -92,6 +94,7 @@ func (s *Server) recordPongs(batch []pongJob) {
 		return nil
 	})
 	for i := range batch {
+		batch[i].began = began
 		if err != nil {
 			batch[i].err = err
 		}
