@@ -59,6 +59,9 @@ type Options struct {
 	// "READY=1" with a STATUS line once serving, "RELOADING=1" then "READY=1" around a
 	// reload, "STOPPING=1" when a drain begins.
 	Notify func(state string)
+	// WrapStore, when set, wraps the store once it is open, before anything uses it
+	// (tests/storecost counts the store's operations through it).
+	WrapStore func(udb.Database) udb.Database
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -136,7 +139,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, fmt.Errorf("engine: auth.tokens_file: %w", err)
 	}
 	topo := Topology(cfg.Advertised())
-	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
+	if undo, err = e.openStore(ctx, cfg, topo, opts.WrapStore, undo); err != nil {
 		return nil, err
 	}
 	svc, err := e.build(cfg, topo, opts.Build)
@@ -165,10 +168,13 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 
 // openStore opens the store (with the default namespace at the leader's first start) and
 // the datacenter's bus: NATS with several nodes, the memory bus for one.
-func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp.Topology, undo []func()) ([]func(), error) {
+func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp.Topology, wrap func(udb.Database) udb.Database, undo []func()) ([]func(), error) {
 	db, err := udb.Open(ctx, cfg.Database.URL)
 	if err != nil {
 		return undo, fmt.Errorf("engine: open store: %w", err)
+	}
+	if wrap != nil {
+		db = wrap(db)
 	}
 	undo = append(undo, func() { _ = db.Close() })
 	e.db = e.obs.metrics.InstrumentDB(db)

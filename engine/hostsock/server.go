@@ -143,7 +143,8 @@ func New(o Options) (*Server, error) {
 	o.Runner, o.Envoy = o.Runner.withDefaults(), o.Envoy.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, reg: o.Registry, ctx: ctx, cancel: cancel}
-	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Linger: 500 * time.Microsecond}
+	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Done: ctx.Done(),
+		Linger: pongLinger(o.Runner, o.Envoy, o.Actors.Config())}
 	return s, nil
 }
 
