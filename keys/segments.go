@@ -103,6 +103,8 @@ const (
 	tagSchemaVersion = 1051
 	// A runner pool's error (pool_error.go).
 	tagPoolError = 1060
+	// A serverless pool's count of allocated actors (pool_actors.go).
+	tagPoolActors = 1090
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

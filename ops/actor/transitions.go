@@ -42,6 +42,8 @@ func Sleep(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 			m.sendStop(a, keys.StopSleep)
 		case keys.PhasePending, keys.PhaseRescheduling:
 			return m.sleep(a, nil)
+		case keys.PhaseSleeping:
+			a.st.RescheduleTs = nil // no more retries after concurrent_actor_limit_reached
 		}
 		return nil
 	})
@@ -240,8 +242,10 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 			return m.place(a, true, false)
 		case keys.PhasePending:
 			return m.sleep(a, nil)
-		case keys.PhaseSleeping:
-			a.st.AlarmTs = nil
+		case keys.PhaseSleeping: // its alarm, or a retry after concurrent_actor_limit_reached
+			if a.st.AlarmTs != nil && *a.st.AlarmTs <= m.now {
+				a.st.AlarmTs = nil
+			}
 			return m.wake(a)
 		}
 		return nil

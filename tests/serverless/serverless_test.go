@@ -3,6 +3,7 @@ package serverless
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,8 +31,9 @@ func needApps(t testing.TB) {
 	}
 }
 
-// startLoopbackEngine starts berth allowing serverless calls to loopback.
-func startLoopbackEngine(t testing.TB) *harness.Engine {
+// startLoopbackEngine starts berth allowing serverless calls to loopback, with the
+// pegboard settings of pegboard (key → value) if any.
+func startLoopbackEngine(t testing.TB, pegboard ...map[string]any) *harness.Engine {
 	return harness.StartEngine(t, harness.Settings{Configure: func(cfg map[string]any) {
 		pb, _ := cfg["pegboard"].(map[string]any)
 		if pb == nil {
@@ -39,6 +41,9 @@ func startLoopbackEngine(t testing.TB) *harness.Engine {
 			cfg["pegboard"] = pb
 		}
 		pb["serverless"] = map[string]any{"allowed_cidrs": []string{"127.0.0.0/8", "::1/128"}}
+		for _, m := range pegboard {
+			maps.Copy(pb, m)
+		}
 	}})
 }
 
