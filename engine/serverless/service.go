@@ -34,6 +34,8 @@ type Service struct {
 	DB      udb.Database
 	Fetcher Fetcher
 	Log     *slog.Logger
+	// Hosts drains the hosts of pools (version upgrades, deleted configs); nil drains none.
+	Hosts PoolHosts
 
 	wake chan struct{}
 }
@@ -76,6 +78,12 @@ func (s *Service) Written(ctx context.Context, ns id.ID, name string, cfg keys.R
 	if err := s.fetchApply(ctx, ns, name, *cfg.Serverless); err != nil {
 		s.logFailure(ns, name, err)
 	}
+	s.Deleted()
+}
+
+// Deleted is called after a config was deleted: the poller looks at once, and drains
+// the pool's hosts if it was serverless (gone).
+func (s *Service) Deleted() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -88,20 +96,13 @@ func (s *Service) logFailure(ns id.ID, name string, err *FetchError) {
 		"kind", err.Kind(), "error", err.Error())
 }
 
-// fetchApply fetches the pool's /metadata and stores its protocol version.
+// fetchApply fetches the pool's /metadata and applies it (apply).
 func (s *Service) fetchApply(ctx context.Context, ns id.ID, name string, cfg keys.ServerlessRunnerConfig) *FetchError {
 	m, ferr := s.Fetcher.Fetch(ctx, cfg.URL, cfg.Headers)
 	if ferr != nil {
 		return ferr
 	}
-	if m.EnvoyProtocolVersion == nil {
-		return nil
-	}
-	if _, err := udb.Transact(ctx, s.DB, func(tx udb.Transaction) (bool, error) {
-		return runnerconfig.SetProtocolVersion(ctx, tx, ns, name, cfg.URL, *m.EnvoyProtocolVersion)
-	}); err != nil {
-		s.Log.Warn("serverless: storing the protocol version failed", "pool", name, "error", err.Error())
-	}
+	s.apply(ctx, ns, name, cfg, m)
 	return nil
 }
 
@@ -151,8 +152,12 @@ func (s *Service) Run(ctx context.Context) {
 		now := time.Now()
 		if now.Sub(lastScan) >= scanEvery {
 			lastScan = now
-			if err := s.scan(ctx, &mu, pools, now); err != nil && ctx.Err() == nil {
+			gone, err := s.scan(ctx, &mu, pools, now)
+			if err != nil && ctx.Err() == nil {
 				s.Log.Warn("serverless: listing pools failed", "error", err.Error())
+			}
+			for _, k := range gone {
+				wg.Go(func() { s.gone(ctx, k.ns, k.name) })
 			}
 		}
 		mu.Lock()
@@ -191,8 +196,9 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // scan refreshes the set of pools from the store: new pools are due now,
-// pools whose url or headers changed too, deleted pools are dropped.
-func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*poolState, now time.Time) error {
+// pools whose url or headers changed too, pools no longer serverless are
+// dropped and returned.
+func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*poolState, now time.Time) (gone []poolKey, err error) {
 	var all []runnerconfig.Pool
 	var after *runnerconfig.Pool
 	for {
@@ -200,7 +206,7 @@ func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*p
 			return runnerconfig.ListServerless(ctx, r, after, scanPage)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		all = append(all, page...)
 		if len(page) < scanPage {
@@ -225,9 +231,10 @@ func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*p
 	for k, st := range pools {
 		if !st.seen && !st.busy {
 			delete(pools, k)
+			gone = append(gone, k)
 		}
 	}
-	return nil
+	return gone, nil
 }
 
 func sameHeaders(a, b map[string]string) bool {
