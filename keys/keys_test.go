@@ -154,6 +154,9 @@ func allKeyCases() []keyCase {
 		// Keys across datacenters.
 		kc(KeyReservationKey{Namespace: ns1, Name: "counter", Key: "k"}, UnpackKeyReservationKey),
 		kc(KeyFenceKey{ActorID: aid1}, UnpackKeyFenceKey),
+		// Leases and serverless runner pools.
+		kc(LeaseKey{Name: "serverless/x"}, UnpackLeaseKey),
+		kc(ServerlessDemandKey{Namespace: ns1, Name: "sl"}, UnpackServerlessDemandKey),
 	}
 }
 
