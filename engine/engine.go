@@ -254,7 +254,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
 		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
 	}, log)
-	e.serverless.Hosts = lc
+	e.serverless.Hosts, e.serverless.NodeID = lc, e.cluster.ID()
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
 		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: e.serverless,

@@ -144,7 +144,10 @@ func TestPollTimings(t *testing.T) {
 }
 
 // store opens an empty store with a serverless pool "sl" of url in a namespace.
-func store(t *testing.T, url string) (udb.Database, id.ID) {
+func store(t *testing.T, url string) (udb.Database, id.ID) { t.Helper(); return storeWith(t, url, "") }
+
+// storeWith is store with more fields of the serverless config (JSON, each followed by a comma).
+func storeWith(t *testing.T, url, fields string) (udb.Database, id.ID) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := udb.Open(ctx, "mem://")
@@ -153,7 +156,7 @@ func store(t *testing.T, url string) (udb.Database, id.ID) {
 	}
 	t.Cleanup(func() { db.Close() })
 	ns := id.New(1)
-	cfg, err := runnerconfig.ParseRequest([]byte(`{"serverless":{"url":"`+url+`","request_lifespan":3600}}`), "", 0)
+	cfg, err := runnerconfig.ParseRequest([]byte(`{"serverless":{`+fields+`"url":"`+url+`","request_lifespan":3600}}`), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ type Service struct {
 	Log     *slog.Logger
 	// Hosts drains the hosts of pools (version upgrades, deleted configs); nil drains none.
 	Hosts PoolHosts
+	// NodeID names this node in the pools' poll leases (poll_lease.go); "" polls every
+	// pool without a lease.
+	NodeID string
 
 	wake chan struct{}
 }
@@ -118,6 +121,7 @@ type poolState struct {
 	failures int
 	busy     bool
 	seen     bool
+	held     bool // this node held the pool's poll lease at its last try
 }
 
 // PollInterval is a pool's poll interval: metadata_poll_interval (ms), or
@@ -136,15 +140,24 @@ func Backoff(interval time.Duration, failures int) time.Duration {
 	return interval << min(max(failures-1, 0), maxBackoffExponent)
 }
 
-// Run polls every serverless pool of the datacenter until ctx ends. Each
-// node polls every pool (no lease yet: see docs/serverless.md, "berth").
+// Run polls every serverless pool of the datacenter until ctx ends: a pool
+// whose poll lease this node holds (one node at a time), every interval.
 func (s *Service) Run(ctx context.Context) {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		pools = map[poolKey]*poolState{}
 	)
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		var held []poolKey
+		for k, st := range pools {
+			if st.held {
+				held = append(held, k)
+			}
+		}
+		s.releasePolls(held)
+	}()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	var lastScan time.Time
@@ -167,13 +180,21 @@ func (s *Service) Run(ctx context.Context) {
 			}
 			st.busy = true
 			wg.Add(1)
-			go func(k poolKey, cfg keys.ServerlessRunnerConfig) {
+			go func(k poolKey, cfg keys.ServerlessRunnerConfig, failures int) {
 				defer wg.Done()
-				ferr := s.fetchApply(ctx, k.ns, k.name, cfg)
+				interval := PollInterval(cfg)
+				held, err := s.takePoll(ctx, k, interval, failures)
+				var ferr *FetchError
+				if held {
+					ferr = s.fetchApply(ctx, k.ns, k.name, cfg)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				st.busy = false
-				interval := PollInterval(cfg)
+				st.held = held || (err != nil && st.held)
+				if err != nil && ctx.Err() == nil {
+					s.Log.Warn("serverless: taking a poll lease failed", "pool", k.name, "error", err.Error())
+				}
 				if ferr != nil && ctx.Err() == nil {
 					st.failures++
 					s.logFailure(k.ns, k.name, ferr)
@@ -182,7 +203,7 @@ func (s *Service) Run(ctx context.Context) {
 				}
 				st.failures = 0
 				st.next = time.Now().Add(interval)
-			}(k, st.cfg)
+			}(k, st.cfg, st.failures)
 		}
 		mu.Unlock()
 		select {
