@@ -254,7 +254,6 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
 		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
 	}, log)
-	e.serverless.Hosts, e.serverless.NodeID = lc, e.cluster.ID()
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
 		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: e.serverless,
@@ -274,6 +273,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		e.peers.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	// The /metadata poller drains the pools' hosts and takes their poll leases as this node.
+	e.serverless.Hosts, e.serverless.NodeID = lc, e.cluster.ID()
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies, Outbound: serverlessPolicy(pb.Serverless),

@@ -17,7 +17,7 @@ import (
 // then make their own /start.
 func TestEnvoyPoolConcurrentActorLimit(t *testing.T) {
 	needApps(t)
-	e := startLoopbackEngine(t, map[string]any{"actor_start_threshold": 3000})
+	e := startLoopbackEngineWith(t, func(_, pb map[string]any) { pb["actor_start_threshold"] = 3000 })
 	fake, proc := startApp(t, "fake", harness.NPMDir, "serverless-fake.mjs")
 	body := map[string]any{"datacenters": map[string]any{"default": map[string]any{
 		"serverless": map[string]any{"url": fake, "request_lifespan": 3600, "max_concurrent_actors": 3}}}}

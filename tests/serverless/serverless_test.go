@@ -3,7 +3,6 @@ package serverless
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,9 +30,12 @@ func needApps(t testing.TB) {
 	}
 }
 
-// startLoopbackEngine starts berth allowing serverless calls to loopback, with the
-// pegboard settings of pegboard (key → value) if any.
-func startLoopbackEngine(t testing.TB, pegboard ...map[string]any) *harness.Engine {
+// startLoopbackEngine starts berth allowing serverless calls to loopback.
+func startLoopbackEngine(t testing.TB) *harness.Engine { return startLoopbackEngineWith(t, nil) }
+
+// startLoopbackEngineWith is startLoopbackEngine with more settings: more edits the
+// configuration and its pegboard section.
+func startLoopbackEngineWith(t testing.TB, more func(cfg, pegboard map[string]any)) *harness.Engine {
 	return harness.StartEngine(t, harness.Settings{Configure: func(cfg map[string]any) {
 		pb, _ := cfg["pegboard"].(map[string]any)
 		if pb == nil {
@@ -41,8 +43,8 @@ func startLoopbackEngine(t testing.TB, pegboard ...map[string]any) *harness.Engi
 			cfg["pegboard"] = pb
 		}
 		pb["serverless"] = map[string]any{"allowed_cidrs": []string{"127.0.0.0/8", "::1/128"}}
-		for _, m := range pegboard {
-			maps.Copy(pb, m)
+		if more != nil {
+			more(cfg, pb)
 		}
 	}})
 }
