@@ -23,7 +23,7 @@ func TestPollLeaseOneNodeAtATime(t *testing.T) {
 		io.WriteString(w, envoyMeta)
 	}))
 	t.Cleanup(srv.Close)
-	db, _ := storeWith(t, srv.URL+"/api/rivet", `"metadata_poll_interval":5000,`)
+	db, _ := storeWith(t, srv.URL+"/api/rivet", `,"metadata_poll_interval":5000`)
 	run := func(node string) (stop func()) {
 		f := fetcher(loopback)
 		f.UserAgent = node
