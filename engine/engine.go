@@ -279,6 +279,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		e.peers.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	// The /metadata poller drains the pools' hosts and takes their poll leases as this node.
+	e.serverless.Hosts, e.serverless.NodeID = lc, e.cluster.ID()
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies, Outbound: serverlessPolicy(pb.Serverless),
