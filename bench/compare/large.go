@@ -104,6 +104,7 @@ type meter struct {
 	pg        *pgServer
 	restRate  float64 // store commits per second at rest, once measured
 	restKnown bool
+	restCPU   []float64 // each node's CPU ms per second at rest, once measured
 }
 
 // mark is the state at a phase's start.
@@ -126,9 +127,9 @@ func (m *meter) begin(ctx context.Context) (mark, error) {
 
 // end records the phase begun at k as key's figures, for ops operations (0 for the window at
 // rest): engine CPU per operation (per second at rest), all nodes and each node's when there
-// are several, and on PostgreSQL the store's commits. The commits are read after statsSettle;
-// those of the phase are the count less the rate at rest over the settle (and, per operation,
-// over the phase too: what the operations cost beyond the engine's background work).
+// are several, and on PostgreSQL the store's commits. Per operation, both are what the
+// operations cost beyond the engine's background work: less the rate at rest over the phase.
+// The commits are read after statsSettle, whose commits at rest are left out too.
 func (m *meter) end(ctx context.Context, k mark, key string, ops int) error {
 	took := time.Since(k.at)
 	cpu := m.s.cpu()
@@ -138,15 +139,20 @@ func (m *meter) end(ctx context.Context, k mark, key string, ops int) error {
 		per, unit = took.Seconds(), "_cpu_ms_per_s"
 	}
 	if per > 0 {
-		var all time.Duration
+		var all float64
 		for i := range cpu {
-			d := cpu[i] - k.cpu[i]
+			d := ms(cpu[i] - k.cpu[i])
+			if ops == 0 {
+				m.restCPU = append(m.restCPU, d/per)
+			} else if i < len(m.restCPU) {
+				d -= m.restCPU[i] * took.Seconds()
+			}
 			all += d
 			if len(cpu) > 1 {
-				m.s.f[fmt.Sprintf("%s%s_node%d", key, unit, i+1)] = ms(d) / per
+				m.s.f[fmt.Sprintf("%s%s_node%d", key, unit, i+1)] = d / per
 			}
 		}
-		m.s.f[key+unit] = ms(all) / per
+		m.s.f[key+unit] = all / per
 	}
 	if m.pg == nil {
 		return nil

@@ -52,7 +52,7 @@ var metrics = []metric{
 	{"large_created", "9", "actors created of step 9's (16 clients, within -large-within)", "actors", true},
 	{"large_creates_per_s", "9", "creates per second", "creates/s", true},
 	{"large_started", "9", "of those, started on a runner within 20 s more", "actors", true},
-	{"large_create_cpu_ms", "9", "engine CPU per create (and its start)", "ms", false},
+	{"large_create_cpu_ms", "9", "engine CPU per create (and its start), beyond that at rest", "ms", false},
 	{"large_create_commits", "9", "PostgreSQL transactions per create (and its start), beyond those at rest", "xact", false},
 	{"large_create_commits_per_s", "9", "PostgreSQL transactions per second while creating, beyond those at rest", "xact/s", false},
 	{"list_large_p50_ms", "9", "GET /actors?name=...&limit=100 p50 over them, 100 calls", "ms", false},
@@ -62,7 +62,7 @@ var metrics = []metric{
 	{"large_http_rps", "9", "gateway HTTP spread over them (each request the next actor), 16 connections for 10 s", "req/s", true},
 	{"large_http_p50_ms", "9", "that loop's p50", "ms", false},
 	{"large_http_p99_ms", "9", "that loop's p99", "ms", false},
-	{"large_http_cpu_ms", "9", "engine CPU per request in that loop", "ms", false},
+	{"large_http_cpu_ms", "9", "engine CPU per request in that loop, beyond that at rest", "ms", false},
 	{"large_http_commits", "9", "PostgreSQL transactions per request in that loop, beyond those at rest", "xact", false},
 	{"large_http_commits_per_s", "9", "PostgreSQL transactions per second in that loop, beyond those at rest", "xact/s", false},
 	{"rss_large_mib", "9", "engine RSS after step 9", "MiB", false},
@@ -73,8 +73,8 @@ func nodeMetrics(nodes int) []metric {
 	var out []metric
 	for _, m := range []struct{ key, label, unit string }{
 		{"large_rest_cpu_ms_per_s", "at rest: CPU per second of node", "ms/s"},
-		{"large_create_cpu_ms", "CPU per create of node", "ms"},
-		{"large_http_cpu_ms", "CPU per spread gateway request of node", "ms"},
+		{"large_create_cpu_ms", "CPU per create beyond that at rest, node", "ms"},
+		{"large_http_cpu_ms", "CPU per spread gateway request beyond that at rest, node", "ms"},
 	} {
 		for i := range nodes {
 			out = append(out, metric{Key: fmt.Sprintf("%s_node%d", m.key, i+1), Step: "9", Label: fmt.Sprintf("%s %d", m.label, i+1), Unit: m.unit})
