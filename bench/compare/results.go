@@ -43,8 +43,12 @@ var metrics = []metric{
 	{"list_actors_p50_ms", "7", "GET /actors?name=...&limit=100 p50 (the actors created), 100 calls", "ms", false},
 	{"list_actors_p99_ms", "7", "GET /actors?name=...&limit=100 p99", "ms", false},
 	{"rss_idle_mib", "8", "engine RSS at idle (3 s after /health)", "MiB", false},
+	{"rss_idle_anon_mib", "8", "of which private (RssAnon: heap, stacks)", "MiB", false},
+	{"rss_idle_file_mib", "8", "of which the binary's mapped pages (RssFile)", "MiB", false},
 	{"cpu_idle_s", "8", "engine CPU seconds at idle", "s", false},
 	{"rss_after_mib", "8", "engine RSS after step 7", "MiB", false},
+	{"rss_after_anon_mib", "8", "of which private (RssAnon)", "MiB", false},
+	{"rss_after_file_mib", "8", "of which the binary's mapped pages (RssFile)", "MiB", false},
 	{"cpu_after_s", "8", "engine CPU seconds after step 7 (whole session)", "s", false},
 }
 

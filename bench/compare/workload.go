@@ -150,7 +150,7 @@ func (w *workload) steps(ctx context.Context, e engineKind, a *api, pid, rep int
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	f["rss_idle_mib"] = float64(proc.RSS(pid)) / (1 << 20)
+	resident(f, "rss_idle", pid)
 	f["cpu_idle_s"] = proc.CPUTime(pid).Seconds()
 
 	runner, err := w.node(e.name+"-runner", "BERTH_ENDPOINT="+a.base, "RUNNER_NAME=bench", "RUNNER_SLOTS="+strconv.Itoa(benchSlots))
@@ -303,9 +303,18 @@ func (w *workload) steps(ctx context.Context, e engineKind, a *api, pid, rep int
 	}
 
 	// 8, after step 7.
-	f["rss_after_mib"] = float64(proc.RSS(pid)) / (1 << 20)
+	resident(f, "rss_after", pid)
 	f["cpu_after_s"] = proc.CPUTime(pid).Seconds()
 	return ctx.Err()
+}
+
+// resident records process pid's resident memory under key_mib, with its private and file
+// parts under key_anon_mib and key_file_mib.
+func resident(f figures, key string, pid int) {
+	m := proc.Resident(pid)
+	f[key+"_mib"] = float64(m.Total) / (1 << 20)
+	f[key+"_anon_mib"] = float64(m.Anon) / (1 << 20)
+	f[key+"_file_mib"] = float64(m.File) / (1 << 20)
 }
 
 // api calls an engine's public API; every request comes from a new client address every
