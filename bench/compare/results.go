@@ -179,7 +179,9 @@ func (r *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nThe plain node column is the same echo handler served by a node HTTP server without an engine: the floor under the gateway figures. "+
 		"The gateway HTTP figures are measured with a client that writes each request and reads its answer on one goroutine per connection; "+
-		"the row \"with Go's net/http client\" shows the same p50 measured through net/http's per-connection goroutines.\n")
+		"the row \"with Go's net/http client\" shows the same p50 measured through net/http's per-connection goroutines. "+
+		"RSS is RssAnon, the engine's private memory, plus RssFile, its binary's pages mapped from the page cache (shared and reclaimable; "+
+		"how much is mapped depends on the page cache more than on the engine, see docs/benchmarks.md).\n")
 	return b.String()
 }
 
