@@ -12,7 +12,8 @@
 // The floor is garbage the process may hold, so it follows the allocation rate: what the
 // engine allocates in floorHorizon, at most the configured floor (node.gc_heap_floor_mib). An
 // idle engine has no floor, and when it becomes idle (less than idleRate allocated per
-// second) the heap's free memory goes back to the system at once rather than over minutes.
+// second), or its floor falls by more than half, the heap's free memory goes back to the
+// system at once rather than at the scavenger's pace.
 // GOMEMLIMIT, when set, still caps the heap.
 package gcfloor
 
@@ -36,8 +37,9 @@ const (
 
 const (
 	// floorHorizon: the floor is what is allocated in this long, so that the floor alone
-	// starts no more than a couple of collections a second.
-	floorHorizon = 500 * time.Millisecond
+	// starts no more than four collections a second (a collection of the engine's small
+	// live heap takes a millisecond or two of CPU).
+	floorHorizon = 250 * time.Millisecond
 	// sampleEvery is how often the allocation rate is read; a collection reads it too, so
 	// that a burst raises the floor within a few collections.
 	sampleEvery = time.Second
@@ -45,6 +47,8 @@ const (
 	minSample = 100 * time.Millisecond
 	// idleRate: below this allocation rate the engine counts as idle.
 	idleRate = 1 << 20 // bytes per second
+	// dropRelease: a fall of the floor by more than this gives the free heap back.
+	dropRelease = 16 << 20
 )
 
 // Start tunes the collector until stop is called, which restores the GOGC value in effect
@@ -155,15 +159,19 @@ func (t *tuner) loop() {
 			return
 		case now := <-tick.C:
 			t.mu.Lock()
+			was := t.floor
 			rate := t.update(now, true)
-			release := rate >= 0 && rate < idleRate && t.busy
-			if release {
+			idle := rate >= 0 && rate < idleRate && t.busy
+			if idle {
 				t.busy = false
 			}
+			// A floor that fell by more than half (and by more than dropRelease) leaves the
+			// heap grown for it: it goes back at once too, not at the scavenger's pace.
+			release := idle || (t.floor < was/2 && was-t.floor > dropRelease)
 			t.mu.Unlock()
 			if release {
 				debug.FreeOSMemory()
-				if t.idle != nil {
+				if idle && t.idle != nil {
 					t.idle()
 				}
 				t.mu.Lock()

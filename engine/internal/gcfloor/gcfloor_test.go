@@ -38,8 +38,8 @@ func TestFloor(t *testing.T) {
 	}{
 		{0, 64 * mib, 0},
 		{-5, 64 * mib, 0},
-		{10 * mib, 64 * mib, 5 * mib}, // half a second of allocation
-		{120 * mib, 64 * mib, 60 * mib},
+		{10 * mib, 64 * mib, 10 * mib / 4}, // a quarter of a second of allocation
+		{120 * mib, 64 * mib, 30 * mib},
 		{1000 * mib, 64 * mib, 64 * mib}, // at most the configured floor
 	} {
 		if got := Floor(c.rate, c.most); got != c.want {
