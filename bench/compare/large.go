@@ -94,7 +94,7 @@ func (w *workload) largeStep(ctx context.Context, s *session) error {
 	if err := m.end(ctx, phase, "large_http", int(l.Answered)); err != nil {
 		return err
 	}
-	f["rss_large_mib"] = s.rss()
+	s.resident("rss_large")
 	return ctx.Err()
 }
 

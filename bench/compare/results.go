@@ -43,8 +43,12 @@ var metrics = []metric{
 	{"list_actors_p50_ms", "7", "GET /actors?name=...&limit=100 p50 (the actors created), 100 calls", "ms", false},
 	{"list_actors_p99_ms", "7", "GET /actors?name=...&limit=100 p99", "ms", false},
 	{"rss_idle_mib", "8", "engine RSS at idle (3 s after /health)", "MiB", false},
+	{"rss_idle_anon_mib", "8", "of which private (RssAnon: heap, stacks)", "MiB", false},
+	{"rss_idle_file_mib", "8", "of which the binary's mapped pages (RssFile)", "MiB", false},
 	{"cpu_idle_s", "8", "engine CPU seconds at idle", "s", false},
 	{"rss_after_mib", "8", "engine RSS after step 7", "MiB", false},
+	{"rss_after_anon_mib", "8", "of which private (RssAnon)", "MiB", false},
+	{"rss_after_file_mib", "8", "of which the binary's mapped pages (RssFile)", "MiB", false},
 	{"cpu_after_s", "8", "engine CPU seconds after step 7 (whole session)", "s", false},
 	{"large_connect_s", "9", "100 more runners connected (20 at a time), slots for every actor of step 9", "s", false},
 	{"large_rest_cpu_ms_per_s", "9", "at rest with 306 runners: engine CPU per second", "ms/s", false},
@@ -232,7 +236,9 @@ func (r *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nThe plain node column is the same echo handler served by a node HTTP server without an engine: the floor under the gateway figures. "+
 		"The gateway HTTP figures are measured with a client that writes each request and reads its answer on one goroutine per connection; "+
-		"the row \"with Go's net/http client\" shows the same p50 measured through net/http's per-connection goroutines.\n")
+		"the row \"with Go's net/http client\" shows the same p50 measured through net/http's per-connection goroutines. "+
+		"RSS is RssAnon, the engine's private memory, plus RssFile, its binary's pages mapped from the page cache (shared and reclaimable; "+
+		"how much is mapped depends on the page cache more than on the engine, see docs/benchmarks.md).\n")
 	return b.String()
 }
 

@@ -181,13 +181,17 @@ type session struct {
 	runner *proc.Proc // the echo runner process, hosting every runner of the session
 }
 
-// rss is the engine's resident memory, all nodes together, in MiB.
-func (s *session) rss() float64 {
-	var n int64
+// resident records the engine's resident memory, all nodes together, under key_mib, with its
+// private and file parts under key_anon_mib and key_file_mib.
+func (s *session) resident(key string) {
+	var m proc.Memory
 	for _, pid := range s.eng.pids() {
-		n += proc.RSS(pid)
+		r := proc.Resident(pid)
+		m.Total, m.Anon, m.File = m.Total+r.Total, m.Anon+r.Anon, m.File+r.File
 	}
-	return float64(n) / (1 << 20)
+	s.f[key+"_mib"] = float64(m.Total) / (1 << 20)
+	s.f[key+"_anon_mib"] = float64(m.Anon) / (1 << 20)
+	s.f[key+"_file_mib"] = float64(m.File) / (1 << 20)
 }
 
 // cpu is each node's CPU time so far.
@@ -213,7 +217,7 @@ func (w *workload) steps(ctx context.Context, s *session) error {
 	if err := sleep(ctx, idleFor); err != nil {
 		return err
 	}
-	f["rss_idle_mib"] = s.rss()
+	s.resident("rss_idle")
 	f["cpu_idle_s"] = sum(s.cpu()).Seconds()
 
 	runner, err := w.node(e.name+"-runner", "BERTH_ENDPOINT="+a.bases[0], "BERTH_ENDPOINTS="+strings.Join(a.bases, ","),
@@ -319,7 +323,7 @@ func (w *workload) steps(ctx context.Context, s *session) error {
 	}
 
 	// 8, after step 7.
-	f["rss_after_mib"] = s.rss()
+	s.resident("rss_after")
 	f["cpu_after_s"] = sum(s.cpu()).Seconds()
 	if err := ctx.Err(); err != nil || w.large == 0 {
 		return err

@@ -178,7 +178,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 	if !wsconn.CheckUpgrade(w, r, s.o.Auth, allow, s.o.Label) {
 		return
 	}
-	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame}, r, &websocket.AcceptOptions{
+	// rivetkit's envoy writes without TCP_NODELAY: its small frames wait for our ACKs.
+	quick := p.info().kind == kindEnvoy
+	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame, QuickAck: quick}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"rivet"},
 		OriginPatterns: []string{"*"}, // hosts are not browsers; Rivet checks no origin
 	})
