@@ -281,6 +281,8 @@ func (p *poolLoop) handle(ev reqEvent) {
 	case errors.Is(ev.err, ErrEndedEarly):
 		// Not backed off (docs/serverless.md § 5.4), only spaced.
 		p.retryAt = now.Add(endedPause)
+	case now.Before(p.retryAt):
+		// A request started with the one that failed first: one failure of the pool.
 	default:
 		if now.Sub(p.lastFailure) > runnerRetryReset {
 			p.failures = 0

@@ -88,3 +88,16 @@ func withPoolErrors(ctx context.Context, r udb.ReadTransaction, as []Actor) erro
 	}
 	return nil
 }
+
+// PoolFailing reports whether actor aid waits in the queue of a pool that has an error
+// (a serverless runner pool whose endpoint fails): the gateway then gives up on it
+// (guard.actor_runner_failed). Snapshot reads.
+func PoolFailing(ctx context.Context, r udb.ReadTransaction, aid id.ID) (bool, error) {
+	snap := r.Snapshot()
+	st, found, err := keys.Get(ctx, snap, keys.ActorStateKey{ActorID: aid})
+	if err != nil || !found || st.Phase != keys.PhasePending {
+		return false, corrupt.Mark("actor", err)
+	}
+	_, failing, err := keys.Get(ctx, snap, keys.RunnerPoolErrorKey{Namespace: st.Namespace, Name: st.Selector})
+	return failing, corrupt.Mark("runner pool", err)
+}
