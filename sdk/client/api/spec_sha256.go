@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "560ea1aa223f011a094c7283dbbb99053a9c8c09b0ccfac2d13117692b486f1b"
+const SpecSHA256 = "3e9245972cd4337375bb384a7bbefda4cdd3e7ce6ba4024f07e7540f90d69f7f"
