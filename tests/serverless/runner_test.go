@@ -21,20 +21,15 @@ const (
 	runnerGraceMs  = 2000
 )
 
-// startRunnerEngine starts berth allowing loopback endpoints, with a short runner drain grace.
+// startRunnerEngine starts berth allowing loopback endpoints, with a short runner drain
+// grace; more, when set, edits the configuration further.
 func startRunnerEngine(t testing.TB, more func(cfg map[string]any)) *harness.Engine {
-	return harness.StartEngine(t, harness.Settings{Configure: func(cfg map[string]any) {
-		pb, _ := cfg["pegboard"].(map[string]any)
-		if pb == nil {
-			pb = map[string]any{}
-			cfg["pegboard"] = pb
-		}
-		pb["serverless"] = map[string]any{"allowed_cidrs": []string{"127.0.0.0/8", "::1/128"}}
+	return startLoopbackEngineWith(t, func(cfg, pb map[string]any) {
 		pb["serverless_drain_grace_period_ms"] = runnerGraceMs
 		if more != nil {
 			more(cfg)
 		}
-	}})
+	})
 }
 
 // putRunnerPool writes pool as a serverless pool of url with a short request lifespan and
