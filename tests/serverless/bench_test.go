@@ -93,16 +93,18 @@ func report(b *testing.B, rows []row) {
 var lastActor atomic.Value
 
 // runnerPoolRows runs the runner-pool rows (rivetkit 2.2.1, docs/serverless.md § 5), each
-// engine with its own 2.2.1 app and three pools of one slot per runner:
-//   - runner-start: an actor of an empty pool until its first answer: a new GET /start
+// engine with its own 2.2.1 app and three pools:
+//   - runner-start: an actor of an empty pool of one slot per runner until its first
+//     answer: a new GET /start
 //     and runner for each (the earlier actors stay awake on theirs);
 //   - runner-warm: the same with min_runners: 1, the actor destroyed after each round, so
 //     each lands on the warm runner with no /start;
-//   - runner-burst: burstSize actors at once on an empty pool (median, slowest).
+//   - runner-burst: burstSize actors at once on an empty pool of 10 slots per runner (10
+//     requests and runners; median, slowest).
 func runnerPoolRows(b *testing.B, engines []string) []row {
 	for i, engine := range engines {
 		app, _ := startApp(b, []string{"berth", "reference"}[i]+" 2.2.1 app", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+engine)
-		for pool, extra := range map[string]map[string]any{"r-start": nil, "r-warm": {"min_runners": 1}, "r-burst": nil} {
+		for pool, extra := range map[string]map[string]any{"r-start": nil, "r-warm": {"min_runners": 1}, "r-burst": {"slots_per_runner": 10}} {
 			sl := map[string]any{"url": app, "request_lifespan": 3600, "slots_per_runner": 1}
 			for k, v := range extra {
 				sl[k] = v
