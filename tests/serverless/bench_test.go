@@ -126,11 +126,23 @@ func runnerPoolRows(b *testing.B, engines []string) []row {
 			destroy(b, engines[i], lastActor.Load().(string))
 		}
 	}
+	// Under heavy load either engine may fail some of the burst (the reference's creates
+	// answered 500 after their transaction retries, load average 18): how many is reported.
 	burst := make([][]time.Duration, 2)
 	for i, engine := range engines {
-		burst[i] = startMany(b, engine, "r-burst", burstSize)
+		var errs []error
+		burst[i], errs = tryMany(engine, "r-burst", burstSize)
+		b.ReportMetric(float64(len(errs)), []string{"berth", "ref"}[i]+"-runner-burst-failed")
+		if len(errs) > 0 {
+			b.Logf("%d of %d actors failed on %s, the first: %v", len(errs), burstSize, engine, errs[0])
+		}
 	}
-	return []row{{"runner-start-p50", cold, 50}, {"runner-warm-p50", warm, 50}, {"runner-burst-p50", burst, 50}, {"runner-burst-max", burst, 100}}
+	rows := []row{{"runner-start-p50", cold, 50}, {"runner-warm-p50", warm, 50}}
+	if len(burst[0]) == 0 || len(burst[1]) == 0 {
+		b.Logf("no burst rows: every actor of the burst failed on one engine")
+		return rows
+	}
+	return append(rows, row{"runner-burst-p50", burst, 50}, row{"runner-burst-max", burst, 100})
 }
 
 // destroy destroys actor aid on engine.
@@ -185,9 +197,19 @@ func startOne(engine, pool, key string) (time.Duration, error) {
 	}
 }
 
-// startMany runs n startOne at once and returns their times.
+// startMany runs n startOne at once and returns their times, failing tb if any failed.
 func startMany(tb testing.TB, engine, pool string, n int) []time.Duration {
 	tb.Helper()
+	out, errs := tryMany(engine, pool, n)
+	if len(errs) > 0 {
+		tb.Fatalf("%d of %d actors failed on %s, the first: %v", len(errs), n, engine, errs[0])
+	}
+	return out
+}
+
+// tryMany runs n startOne at once and returns the times of those that answered and the
+// errors of the others.
+func tryMany(engine, pool string, n int) ([]time.Duration, []error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs []error
@@ -200,15 +222,13 @@ func startMany(tb testing.TB, engine, pool string, n int) []time.Duration {
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
+				return
 			}
 			out = append(out, d)
 		})
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		tb.Fatalf("%d of %d actors failed on %s, the first: %v", len(errs), n, engine, errs[0])
-	}
-	return out
+	return out, errs
 }
 
 // send makes one JSON request to engine (no token: both engines run without one here).
