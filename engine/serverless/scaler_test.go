@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/keys"
-	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/outbound"
@@ -45,33 +44,6 @@ func runnerEndpoint(t *testing.T) (*httptest.Server, chan http.Header) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv, starts
-}
-
-// runnerPool stores namespace "default" and runner pool "sl" of url with the config's
-// extra fields.
-func runnerPool(t *testing.T, url, extra string) (udb.Database, id.ID) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := udb.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ns := id.New(1)
-	cfg, err := runnerconfig.ParseRequest([]byte(`{"serverless":{"url":"`+url+`","request_lifespan":3600`+extra+`}}`), "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
-		if _, err := namespace.Create(ctx, tx, namespace.CreateInput{NamespaceID: ns, Name: "default", DisplayName: "Default"}); err != nil {
-			return struct{}{}, err
-		}
-		_, err := runnerconfig.Upsert(ctx, tx, runnerconfig.UpsertInput{Namespace: ns, Name: "sl", Config: cfg})
-		return struct{}{}, err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return db, ns
 }
 
 // queue puts n actors in the pool's queue, bumping its demand counter as the lifecycle does.
@@ -106,7 +78,7 @@ func awaitStarts(t *testing.T, starts chan http.Header, n int) []http.Header {
 // counter changes, with the reference's headers; three init events clear the pool's error.
 func TestScalerFollowsDemand(t *testing.T) {
 	srv, starts := runnerEndpoint(t)
-	db, ns := runnerPool(t, srv.URL+"/api/rivet", `,"headers":{"x-secret":"s3cret"}`)
+	db, ns := storeWith(t, srv.URL+"/api/rivet", `,"headers":{"x-secret":"s3cret"}`)
 	if _, err := udb.Transact(context.Background(), db, func(tx udb.Transaction) (struct{}, error) {
 		runnerconfig.SetPoolError(tx, ns, "sl", json.RawMessage(`"serverless_stream_ended_early"`))
 		return struct{}{}, nil
