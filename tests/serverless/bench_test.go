@@ -136,6 +136,10 @@ func runnerPoolRows(b *testing.B, engines []string) []row {
 		if len(errs) > 0 {
 			b.Logf("%d of %d actors failed on %s, the first: %v", len(errs), burstSize, engine, errs[0])
 		}
+		if len(burst[i]) > 0 {
+			b.Logf("%s's burst: %d answered, median %v, slowest %v", engine, len(burst[i]),
+				sidebyside.Percentile(burst[i], 50), sidebyside.Percentile(burst[i], 100))
+		}
 	}
 	rows := []row{{"runner-start-p50", cold, 50}, {"runner-warm-p50", warm, 50}}
 	if len(burst[0]) == 0 || len(burst[1]) == 0 {
