@@ -289,6 +289,15 @@ func TestRunnerPoolMinRunners(t *testing.T) {
 	st := newStarts()
 	putRunnerPool(t, e, "warm", url, map[string]any{"min_runners": 1})
 	st.awaitStart(app, within)
+	// An actor lands on the warm runner, with no /start of its own.
+	aid := createCounter(t, e, "warm", "w1")
+	if got := increment(t, e, aid, 4); got != 4 {
+		t.Fatalf("increment on the warm runner: %d, want 4", got)
+	}
+	if st.total != 1 {
+		t.Fatalf("%d /start requests for the warm runner and one actor, want 1", st.total)
+	}
+	sleepActor(t, e, aid)
 	st.awaitStart(app, 2*runnerLifespan*time.Second) // the replacement, 2 s before the first ends
 	if len(st.open) > 2 {
 		t.Fatalf("%d requests open, want at most 2", len(st.open))
