@@ -258,6 +258,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	}, log)
 	e.scaler = serverless.NewScaler(serverless.Scaler{DB: e.db, Starter: starter, NodeID: e.cluster.ID(), Log: log,
 		Drain:      func(ctx context.Context, rid id.ID) error { return lc.Runners.Drain(ctx, rid, id.ID{}) },
+		MovePool:   func(ns id.ID, name string) { lc.Actors.MovePool(actor.Pool{Namespace: ns, Selector: name}) },
 		DrainGrace: config.Ms(pb.ServerlessDrainGracePeriodMs),
 	})
 	peer := apipeer.New(apipeer.Deps{

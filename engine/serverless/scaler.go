@@ -39,6 +39,10 @@ type Scaler struct {
 	NodeID string
 	// Drain drains a runner (engine/pegboard.Runners.Drain with no connection id).
 	Drain func(ctx context.Context, rid id.ID) error
+	// MovePool, when set, asks the lifecycle to place the pool's queued actors
+	// (engine/pegboard.Actors.MovePool): called when the pool has both queued actors and
+	// free slots, which an actor queued while a runner registered can leave behind.
+	MovePool func(ns id.ID, name string)
 	// DrainGrace is how long before the end of its request a runner is drained
 	// (DefaultRunnerDrainGrace when 0).
 	DrainGrace time.Duration
@@ -176,6 +180,9 @@ func (p *poolLoop) run(ctx context.Context) {
 				p.s.Log.Warn("serverless scaler: reading a pool failed", "pool", p.key.name, "error", err.Error())
 			}
 			rd.watches = nil
+		}
+		if d := rd.demand; d.Pending > 0 && d.FreeSlots > 0 && p.s.MovePool != nil {
+			p.s.MovePool(p.key.ns, p.key.name)
 		}
 		want := uint64(0)
 		if cfg := rd.demand.Config; cfg != nil {

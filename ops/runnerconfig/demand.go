@@ -17,6 +17,9 @@ type RunnerPoolDemand struct {
 	// Slots is the desired slots: the pool's actors waiting in its queue, plus the slots
 	// taken on its runners, counted up to limit.
 	Slots uint64
+	// Pending counts the actors waiting in the queue; FreeSlots the free slots of the
+	// pool's runners (counted while Slots is under limit).
+	Pending, FreeSlots uint64
 }
 
 // ReadRunnerPoolDemand reads pool (ns, name)'s demand, counting at most limit slots. When
@@ -44,6 +47,7 @@ func ReadRunnerPoolDemand(ctx context.Context, tx udb.Transaction, ns id.ID, nam
 		return RunnerPoolDemand{}, watches, err
 	}
 	out.Slots = uint64(len(pending))
+	out.Pending = out.Slots
 	begin, end = keys.RunnerAllocIdxKeyRange(ns, name)
 	it := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeIterator})
 	for out.Slots < limit && it.Next(ctx) {
@@ -54,6 +58,7 @@ func ReadRunnerPoolDemand(ctx context.Context, tx udb.Transaction, ns id.ID, nam
 		if v.TotalSlots > v.RemainingSlots {
 			out.Slots += uint64(v.TotalSlots - v.RemainingSlots)
 		}
+		out.FreeSlots += uint64(min(v.RemainingSlots, v.TotalSlots))
 	}
 	return out, watches, it.Err()
 }
