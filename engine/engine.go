@@ -76,11 +76,13 @@ type Engine struct {
 	lifecycle *pegboard.Lifecycle
 	// serverless polls the serverless pools' /metadata.
 	serverless *serverless.Service
-	timeout    time.Duration
-	obs        *observability
-	tls        tlsConfigs
-	trusted    core.Trusted // guard.trusted_proxies
-	auth       *auth.Authenticator
+	// scaler keeps the serverless runner pools' /start requests open.
+	scaler  *serverless.Scaler
+	timeout time.Duration
+	obs     *observability
+	tls     tlsConfigs
+	trusted core.Trusted // guard.trusted_proxies
+	auth    *auth.Authenticator
 
 	bus         pubsub.PubSub // the datacenter's nodes' bus (memory for a single node)
 	cluster     *cluster.Node
@@ -260,9 +262,14 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		Policy: serverlessPolicy(pb.Serverless), UserAgent: "berth/" + build.Version,
 		Timeout: metadataTimeout(cfg.APIPublic.DatacenterTimeout()),
 	}, log)
+	e.scaler = serverless.NewScaler(serverless.Scaler{DB: e.db, Starter: starter, NodeID: e.cluster.ID(), Log: log,
+		Drain:      func(ctx context.Context, rid id.ID) error { return lc.Runners.Drain(ctx, rid, id.ID{}) },
+		MovePool:   func(ns id.ID, name string) { lc.Actors.MovePool(actor.Pool{Namespace: ns, Selector: name}) },
+		DrainGrace: config.Ms(pb.ServerlessDrainGracePeriodMs),
+	})
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: e.serverless,
+		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: scaledPools{e.serverless, e.scaler},
 	})
 	peerAPI := peer.Handler()
 	var err error
@@ -346,6 +353,7 @@ func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
 	e.stopLoops = stopLoops
 	e.loops.Go(func() { e.lifecycle.Run(loopCtx) })
 	e.loops.Go(func() { e.serverless.Run(loopCtx) })
+	e.loops.Go(func() { e.scaler.Run(loopCtx) })
 	e.loops.Go(func() { e.obs.runCensus(loopCtx, e.db, censusInterval) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {

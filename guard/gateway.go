@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -425,6 +426,7 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 	ctx, cancel := context.WithTimeoutCause(ctx, g.o.ActorReadyTimeout, rerr.GuardActorReadyTimeout(aid.String()))
 	defer cancel()
 	wakes := 0
+	began := time.Now()
 	for {
 		changed = g.o.Actors.Watch(aid)
 		st, found, err := g.state(ctx, aid)
@@ -449,6 +451,14 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 			if st.Placed && skipReadyWait {
 				return route{actor: aid, host: st.Host}, changed, false, nil
 			}
+		case actor.PhasePending:
+			// Waiting for a runner its serverless pool's endpoint fails to start: given up
+			// after a second, as on Rivet (docs/serverless.md § 5.4).
+			if time.Since(began) >= runnerFailedAfter {
+				if failing, err := g.poolFailing(ctx, aid); err != nil || failing {
+					return route{}, nil, false, cmp.Or(err, error(rerr.GuardActorRunnerFailed(aid.String())))
+				}
+			}
 		case actor.PhaseSleeping, actor.PhaseRescheduling:
 			if wakes == maxWakes {
 				return route{}, nil, false, rerr.GuardActorWakeRetriesExceeded()
@@ -467,6 +477,23 @@ func (g *Gateway) resolve(ctx context.Context, aid id.ID, skipReadyWait bool) (r
 			return route{}, nil, false, context.Cause(ctx)
 		}
 	}
+}
+
+// runnerFailedAfter is how long a request waits for an actor of a failing pool.
+const runnerFailedAfter = time.Second
+
+// poolFailing reports whether the pending actor aid's pool has an error, bounded as a read
+// of the actor's state.
+func (g *Gateway) poolFailing(ctx context.Context, aid id.ID) (bool, error) {
+	var failing bool
+	err := phaseFetchActor.run(ctx, g.o.FetchActorTimeout, func(ctx context.Context) error {
+		return udb.View(ctx, g.o.DB, func(r udb.ReadTransaction) error {
+			var err error
+			failing, err = actor.PoolFailing(ctx, r, aid)
+			return err
+		})
+	})
+	return failing, ctxCause(ctx, err)
 }
 
 // connected reports whether h's socket is held in this datacenter, bounded as a read of

@@ -315,6 +315,10 @@ type Pegboard struct {
 	// loaded of the two) or "load_balancer" (the least loaded of the first fresh envoys
 	// of the load-balancer index, newest version first). Default "hash_ring".
 	EnvoyPlacement string `json:"envoy_placement"`
+	// ServerlessDrainGracePeriodMs is how long before the end of a serverless runner pool's
+	// GET /start request its runner is drained and a replacement requested (at most half the
+	// request's lifespan). Default 10000.
+	ServerlessDrainGracePeriodMs uint32 `json:"serverless_drain_grace_period_ms"`
 	// Serverless is where the engine may call serverless pools' endpoints.
 	Serverless PegboardServerless `json:"serverless"`
 }
@@ -381,6 +385,8 @@ const (
 	DefaultEnvoyPingTimeout        = 15000 // ms
 	DefaultEnvoyUpdatePingInterval = 3000  // ms
 	DefaultEnvoyEligibleThreshold  = 10000 // ms
+
+	DefaultServerlessDrainGracePeriodMs = 10000 // ms
 )
 
 // Default returns the configuration used when nothing is configured: one datacenter, no auth,
@@ -429,6 +435,7 @@ func Default() *Config {
 			EnvoyUpdatePingInterval:             DefaultEnvoyUpdatePingInterval,
 			EnvoyEligibleThreshold:              DefaultEnvoyEligibleThreshold,
 			EnvoyPlacement:                      "hash_ring",
+			ServerlessDrainGracePeriodMs:        DefaultServerlessDrainGracePeriodMs,
 		},
 	}
 	c.fill()

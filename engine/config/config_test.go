@@ -37,7 +37,7 @@ func TestDefault(t *testing.T) {
 		c.Database.URL != "file://data/berth" || c.Auth.AdminToken != "" || c.APIPublic.DatacenterTimeoutMs != 5000 {
 		t.Errorf("defaults = %+v", c)
 	}
-	if want := (Pegboard{15000, 10000, 3000, 15000, 1800000, 30000, 2000, 600000, 8, 90000, 15000, 15000, 3000, 10000, "hash_ring", PegboardServerless{}}); !reflect.DeepEqual(c.Pegboard, want) {
+	if want := (Pegboard{15000, 10000, 3000, 15000, 1800000, 30000, 2000, 600000, 8, 90000, 15000, 15000, 3000, 10000, "hash_ring", 10000, PegboardServerless{}}); !reflect.DeepEqual(c.Pegboard, want) {
 		t.Errorf("pegboard defaults = %+v, want %+v (Rivet's)", c.Pegboard, want)
 	}
 	if c.Metrics.Port != 6430 {

@@ -102,12 +102,6 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 	if sl == nil || p.e.ProtocolVersion == nil {
 		return &StartError{Pool: "internal_error", cause: errors.New("the pool is not a serverless envoy pool")}
 	}
-	if _, err := s.Policy.CheckURL(sl.URL); err != nil {
-		if b := outbound.Blocked(err); b != nil {
-			return &StartError{Pool: map[string]any{"serverless_destination_blocked": map[string]any{"reason": b.Error()}}, cause: err}
-		}
-		return connectionError(err)
-	}
 	body, err := hostsock.EnvoyStartBody(cmd, *p.e.ProtocolVersion)
 	if err != nil {
 		return &StartError{Pool: "internal_error", cause: err}
@@ -118,9 +112,29 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 	grace := min(time.Duration(sl.DrainGracePeriod)*time.Second, lifespan)
 	stop := time.AfterFunc(lifespan-grace, drain)
 	defer stop.Stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(strings.TrimSpace(sl.URL), "/")+"/start", bytes.NewReader(body))
+	h := http.Header{}
+	h.Set("X-Rivet-Pool-Name", p.name)
+	h.Set("X-Rivet-Namespace-Name", p.ns)
+	res, err := s.open(ctx, http.MethodPost, *sl, bytes.NewReader(body), h)
+	if err != nil || res == nil {
+		return err
+	}
+	defer res.Body.Close()
+	return readEvents(ctx, res.Body)
+}
+
+// open makes a /start request (method, with body) to pool sl's endpoint with the pool's
+// headers, then extra, then the engine's (x-rivet-endpoint, x-rivet-token, accept,
+// user-agent), and checks that it answers an event stream. A nil response with a nil
+// error is a request ctx ended (stopped, or its lifespan passed); a failure is a
+// *StartError naming the pool error (docs/serverless.md §§ 4.6 and 5.4).
+func (s *Starter) open(ctx context.Context, method string, sl keys.ServerlessRunnerConfig, body io.Reader, extra http.Header) (*http.Response, error) {
+	if _, err := s.Policy.CheckURL(sl.URL); err != nil {
+		return nil, urlError(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(strings.TrimSpace(sl.URL), "/")+"/start", body)
 	if err != nil {
-		return connectionError(err)
+		return nil, connectionError(err)
 	}
 	for k, v := range sl.Headers {
 		if validHeader(k, v) {
@@ -128,8 +142,9 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 		}
 	}
 	req.Header.Set("X-Rivet-Endpoint", normalizedEndpoint(s.Endpoint))
-	req.Header.Set("X-Rivet-Pool-Name", p.name)
-	req.Header.Set("X-Rivet-Namespace-Name", p.ns)
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
 	if s.Token != "" {
 		req.Header.Set("X-Rivet-Token", s.Token)
 	}
@@ -138,22 +153,29 @@ func (s *Starter) Start(ctx context.Context, cmd actor.Command, drain func()) er
 	res, err := s.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped, or the lifespan passed
+			return nil, nil // stopped, or the lifespan passed
 		}
-		if b := outbound.Blocked(err); b != nil {
-			return &StartError{Pool: map[string]any{"serverless_destination_blocked": map[string]any{"reason": b.Error()}}, cause: err}
-		}
-		return connectionError(err)
+		return nil, urlError(err)
 	}
-	defer res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode > 299 {
+		defer res.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		return httpError(res.StatusCode, cutUTF8(b))
+		return nil, httpError(res.StatusCode, cutUTF8(b))
 	}
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return connectionError(fmt.Errorf("expected Content-Type header to be text/event-stream, received %q", res.Header.Get("Content-Type")))
+		res.Body.Close()
+		return nil, connectionError(fmt.Errorf("expected Content-Type header to be text/event-stream, received %q", res.Header.Get("Content-Type")))
 	}
-	return readEvents(ctx, res.Body)
+	return res, nil
+}
+
+// urlError is a refused destination (serverless_destination_blocked) or another failure to
+// reach the endpoint (serverless_connection_error).
+func urlError(err error) *StartError {
+	if b := outbound.Blocked(err); b != nil {
+		return &StartError{Pool: map[string]any{"serverless_destination_blocked": map[string]any{"reason": b.Error()}}, cause: err}
+	}
+	return connectionError(err)
 }
 
 // readEvents reads the endpoint's event stream until a `stopping` event (nil), its end

@@ -77,7 +77,7 @@ func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) ([]Actor, erro
 			out = append(out, View(aid, st, in.Datacenter))
 		}
 	}
-	return out, nil
+	return out, withPoolErrors(ctx, r, out)
 }
 
 // GetOne returns one actor, or actor.not_found.

@@ -246,6 +246,9 @@ func (m *machine) release(a *actor, h Host) error {
 	if err := oprunner.ReleaseSlot(m.ctx, m.tx, h.RunnerID, a.id); err != nil {
 		return err
 	}
+	if err := m.demandChanged(&a.st); err != nil {
+		return err
+	}
 	fin, err := oprunner.FinishDrain(m.ctx, m.tx, oprunner.FinishDrainInput{RunnerID: h.RunnerID, NowMs: m.now})
 	if err != nil && !rerr.Is(err, rerr.CodeRunnerNotFound) {
 		return err

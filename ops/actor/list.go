@@ -187,7 +187,7 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListInput, po
 		}
 		out = append(out, View(aid, st, in.Datacenter))
 	}
-	return out, nil
+	return out, withPoolErrors(ctx, snap, out)
 }
 
 // listByIDs loads the actors named in in.ActorIDs that belong to the namespace, sorts them

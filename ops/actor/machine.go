@@ -25,6 +25,8 @@ type machine struct {
 	cfg Config
 	now int64
 	eff *Effects
+	// slPools caches serverlessRunnerPool.
+	slPools map[poolRef]bool
 }
 
 func newMachine(ctx context.Context, tx udb.Transaction, cfg Config, now int64) *machine {
@@ -133,8 +135,14 @@ func (m *machine) limitReached(a *actor) error {
 // error code (unless forced: a wake), any other waits in the queue with it as its error,
 // as on Rivet, unless it has one already (a crash's); placing the actor clears it.
 func (m *machine) noCapacity(a *actor, force bool, code string) error {
-	if !force && a.st.CrashPolicy == CrashSleep {
-		m.leaveQueue(a)
+	serverless, err := m.serverlessRunnerPool(a.st.Namespace, a.st.Selector)
+	if err != nil {
+		return err
+	}
+	if !force && a.st.CrashPolicy == CrashSleep && !serverless {
+		if err := m.leaveQueue(a); err != nil {
+			return err
+		}
 		return m.sleep(a, errorJSON(code))
 	}
 	if a.st.Error == nil {
@@ -177,7 +185,14 @@ func placementOrder(cands []oprunner.Candidate, random func(n int64) int64) []in
 // start records a's placement on host h and sends the start command (index 0).
 func (m *machine) start(a *actor, h Host) error {
 	st := &a.st
-	m.leaveQueue(a)
+	if err := m.leaveQueue(a); err != nil {
+		return err
+	}
+	if !h.IsEnvoy() {
+		if err := m.demandChanged(st); err != nil { // a slot taken
+			return err
+		}
+	}
 	st.Phase = keys.PhaseStarting
 	st.Generation = st.NextGeneration
 	st.NextGeneration++
@@ -209,6 +224,9 @@ func (m *machine) enqueue(a *actor) error {
 	if st.PendingTs == nil {
 		st.PendingTs = ptr(m.now)
 		keys.Set(m.tx, keys.PendingActorKey{Namespace: st.Namespace, Selector: st.Selector, Ts: st.CreateTs, ActorID: a.id}, st.NextGeneration)
+		if err := m.demandChanged(st); err != nil {
+			return err
+		}
 	}
 	st.Phase = keys.PhasePending
 	clearHost(st)
@@ -217,12 +235,14 @@ func (m *machine) enqueue(a *actor) error {
 }
 
 // leaveQueue takes a out of its pending queue.
-func (m *machine) leaveQueue(a *actor) {
+func (m *machine) leaveQueue(a *actor) error {
 	st := &a.st
 	if st.PendingTs != nil {
 		keys.Clear(m.tx, keys.PendingActorKey{Namespace: st.Namespace, Selector: st.Selector, Ts: st.CreateTs, ActorID: a.id})
 		st.PendingTs, st.PendingUntil = nil, nil
+		return m.demandChanged(st)
 	}
+	return nil
 }
 
 // queueLen counts up to limit actors waiting in pool (ns, selector), serializably: a
@@ -321,7 +341,9 @@ func (m *machine) sleep(a *actor, errJSON json.RawMessage) error {
 	if err := m.deallocate(a); err != nil {
 		return err
 	}
-	m.leaveQueue(a)
+	if err := m.leaveQueue(a); err != nil {
+		return err
+	}
 	st.Phase = keys.PhaseSleeping
 	st.StopReason, st.WillWake = "", false
 	st.SleepTs = ptr(m.now)
@@ -338,7 +360,9 @@ func (m *machine) destroy(a *actor) error {
 	if err := m.deallocate(a); err != nil {
 		return err
 	}
-	m.leaveQueue(a)
+	if err := m.leaveQueue(a); err != nil {
+		return err
+	}
 	st.Phase = keys.PhaseDestroyed
 	st.DestroyTs = ptr(m.now)
 	st.StopReason, st.WillWake = "", false

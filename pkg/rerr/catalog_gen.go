@@ -219,8 +219,9 @@ const (
 	// GuardActorOverloaded.
 	CodeGuardActorOverloaded
 
-	// CodeGuardActorRunnerFailed is guard.actor_runner_failed (503). Build it with
-	// GuardActorRunnerFailed.
+	// CodeGuardActorRunnerFailed is guard.actor_runner_failed (400). A request to an actor waiting in
+	// a serverless runner pool whose endpoint fails (docs/serverless.md § 5.4); 400 as on the
+	// reference. Build it with GuardActorRunnerFailed.
 	CodeGuardActorRunnerFailed
 
 	// CodeGuardActorStoppedWhileWaiting is guard.actor_stopped_while_waiting (503). Build it with
@@ -833,8 +834,9 @@ var catalog = []Entry{
 		Meta:    []string{"max"},
 	},
 	{
-		Group: "guard", Code: "actor_runner_failed", Status: 503,
+		Group: "guard", Code: "actor_runner_failed", Status: 400,
 		Message: "Actor's runner pool is experiencing errors.",
+		Meta:    []string{"actor_id"},
 	},
 	{
 		Group: "guard", Code: "actor_stopped_while_waiting", Status: 503,
@@ -1701,11 +1703,14 @@ func GuardActorOverloaded(max int) *Error {
 	})
 }
 
-// GuardActorRunnerFailed builds guard.actor_runner_failed (503).
+// GuardActorRunnerFailed builds guard.actor_runner_failed (400). A request to an actor waiting in a
+// serverless runner pool whose endpoint fails (docs/serverless.md § 5.4); 400 as on the reference.
 //
 //	Actor's runner pool is experiencing errors.
-func GuardActorRunnerFailed() *Error {
-	return newError(CodeGuardActorRunnerFailed, nil)
+func GuardActorRunnerFailed(actorID string) *Error {
+	return newError(CodeGuardActorRunnerFailed, map[string]any{
+		"actor_id": actorID,
+	})
 }
 
 // GuardActorStoppedWhileWaiting builds guard.actor_stopped_while_waiting (503).

@@ -23,6 +23,8 @@
 //   redirect:N:URL  answer status N (a 3xx) with location URL
 //   end             200 text/event-stream, one ping, then the stream ends (FAKE_END_AFTER)
 //   stopping        200 text/event-stream, one ping, then "event: stopping" and the end
+//   init            200 text/event-stream: a runner's init event (a message naming runner
+//                   fake-runner-N), then "event: ping" every second (a runner pool's success)
 //   invalid         200 text/event-stream, then an "event: message" whose data is not the
 //                   base64 of a protocol message (what a runner's serverless start sends)
 //   text            200 text/plain "not an event stream"
@@ -66,6 +68,7 @@ const mode = {
 };
 
 const ping = "event: ping\ndata:\n\n";
+let initCount = 0;
 
 // redirect answers "redirect:N:URL".
 function redirect(res, spec) {
@@ -108,6 +111,18 @@ function start(res, how) {
 				res.end();
 			}, mode.endAfter);
 			return 200;
+		case "init": {
+			// A runner pool's init event: base64(u16 LE version 7, ToServerlessServerInit
+			// tag 0, runnerId as a length-prefixed string, runnerProtocolVersion u16 LE 7).
+			const rid = Buffer.from(`fake-runner-${++initCount}`);
+			const msg = Buffer.concat([Buffer.from([7, 0, 0, rid.length]), rid, Buffer.from([7, 0])]);
+			sseHead(res);
+			res.write(`data: ${msg.toString("base64")}\n\n`);
+			res.write(ping);
+			const timer = setInterval(() => res.write(ping), 1000);
+			res.on("close", () => clearInterval(timer));
+			return 200;
+		}
 		case "invalid":
 			sseHead(res);
 			res.write(ping);

@@ -1895,9 +1895,11 @@ type ClientInterface interface {
 	// later) starts its actors on demand: each start, wake or move of an actor is a
 	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
 	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-	// connect on their own.
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+	// keeps `GET {url}/start` requests open, as many as the pool's actors need
+	// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+	// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+	// with the pool's error (docs/serverless.md, §§ 5 and 11).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1940,9 +1942,11 @@ type ClientInterface interface {
 	// later) starts its actors on demand: each start, wake or move of an actor is a
 	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
 	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-	// connect on their own.
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+	// keeps `GET {url}/start` requests open, as many as the pool's actors need
+	// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+	// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+	// with the pool's error (docs/serverless.md, §§ 5 and 11).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2655,9 +2659,11 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // later) starts its actors on demand: each start, wake or move of an actor is a
 // `POST {url}/start` carrying the start command, and a failed one puts the actor to
 // sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-// connect on their own.
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+// keeps `GET {url}/start` requests open, as many as the pool's actors need
+// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+// with the pool's error (docs/serverless.md, §§ 5 and 11).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2710,9 +2716,11 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // later) starts its actors on demand: each start, wake or move of an actor is a
 // `POST {url}/start` carrying the start command, and a failed one puts the actor to
 // sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-// connect on their own.
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+// keeps `GET {url}/start` requests open, as many as the pool's actors need
+// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+// with the pool's error (docs/serverless.md, §§ 5 and 11).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4904,9 +4912,11 @@ type ClientWithResponsesInterface interface {
 	// later) starts its actors on demand: each start, wake or move of an actor is a
 	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
 	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-	// connect on their own.
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+	// keeps `GET {url}/start` requests open, as many as the pool's actors need
+	// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+	// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+	// with the pool's error (docs/serverless.md, §§ 5 and 11).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4949,9 +4959,11 @@ type ClientWithResponsesInterface interface {
 	// later) starts its actors on demand: each start, wake or move of an actor is a
 	// `POST {url}/start` carrying the start command, and a failed one puts the actor to
 	// sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-	// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-	// connect on their own.
+	// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+	// keeps `GET {url}/start` requests open, as many as the pool's actors need
+	// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+	// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+	// with the pool's error (docs/serverless.md, §§ 5 and 11).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7850,9 +7862,11 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // later) starts its actors on demand: each start, wake or move of an actor is a
 // `POST {url}/start` carrying the start command, and a failed one puts the actor to
 // sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-// connect on their own.
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+// keeps `GET {url}/start` requests open, as many as the pool's actors need
+// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+// with the pool's error (docs/serverless.md, §§ 5 and 11).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7901,9 +7915,11 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // later) starts its actors on demand: each start, wake or move of an actor is a
 // `POST {url}/start` carrying the start command, and a failed one puts the actor to
 // sleep and sets the pool's `runner_pool_error` (docs/serverless.md, §§ 4 and 11).
-// Pools whose endpoint reports no envoy protocol (rivetkit 2.2, runners started by
-// `GET {url}/start`) are not started by berth yet: their actors wait for runners that
-// connect on their own.
+// Pools whose endpoint reports no envoy protocol (rivetkit 2.2) get runners: berth
+// keeps `GET {url}/start` requests open, as many as the pool's actors need
+// (`min_runners`, `max_runners`, `slots_per_runner`, `runners_margin`), each drained
+// shortly before its `request_lifespan` ends; while they fail, the pool's actors wait
+// with the pool's error (docs/serverless.md, §§ 5 and 11).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "1579dc10a946562f8432dc50d6d92a21af7cd619cd5c1f7920bcbfff99988c50"
+const SpecSHA256 = "cabbd161673939e3d7bc746686f411b917324cde4927e4d1855117a16153b05b"
