@@ -109,7 +109,7 @@ func wantError(t *testing.T, what string, res *http.Response, status int, key st
 // data paths are not.
 func TestUIStaticAssetsArePublic(t *testing.T) {
 	h := newHandler(t, testToken)
-	for path, contains := range map[string]string{"/ui/style.css": "main.login", "/ui/app.js": "refresh"} {
+	for path, contains := range map[string]string{"/ui/style.css": "main.login", "/ui/app.js": "hashchange"} {
 		res := do(h, "GET", path, "")
 		if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, contains) {
 			t.Errorf("GET %s without auth: %d %.80q", path, res.StatusCode, body)
@@ -120,11 +120,11 @@ func TestUIStaticAssetsArePublic(t *testing.T) {
 	if res.StatusCode != 401 || !strings.Contains(body, `name="token"`) || !strings.Contains(body, `<link rel="stylesheet" href="/ui/style.css">`) {
 		t.Errorf("GET /ui/ without auth: %d %q; want 401 with the login form and the stylesheet", res.StatusCode, body)
 	}
-	if strings.Contains(body, `id="actors"`) {
+	if strings.Contains(body, `id="view"`) {
 		t.Errorf("the login page shows the dashboard")
 	}
 	res = do(h, "GET", "/ui/index.html", "")
-	if body := bodyOf(t, res); strings.Contains(body, `id="actors"`) {
+	if body := bodyOf(t, res); strings.Contains(body, `id="view"`) {
 		t.Errorf("GET /ui/index.html without auth shows the dashboard: %d", res.StatusCode)
 	}
 	wantError(t, "GET /ui/api/namespaces", do(h, "GET", "/ui/api/namespaces", ""), 401, "api.unauthorized")
@@ -171,7 +171,7 @@ func TestUILoginStartsASession(t *testing.T) {
 		t.Errorf("the API saw %v; want the admin token as bearer and no cookie", got)
 	}
 	res = do(h, "GET", "/ui/", "", withCookie(c))
-	if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, `id="actors"`) {
+	if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, `id="view"`) {
 		t.Errorf("GET /ui/ with the session: %d", res.StatusCode)
 	}
 }
@@ -290,7 +290,7 @@ func TestUIBearerToken(t *testing.T) {
 // Without an admin token the dashboard is open, as before.
 func TestUIWithoutAuth(t *testing.T) {
 	h := newHandler(t, "")
-	if res := do(h, "GET", "/ui/", ""); res.StatusCode != 200 || !strings.Contains(bodyOf(t, res), `id="actors"`) {
+	if res := do(h, "GET", "/ui/", ""); res.StatusCode != 200 || !strings.Contains(bodyOf(t, res), `id="view"`) {
 		t.Errorf("GET /ui/: %d", res.StatusCode)
 	}
 	res := do(h, "GET", "/ui/api/namespaces", "")

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/berthhq/berth/ops/actor"
+)
+
+// chromiumPath finds a Chromium or Chrome binary, or "".
+func chromiumPath() string {
+	if p := os.Getenv("BERTH_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// inspector drives /ui of an engine in headless Chromium.
+type inspector struct {
+	t     *testing.T
+	ctx   context.Context // the browser tab
+	base  string          // http://host:port
+	shots string          // where screenshots go
+	mode  string          // "auth" or "open": prefixes the screenshots' names
+}
+
+// newInspector opens a browser on e's /ui; with token set it logs in through the form first.
+// Screenshots go to $BERTH_UI_SCREENSHOTS (a test artefact directory), else t.TempDir().
+func newInspector(t *testing.T, ctx context.Context, e *Engine, token string) *inspector {
+	t.Helper()
+	browserPath := chromiumPath()
+	if browserPath == "" {
+		t.Skip("no chromium binary found (install Debian's chromium package, as .ci/run does, or set BERTH_CHROMIUM)")
+	}
+	shots := os.Getenv("BERTH_UI_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browserPath), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900))
+	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(stopAlloc)
+	bctx, stopBrowser := chromedp.NewContext(actx)
+	t.Cleanup(stopBrowser)
+	in := &inspector{t: t, ctx: bctx, base: "http://" + e.PublicAddr().String(), shots: shots, mode: "open"}
+	if token != "" {
+		in.mode = "auth"
+		in.do("login page", chromedp.Navigate(in.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+		in.shot("login")
+		in.do("login", chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Submit(chromedp.CSS(`#token`)), chromedp.WaitVisible(chromedp.CSS(`#view`)))
+	} else {
+		in.do("open", chromedp.Navigate(in.base+"/ui/"))
+	}
+	in.wait(`document.querySelector("#namespace option")`)
+	return in
+}
+
+func (in *inspector) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	in.t.Helper()
+	if err := chromedp.Do(in.ctx, actions...); err != nil {
+		in.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wait waits until the JavaScript expression is truthy.
+func (in *inspector) wait(expr string) {
+	in.t.Helper()
+	if _, err := chromedp.Run(in.ctx, chromedp.Poll[bool]("(() => { try { return !!("+expr+") } catch { return false } })()", chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		status, _ := chromedp.Run(in.ctx, chromedp.Text(chromedp.CSS(`#status`)))
+		in.t.Fatalf("waiting for %s: %v (status %q)", expr, err, status)
+	}
+}
+
+// eval returns the value of a JavaScript expression.
+func eval[T any](in *inspector, expr string) T {
+	in.t.Helper()
+	v, err := chromedp.Run(in.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		in.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// open goes to route (as "#/actors?…") and waits until that page has rendered, with
+// ready a JavaScript expression true once its content is there.
+func (in *inspector) open(route, ready string) {
+	in.t.Helper()
+	eval[string](in, fmt.Sprintf(`document.querySelector("#status").textContent = ""; location.hash = %q`, route))
+	in.wait(`document.querySelector("#status").textContent !== "" && (` + ready + `)`)
+	if cls := eval[string](in, `document.querySelector("#status").className`); cls == "error" {
+		in.t.Fatalf("%s: %s", route, eval[string](in, `document.querySelector("#status").textContent`))
+	}
+}
+
+// click clicks the first element css selects.
+func (in *inspector) click(css string) {
+	in.t.Helper()
+	eval[bool](in, fmt.Sprintf(`document.querySelector(%q).click(), true`, css))
+}
+
+// rows returns the text of the cells of a table's body, a row per entry.
+func (in *inspector) rows(table string) [][]string {
+	in.t.Helper()
+	return eval[[][]string](in, `[...document.querySelectorAll("table#`+table+` tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+}
+
+// shot writes a screenshot of the whole page as <mode>-<name>.png.
+func (in *inspector) shot(name string) {
+	in.t.Helper()
+	png, err := chromedp.Run(in.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		in.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(in.shots, in.mode+"-"+name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		in.t.Fatal(err)
+	}
+	in.t.Logf("screenshot %s", path)
+}
+
+// The inspector's navigation and list pages, with auth on (logging in through the form)
+// and off: actors searched by name, key and id, filtered by state and pool, paged by
+// cursor; runners, envoys, runner configs, namespaces and datacenters.
+func TestInspectorLists(t *testing.T) {
+	for _, token := range []string{"tok", ""} {
+		t.Run("token="+token, func(t *testing.T) {
+			cfg := testConfig(token)
+			cfg.Auth.AllowAnonymous = token == ""
+			e := startEngine(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			r := newEchoRunner(t, ctx, e)
+			create := func(name string, key *string) actor.Actor {
+				a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+					Name: name, Key: key, Selector: "pool", CrashPolicy: actor.CrashSleep})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			first := create("dash-actor", nil)
+			<-r.starts
+			// 55 more: the runner's 4 slots hold 3 of them, the others sleep (no capacity).
+			var many []actor.Actor
+			for i := range 55 {
+				k := fmt.Sprintf("k%02d", i)
+				many = append(many, create("many", &k))
+			}
+			for range 3 {
+				<-r.starts
+			}
+			in := newInspector(t, ctx, e, token)
+
+			// The default list: the first name, its actor running, linked to its page.
+			in.open("#/actors", `document.querySelector("table#actors")`)
+			rows := in.rows("actors")
+			if len(rows) != 1 || rows[0][0] != "dash-actor" || rows[0][2] != "running" || rows[0][3] != "0" || rows[0][7] != first.ActorID.String() {
+				t.Errorf("actors of the first name: %q", rows)
+			}
+			in.shot("actors")
+
+			// Cursor pages: 50, then the other 5, and back.
+			in.open("#/actors?name=many", `document.querySelector("table#actors")`)
+			if n := len(in.rows("actors")); n != 50 {
+				t.Errorf("first page of many: %d rows, want 50", n)
+			}
+			seen := map[string]bool{}
+			for _, row := range in.rows("actors") {
+				seen[row[1]] = true
+			}
+			in.click("button.next")
+			in.wait(`document.querySelector(".page-no").textContent.startsWith("page 2")`)
+			for _, row := range in.rows("actors") {
+				seen[row[1]] = true
+			}
+			if len(seen) != 55 {
+				t.Errorf("the two pages of many show %d distinct keys, want 55", len(seen))
+			}
+			if eval[bool](in, `document.querySelector("button.next").disabled`) != true {
+				t.Errorf("Next is enabled on the last page")
+			}
+			in.click("button.prev")
+			in.wait(`document.querySelector(".page-no").textContent.startsWith("page 1")`)
+			if n := len(in.rows("actors")); n != 50 {
+				t.Errorf("back to the first page: %d rows", n)
+			}
+
+			// Filters: by state (read across API pages), by pool; search by key and by ids.
+			in.open("#/actors?name=many&state=running", `document.querySelector("table#actors")`)
+			rows = in.rows("actors")
+			if len(rows) != 3 {
+				t.Errorf("running actors of many: %q, want 3", rows)
+			}
+			for _, row := range rows {
+				if row[2] != "running" {
+					t.Errorf("state filter let through %q", row)
+				}
+			}
+			in.shot("actors-filtered")
+			in.open("#/actors?name=many&state=sleeping", `document.querySelector("table#actors")`)
+			if n := len(in.rows("actors")); n != 52 {
+				t.Errorf("sleeping actors of many: %d, want 52", n)
+			}
+			in.open("#/actors?name=many&pool=other", `document.querySelector("table#actors")`)
+			if rows := in.rows("actors"); len(rows) != 1 || rows[0][0] != "none" {
+				t.Errorf("pool filter: %q, want none", rows)
+			}
+			in.open("#/actors?name=many&key=k07", `document.querySelector("table#actors")`)
+			if rows := in.rows("actors"); len(rows) != 1 || rows[0][1] != "k07" || rows[0][7] != many[7].ActorID.String() {
+				t.Errorf("key search: %q", rows)
+			}
+			ids := many[3].ActorID.String() + "," + first.ActorID.String()
+			in.open("#/actors?actor_id="+ids, `document.querySelector("table#actors")`)
+			if rows := in.rows("actors"); len(rows) != 2 {
+				t.Errorf("id search: %q, want 2 rows", rows)
+			}
+			// The search form writes the route.
+			in.open("#/actors", `document.querySelector("table#actors")`)
+			in.do("search form", chromedp.SetValue(chromedp.CSS(`#actor-search input[name=name]`), "many"),
+				chromedp.SetValue(chromedp.CSS(`#actor-search input[name=key]`), "k11"))
+			eval[bool](in, `document.querySelector("#actor-search").requestSubmit(), true`)
+			in.wait(`location.hash === "#/actors?name=many&key=k11" && document.querySelectorAll("table#actors tbody tr").length === 1 && document.querySelector("table#actors tbody td:nth-child(2)").textContent === "k11"`)
+
+			// The id links to the actor's page.
+			in.open("#/actors", `document.querySelector("table#actors a.id")`)
+			in.click("table#actors a.id")
+			in.wait(`location.hash === "#/actor/` + first.ActorID.String() + `" && document.querySelector("#actor-fields")`)
+			if name := eval[string](in, `document.querySelector('#actor-fields dd[data-field="Name"]').textContent`); name != "dash-actor" {
+				t.Errorf("actor page name %q", name)
+			}
+
+			in.open("#/runners", `document.querySelector("table#runners")`)
+			if rows := in.rows("runners"); len(rows) != 1 || rows[0][0] != "pool" || rows[0][2] != "active" || rows[0][3] != "0 / 4" {
+				t.Errorf("runners: %q", rows)
+			}
+			in.shot("runners")
+			in.open("#/envoys", `document.querySelector("table#envoys")`)
+			if rows := in.rows("envoys"); len(rows) != 1 || rows[0][0] != "none" {
+				t.Errorf("envoys: %q", rows)
+			}
+			in.open("#/runner-configs", `document.querySelector("table#runner-configs")`)
+			if rows := in.rows("runner-configs"); len(rows) != 1 || rows[0][0] != "pool" || rows[0][2] != "normal" || rows[0][4] != "none" {
+				t.Errorf("runner configs: %q", rows)
+			}
+			in.shot("runner-configs")
+			in.open("#/namespaces", `document.querySelector("table#namespaces")`)
+			if rows := in.rows("namespaces"); len(rows) != 1 || rows[0][0] != "default" {
+				t.Errorf("namespaces: %q", rows)
+			}
+			in.open("#/datacenters", `document.querySelector("table#datacenters")`)
+			if rows := in.rows("datacenters"); len(rows) != 1 || !strings.HasPrefix(rows[0][2], "http") {
+				t.Errorf("datacenters: %q", rows)
+			}
+			in.shot("datacenters")
+
+			if token != "" { // logging out ends the session: the login form is back
+				in.click("form.logout button")
+				in.do("logout", chromedp.WaitVisible(chromedp.CSS(`#token`)),
+					chromedp.Navigate(in.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+			}
+		})
+	}
+}
