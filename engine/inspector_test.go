@@ -277,3 +277,51 @@ func TestInspectorLists(t *testing.T) {
 		})
 	}
 }
+
+// The actor page in Chromium, with auth on and off: its fields and host, its hibernating
+// WebSocket, its KV entries as text (hex for binary) or hex, searched by a text or hex
+// prefix.
+func TestInspectorActorPage(t *testing.T) {
+	for _, token := range []string{"tok", ""} {
+		t.Run("token="+token, func(t *testing.T) {
+			cfg := testConfig(token)
+			cfg.Auth.AllowAnonymous = token == ""
+			e := startEngine(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := inspectedActor(t, ctx, e)
+			in := newInspector(t, ctx, e, token)
+			route := "#/actor/" + a.ActorID.String()
+			in.open(route, `document.querySelector("table#kv-entries")`)
+			field := func(name string) string {
+				return eval[string](in, `document.querySelector('#actor-fields dd[data-field="`+name+`"]').textContent`)
+			}
+			if field("Name") != "inspected" || field("State") != "running" || !strings.HasPrefix(field("Host"), "runner ") || field("Alarm") != "none" {
+				t.Errorf("fields: name %q state %q host %q alarm %q", field("Name"), field("State"), field("Host"), field("Alarm"))
+			}
+			if rows := in.rows("hibernating"); len(rows) != 1 || rows[0][0] != "01020304" || rows[0][1] != "0a0b0c0d" {
+				t.Errorf("hibernating WebSockets: %q", rows)
+			}
+			rows := in.rows("kv-entries")
+			if len(rows) != 5 || rows[0][0] != "a" || rows[0][1] != "1" || rows[3][0] != "62 69 6e ff 00" || rows[3][1] != "00 01 02" ||
+				rows[4][1] != "héllo" || !strings.Contains(rows[2][2], "2000 B (first 1024 shown)") {
+				t.Errorf("KV entries: %q", rows)
+			}
+			in.shot("actor")
+
+			in.open(route+"?kv_prefix=bi", `document.querySelector("table#kv-entries")`)
+			if rows := in.rows("kv-entries"); len(rows) != 2 || rows[0][0] != "big" {
+				t.Errorf("text prefix bi: %q", rows)
+			}
+			in.open(route+"?kv_prefix=62+69+6e&kv_mode=hex&kv_view=hex", `document.querySelector("table#kv-entries")`)
+			if rows := in.rows("kv-entries"); len(rows) != 1 || rows[0][0] != "62 69 6e ff 00" {
+				t.Errorf("hex prefix 62 69 6e: %q", rows)
+			}
+			in.open(route+"?kv_view=hex", `document.querySelector("table#kv-entries")`)
+			if rows := in.rows("kv-entries"); len(rows) != 5 || rows[0][0] != "61" || rows[4][1] != "68 c3 a9 6c 6c 6f" {
+				t.Errorf("hex view: %q", rows)
+			}
+			in.shot("actor-kv-hex")
+		})
+	}
+}

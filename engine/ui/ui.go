@@ -3,10 +3,8 @@ package ui
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -89,6 +87,9 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/api/<path>       GET <path> of the public API, with the caller's token
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
+//	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets of an actor of
+//	                          this datacenter
+//	GET  /ui/actor-kv         ?actor_id=&prefix=&cursor=&limit=: a page of its KV entries
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -175,6 +176,12 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/actor-states", func(w http.ResponseWriter, r *http.Request) {
 		actorStates(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-detail", func(w http.ResponseWriter, r *http.Request) {
+		serveActorDetail(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-kv", func(w http.ResponseWriter, r *http.Request) {
+		serveActorKV(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
@@ -330,24 +337,19 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 	}
 	out := make(map[string]actorState, len(ids))
-	var scope id.ID // the namespace of a grant limited to one
-	if g := auth.FromContext(r.Context()); !g.Global() {
-		ns, err := o.ResolveNamespace(r.Context(), g.Namespace)
-		if err != nil {
-			writeError(w, r, rerr.Public(err))
-			return
-		}
-		scope = ns.NamespaceID
+	sc, err := scope(r, o)
+	if err != nil {
+		fail(w, r, "resolving the namespace", err)
+		return
 	}
-	err := udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
+	err = udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
 		clear(out)
 		for _, aid := range ids {
-			if scope != (id.ID{}) {
-				ns, found, err := actor.NamespaceOf(r.Context(), rt.Snapshot(), aid)
-				if err != nil {
-					return err
-				}
-				if !found || ns != scope {
+			if sc != (id.ID{}) {
+				if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
+					if err != nil {
+						return err
+					}
 					continue
 				}
 			}
@@ -364,10 +366,8 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		return nil
 	})
 	if err != nil {
-		apihttp.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: reading actor states failed", slog.Any("error", err))
-		writeError(w, r, rerr.Public(rerr.Internal(err)))
+		fail(w, r, "reading actor states", err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	writeJSON(w, out)
 }

@@ -1,7 +1,8 @@
 // The actors pages: the list (search by name, key or ids; filter by state and pool; cursor
 // pages) and one actor's page.
 import { api, ui, query, namespace } from "./api.js";
-import { el, badge, link, table, kv, when, Pager } from "./dom.js";
+import { el, badge, link, table, kv, when, ago, Pager } from "./dom.js";
+import * as kvSection from "./kv.js";
 
 const PAGE = 50; // rows a page shows (at least, when a filter skips rows)
 const SCAN = 1000; // actors a filtered page reads at most before it stops looking
@@ -98,23 +99,43 @@ export async function renderList(view, _arg, params) {
   );
 }
 
-// renderActor shows #/actor/<id>: its fields, then the sections the actor page adds.
-export async function renderActor(view, aid) {
+// renderActor shows #/actor/<id>: its fields, its host and alarm, its hibernating
+// WebSockets and its KV entries (those of an actor of this datacenter).
+export async function renderActor(view, aid, params) {
   const page = await api("/actors" + query({ namespace: namespace(), actor_id: aid }));
   if (!page.actors.length) {
     view.replaceChildren(el("h2", {}, "Actor " + aid), el("p", { class: "error" }, "No such actor in namespace " + namespace() + "."));
     return;
   }
   const [a] = await withStates(page.actors);
-  view.replaceChildren(
+  let d = null;
+  try {
+    d = await ui("actor-detail?actor_id=" + encodeURIComponent(aid));
+  } catch (err) {
+    if (err.status !== 404) throw err; // 404: an actor of another datacenter
+  }
+  const host = !d ? null : d.runner_id ? link("/runners?all=1", "runner " + d.runner_id, "id") : d.envoy_key ? "envoy " + d.envoy_key : "not placed";
+  const sections = [
     el("h2", {}, "Actor ", el("span", { class: "id" }, a.actor_id), " ", badge(a.state)),
     kv("actor-fields", [
-      ["Name", a.name], ["Key", a.key], ["State", badge(a.state)], ["Generation", a.generation],
+      ["Name", a.name], ["Key", a.key], ["State", badge(a.state)], ["Generation", a.generation], ["Host", host],
       ["Pool", link("/runners?name=" + encodeURIComponent(a.runner_name_selector), a.runner_name_selector)],
       ["Crash policy", a.crash_policy], ["Datacenter", a.datacenter], ["Created", when(a.create_ts)],
       ["Started", when(a.start_ts)], ["Connectable", when(a.connectable_ts)], ["Pending since", when(a.pending_allocation_ts)],
       ["Sleeping since", when(a.sleep_ts)], ["Rescheduled at", when(a.reschedule_ts)], ["Destroyed", when(a.destroy_ts)],
+      ["Alarm", d && d.alarm_ts ? when(d.alarm_ts) : "none"], ["Crashes (backoff)", d ? d.retry_count : null],
       ["Error", a.error ? el("code", { class: "error" }, JSON.stringify(a.error)) : null],
     ]),
-  );
+  ];
+  if (!d) {
+    sections.push(el("p", { class: "muted" }, "This actor lives in datacenter " + a.datacenter + ": open its inspector there for its KV and WebSockets."));
+  } else {
+    sections.push(
+      el("h3", {}, "Hibernating WebSockets"),
+      table("hibernating", ["Gateway", "Request", "Last keepalive"], d.hibernating, (h) => [
+        el("span", { class: "id" }, h.gateway_id), el("span", { class: "id" }, h.request_id), ago(h.keepalive_ts)]),
+      await kvSection.section(aid, params),
+    );
+  }
+  view.replaceChildren(...sections);
 }

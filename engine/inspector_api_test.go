@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/actorkv"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
+)
+
+// inspectedActor starts a runner and an actor on it, with KV entries (one binary, one of
+// 2,000 bytes) and a hibernating WebSocket.
+func inspectedActor(t *testing.T, ctx context.Context, e *Engine) actor.Actor {
+	t.Helper()
+	r := newEchoRunner(t, ctx, e)
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+		Name: "inspected", Selector: "pool", CrashPolicy: actor.CrashSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.starts
+	_, err = udb.Transact(ctx, e.db, func(tx udb.Transaction) (struct{}, error) {
+		actor.SetHibernating(tx, actor.HibernatingInput{ActorID: a.ActorID, GatewayID: [4]byte{1, 2, 3, 4}, RequestID: [4]byte{0xa, 0xb, 0xc, 0xd}, NowMs: time.Now().UnixMilli()})
+		return struct{}{}, actorkv.Put(ctx, tx, actorkv.PutInput{ActorID: a.ActorID, NowMs: 1700000000000,
+			Keys:   [][]byte{[]byte("a"), []byte("b"), []byte("big"), []byte("bin\xff\x00"), []byte("c")},
+			Values: [][]byte{[]byte("1"), []byte("2"), []byte(strings.Repeat("x", 2000)), {0, 1, 2}, []byte("héllo")}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The actor page's endpoints: /ui/actor-detail reports the host, alarm and hibernating
+// WebSockets; /ui/actor-kv pages the KV entries by cursor and prefix, cutting long values;
+// bad input is a {group, code, message} error.
+func TestInspectorActorEndpoints(t *testing.T) {
+	e := startEngine(t, testConfig("tok"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := inspectedActor(t, ctx, e)
+	aid := a.ActorID.String()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func(path string, out any) reply {
+		t.Helper()
+		rep := call(t, client, e.PublicAddr(), path, "tok")
+		if out != nil && rep.status == 200 {
+			if err := json.Unmarshal([]byte(rep.body), out); err != nil {
+				t.Fatalf("%s: %v in %q", path, err, rep.body)
+			}
+		}
+		return rep
+	}
+	b64 := func(s string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(s))) }
+
+	var d struct {
+		State       string  `json:"state"`
+		RunnerID    *string `json:"runner_id"`
+		AlarmTs     *int64  `json:"alarm_ts"`
+		Hibernating []struct {
+			GatewayID string `json:"gateway_id"`
+			RequestID string `json:"request_id"`
+		} `json:"hibernating"`
+	}
+	if rep := get("/ui/actor-detail?actor_id="+aid, &d); rep.status != 200 || d.State != "running" || d.RunnerID == nil || d.AlarmTs != nil ||
+		len(d.Hibernating) != 1 || d.Hibernating[0].GatewayID != "01020304" || d.Hibernating[0].RequestID != "0a0b0c0d" {
+		t.Errorf("actor-detail: %d %s", rep.status, rep.body)
+	}
+
+	type page struct {
+		Entries []struct {
+			Key, Value string
+			ValueSize  int  `json:"value_size"`
+			Truncated  bool `json:"truncated"`
+			UpdateTs   int64
+		}
+		Cursor *string
+	}
+	keysOf := func(p page) (out []string) {
+		for _, e := range p.Entries {
+			k, _ := base64.StdEncoding.DecodeString(e.Key)
+			out = append(out, string(k))
+		}
+		return out
+	}
+	var p1, p2, p3, pre page
+	get("/ui/actor-kv?limit=2&actor_id="+aid, &p1)
+	if got := keysOf(p1); strings.Join(got, ",") != "a,b" || p1.Cursor == nil {
+		t.Fatalf("first page: %q, cursor %v", got, p1.Cursor)
+	}
+	get("/ui/actor-kv?limit=2&actor_id="+aid+"&cursor="+url.QueryEscape(*p1.Cursor), &p2)
+	if got := keysOf(p2); strings.Join(got, ",") != "big,bin\xff\x00" || p2.Cursor == nil {
+		t.Fatalf("second page: %q", got)
+	}
+	if big := p2.Entries[0]; !big.Truncated || big.ValueSize != 2000 || len(big.Value) != base64.StdEncoding.EncodedLen(1024) {
+		t.Errorf("a 2,000-byte value: truncated %v, size %d, %d base64 chars", big.Truncated, big.ValueSize, len(big.Value))
+	}
+	get("/ui/actor-kv?limit=2&actor_id="+aid+"&cursor="+url.QueryEscape(*p2.Cursor), &p3)
+	if got := keysOf(p3); strings.Join(got, ",") != "c" || p3.Cursor != nil || p3.Entries[0].Truncated {
+		t.Errorf("last page: %q, cursor %v", got, p3.Cursor)
+	}
+	get("/ui/actor-kv?actor_id="+aid+"&prefix="+b64("bi"), &pre)
+	if got := keysOf(pre); strings.Join(got, ",") != "big,bin\xff\x00" || pre.Cursor != nil {
+		t.Errorf("prefix bi: %q", got)
+	}
+
+	other := id.New(a.ActorID.Label() + 1).String()
+	for _, tc := range []struct {
+		path   string
+		status int
+		key    string
+	}{
+		{"/ui/actor-detail?actor_id=nope", 400, "api.bad_request"},
+		{"/ui/actor-detail", 400, "api.bad_request"},
+		{"/ui/actor-detail?actor_id=" + other, 404, "actor.not_found"},
+		{"/ui/actor-detail?actor_id=" + id.New(a.ActorID.Label()).String(), 404, "actor.not_found"},
+		{"/ui/actor-kv?actor_id=" + other, 404, "actor.not_found"},
+		{"/ui/actor-kv?actor_id=" + aid + "&prefix=%21%21", 400, "api.bad_request"},
+		{"/ui/actor-kv?actor_id=" + aid + "&cursor=%21%21", 400, "api.bad_request"},
+		{"/ui/actor-kv?actor_id=" + aid + "&limit=0", 400, "api.bad_request"},
+		{"/ui/actor-kv?actor_id=" + aid + "&limit=201", 400, "api.bad_request"},
+		{"/ui/actor-kv?actor_id=" + aid + "&limit=x", 400, "api.bad_request"},
+		{"/ui/actor-kv?actor_id=" + aid + "&prefix=" + b64(strings.Repeat("k", 2047)), 400, "validation.invalid_input"},
+	} {
+		rep := get(tc.path, nil)
+		var body struct{ Group, Code, Message string }
+		if rep.status != tc.status || json.Unmarshal([]byte(rep.body), &body) != nil || body.Group+"."+body.Code != tc.key || body.Message == "" {
+			t.Errorf("GET %s: %d %s; want %d %s", tc.path, rep.status, rep.body, tc.status, tc.key)
+		}
+	}
+	if rep := call(t, client, e.PublicAddr(), "/ui/actor-kv?actor_id="+aid, ""); rep.status != 401 {
+		t.Errorf("actor-kv without a token: %d", rep.status)
+	}
+}
