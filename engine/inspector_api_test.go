@@ -70,10 +70,26 @@ func TestInspectorActorEndpoints(t *testing.T) {
 			GatewayID string `json:"gateway_id"`
 			RequestID string `json:"request_id"`
 		} `json:"hibernating"`
+		History []struct {
+			Seq        uint64  `json:"seq"`
+			Kind       string  `json:"kind"`
+			Generation uint32  `json:"generation"`
+			RunnerID   *string `json:"runner_id"`
+		} `json:"history"`
 	}
 	if rep := get("/ui/actor-detail?actor_id="+aid, &d); rep.status != 200 || d.State != "running" || d.RunnerID == nil || d.AlarmTs != nil ||
 		len(d.Hibernating) != 1 || d.Hibernating[0].GatewayID != "01020304" || d.Hibernating[0].RequestID != "0a0b0c0d" {
 		t.Errorf("actor-detail: %d %s", rep.status, rep.body)
+	}
+	var kinds []string
+	for i, ev := range d.History {
+		kinds = append(kinds, ev.Kind)
+		if ev.Seq != uint64(i) || ev.Generation != 0 || (ev.Kind != "created" && (ev.RunnerID == nil || *ev.RunnerID != *d.RunnerID)) {
+			t.Errorf("history event %d: %+v", i, ev)
+		}
+	}
+	if strings.Join(kinds, ",") != "created,placed,running" {
+		t.Errorf("history: %q, want created, placed, running", kinds)
 	}
 
 	type page struct {

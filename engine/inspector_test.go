@@ -299,6 +299,9 @@ func TestInspectorActorPage(t *testing.T) {
 			if field("Name") != "inspected" || field("State") != "running" || !strings.HasPrefix(field("Host"), "runner ") || field("Alarm") != "none" {
 				t.Errorf("fields: name %q state %q host %q alarm %q", field("Name"), field("State"), field("Host"), field("Alarm"))
 			}
+			if rows := in.rows("timeline"); len(rows) != 3 || rows[0][1] != "running" || rows[1][1] != "placed" || !strings.HasPrefix(rows[1][3], "runner ") || rows[2][1] != "created" {
+				t.Errorf("timeline: %q", rows)
+			}
 			if rows := in.rows("hibernating"); len(rows) != 1 || rows[0][0] != "01020304" || rows[0][1] != "0a0b0c0d" {
 				t.Errorf("hibernating WebSockets: %q", rows)
 			}

@@ -131,6 +131,8 @@ type ActorState struct {
 	// RetryCount and LastRetryTs drive the crash backoff.
 	RetryCount  uint32 `json:"retry_count,omitempty"`
 	LastRetryTs int64  `json:"last_retry_ts,omitempty"`
+	// HistorySeq is the sequence number of the next ActorHistoryKey entry.
+	HistorySeq uint64 `json:"history_seq,omitempty"`
 }
 
 // TimerTs is when the actor's timer must fire, or nil: the deadline of its phase, its

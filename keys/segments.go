@@ -103,6 +103,8 @@ const (
 	tagSchemaVersion = 1051
 	// A runner pool's error (pool_error.go).
 	tagPoolError = 1060
+	// An actor's recent lifecycle transitions (actor_history.go).
+	tagHistory = 1070
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	apitypes "github.com/berthhq/berth/api-types"
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -79,6 +80,8 @@ type actorDetail struct {
 	RetryCount  uint32        `json:"retry_count"`
 	WillWake    bool          `json:"will_wake"`
 	Hibernating []hibernating `json:"hibernating"`
+	// History is its latest lifecycle transitions, oldest first.
+	History []keys.ActorHistoryEvent `json:"history"`
 }
 
 type hibernating struct {
@@ -101,15 +104,20 @@ func serveActorDetail(w http.ResponseWriter, r *http.Request, o Options) {
 		return
 	}
 	type result struct {
-		d  actor.Detail
-		ok bool
+		d       actor.Detail
+		history []keys.ActorHistoryEvent
+		ok      bool
 	}
 	res, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (result, error) {
 		if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
 			return result{}, err
 		}
 		d, ok, err := actor.Inspect(r.Context(), rt, aid, maxSockets)
-		return result{d, ok}, err
+		if err != nil || !ok {
+			return result{}, err
+		}
+		h, err := actor.History(r.Context(), rt, aid)
+		return result{d, h, true}, err
 	})
 	if err != nil {
 		fail(w, r, "reading an actor", err)
@@ -121,7 +129,7 @@ func serveActorDetail(w http.ResponseWriter, r *http.Request, o Options) {
 	}
 	d := res.d
 	out := actorDetail{State: string(d.Phase), Generation: d.Generation, AlarmTs: d.AlarmTs, RetryCount: d.RetryCount,
-		WillWake: d.WillWake, Hibernating: []hibernating{}}
+		WillWake: d.WillWake, Hibernating: []hibernating{}, History: res.history}
 	if d.Placed {
 		if d.Host.RunnerID == (id.ID{}) {
 			out.EnvoyKey = &d.Host.EnvoyKey

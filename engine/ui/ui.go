@@ -87,8 +87,8 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/api/<path>       GET <path> of the public API, with the caller's token
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
-//	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets of an actor of
-//	                          this datacenter
+//	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets and lifecycle
+//	                          history of an actor of this datacenter
 //	GET  /ui/actor-kv         ?actor_id=&prefix=&cursor=&limit=: a page of its KV entries
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie

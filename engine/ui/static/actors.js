@@ -99,8 +99,8 @@ export async function renderList(view, _arg, params) {
   );
 }
 
-// renderActor shows #/actor/<id>: its fields, its host and alarm, its hibernating
-// WebSockets and its KV entries (those of an actor of this datacenter).
+// renderActor shows #/actor/<id>: its fields, its host and alarm, its lifecycle timeline,
+// its hibernating WebSockets and its KV entries (those of an actor of this datacenter).
 export async function renderActor(view, aid, params) {
   const page = await api("/actors" + query({ namespace: namespace(), actor_id: aid }));
   if (!page.actors.length) {
@@ -131,6 +131,10 @@ export async function renderActor(view, aid, params) {
     sections.push(el("p", { class: "muted" }, "This actor lives in datacenter " + a.datacenter + ": open its inspector there for its KV and WebSockets."));
   } else {
     sections.push(
+      el("h3", {}, "Lifecycle (latest first)"),
+      table("timeline", ["When", "Event", "Generation", "Host", "Detail"], [...d.history].reverse(), (ev) => [
+        when(ev.ts), badge(ev.kind), ev.generation, ev.runner_id ? "runner " + ev.runner_id : ev.envoy_key ? "envoy " + ev.envoy_key : null,
+        ev.error ? el("code", { class: "error" }, JSON.stringify(ev.error)) : ev.stop_reason ? "stop: " + ev.stop_reason : null]),
       el("h3", {}, "Hibernating WebSockets"),
       table("hibernating", ["Gateway", "Request", "Last keepalive"], d.hibernating, (h) => [
         el("span", { class: "id" }, h.gateway_id), el("span", { class: "id" }, h.request_id), ago(h.keepalive_ts)]),
