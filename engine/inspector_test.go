@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/pkg/id"
+	"github.com/berthhq/berth/pkg/udb"
 )
 
 // chromiumPath finds a Chromium or Chrome binary, or "".
@@ -101,7 +103,9 @@ func eval[T any](in *inspector, expr string) T {
 // ready a JavaScript expression true once its content is there.
 func (in *inspector) open(route, ready string) {
 	in.t.Helper()
-	eval[string](in, fmt.Sprintf(`document.querySelector("#status").textContent = ""; location.hash = %q`, route))
+	eval[bool](in, fmt.Sprintf(`document.querySelector("#status").textContent = "";
+		if (location.hash === %[1]q) window.dispatchEvent(new HashChangeEvent("hashchange")); else location.hash = %[1]q;
+		true`, route))
 	in.wait(`document.querySelector("#status").textContent !== "" && (` + ready + `)`)
 	if cls := eval[string](in, `document.querySelector("#status").className`); cls == "error" {
 		in.t.Fatalf("%s: %s", route, eval[string](in, `document.querySelector("#status").textContent`))
@@ -325,6 +329,117 @@ func TestInspectorActorPage(t *testing.T) {
 				t.Errorf("hex view: %q", rows)
 			}
 			in.shot("actor-kv-hex")
+		})
+	}
+}
+
+// phaseOf reads actor aid's phase from e's store.
+func phaseOf(t *testing.T, e *Engine, aid id.ID) actor.Phase {
+	t.Helper()
+	st, err := udb.ReadTransact(context.Background(), e.db, func(r udb.ReadTransaction) (actor.Status, error) {
+		st, _, err := actor.Lookup(context.Background(), r, aid)
+		return st, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Phase
+}
+
+// awaitPhase waits until actor aid reaches phase (the runner's stop reply is asynchronous).
+func awaitPhase(t *testing.T, e *Engine, aid id.ID, phase actor.Phase) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for phaseOf(t, e, aid) != phase {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("actor %s: phase %s, want %s", aid, phaseOf(t, e, aid), phase)
+		}
+	}
+}
+
+// The inspector's actions in Chromium, with auth on and off: create an actor from the
+// form, then sleep, reschedule and destroy it (a cancelled destroy changes nothing), and
+// drain the runner, each confirmed in a dialog.
+func TestInspectorActions(t *testing.T) {
+	for _, token := range []string{"tok", ""} {
+		t.Run("token="+token, func(t *testing.T) {
+			cfg := testConfig(token)
+			cfg.Auth.AllowAnonymous = token == ""
+			e := startEngine(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			r := newEchoRunner(t, ctx, e)
+			if _, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+				Name: "existing", Selector: "pool", CrashPolicy: actor.CrashSleep}); err != nil {
+				t.Fatal(err)
+			}
+			<-r.starts
+			in := newInspector(t, ctx, e, token)
+			confirm := func(button string) {
+				t.Helper()
+				in.click(button)
+				in.wait(`document.querySelector("dialog#confirm[open]")`)
+				in.click("dialog#confirm button.confirm")
+				in.wait(`!document.querySelector("dialog#confirm")`)
+			}
+
+			// Create: the form's actor is created and its page opens.
+			in.open("#/actors", `document.querySelector("table#actors")`)
+			in.click("button.create")
+			in.wait(`document.querySelector("dialog#confirm[open] input[name=pool]")`)
+			in.do("create form", chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=name]`), "made"),
+				chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=key]`), "k1"),
+				chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=pool]`), "pool"))
+			in.shot("create-dialog")
+			in.click("dialog#confirm button.confirm")
+			in.wait(`location.hash.startsWith("#/actor/") && document.querySelector('#actor-fields dd[data-field="Name"]')?.textContent === "made"`)
+			aid, err := id.Parse(strings.TrimPrefix(eval[string](in, `location.hash`), "#/actor/"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-r.starts
+			route := "#/actor/" + aid.String()
+
+			in.open(route, `document.querySelector("button.sleep")`)
+			confirm("button.sleep")
+			awaitPhase(t, e, aid, actor.PhaseSleeping)
+
+			in.open(route, `document.querySelector("button.reschedule")`)
+			confirm("button.reschedule")
+			<-r.starts // placed again at once
+			awaitPhase(t, e, aid, actor.PhaseRunning)
+
+			in.open(route, `document.querySelector("button.destroy")`)
+			in.click("button.destroy")
+			in.wait(`document.querySelector("dialog#confirm[open]")`)
+			in.shot("destroy-dialog")
+			in.click("dialog#confirm button.cancel")
+			in.wait(`!document.querySelector("dialog#confirm")`)
+			if p := phaseOf(t, e, aid); p != actor.PhaseRunning {
+				t.Fatalf("after a cancelled destroy: %s", p)
+			}
+			confirm("button.destroy")
+			in.wait(`document.querySelector('#actor-fields dd[data-field="State"]')?.textContent === "destroyed" && !document.querySelector("button.destroy")`)
+			in.open(route, `document.querySelector("table#timeline")`)
+			var kinds []string
+			for _, row := range in.rows("timeline") {
+				kinds = append(kinds, row[1])
+			}
+			if want := "destroyed,stopping,running,placed,sleeping,stopping,running,placed,created"; strings.Join(kinds, ",") != want {
+				t.Errorf("timeline after the actions: %q, want %s", kinds, want)
+			}
+			in.shot("actor-destroyed")
+
+			in.open("#/runners", `document.querySelector("table#runners button.drain")`)
+			confirm("table#runners button.drain")
+			in.open("#/runners?all=1", `document.querySelector("table#runners")`)
+			if rows := in.rows("runners"); len(rows) != 1 || len(rows[0]) < 3 || (rows[0][2] != "draining" && rows[0][2] != "stopped") {
+				t.Errorf("runners after the drain: %q", rows)
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -85,6 +86,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/                 the page (index.html)
 //	GET  /ui/app.js, …        the page's other static files: public, even with auth on
 //	GET  /ui/api/<path>       GET <path> of the public API, with the caller's token
+//	POST, DELETE /ui/api/…    the inspector's actions (isAction), likewise
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
 //	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets and lifecycle
@@ -101,7 +103,8 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 // SessionLifetime; its cookie is the session id signed with a key made at start, HttpOnly,
 // SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
 // proved stays server side: /ui/api/ sends it to the API, so page scripts never see it.
-// /ui/api/ passes only GET, so the dashboard cannot write.
+// /ui/api/ passes GET and the inspector's actions only (create, sleep, reschedule and
+// destroy an actor, drain a runner): the API checks the token's role for each.
 //
 // Whether or not auth is on, requests other than GET, HEAD and OPTIONS are refused (403
 // api.forbidden) when they come from another site: Sec-Fetch-Site, else Origin, else
@@ -162,7 +165,12 @@ func Handler(o Options) http.Handler {
 		http.SetCookie(w, cookie(r, "", -1))
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
-	mux.HandleFunc("GET /ui/api/", func(w http.ResponseWriter, r *http.Request) {
+	proxy := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && !isAction(r.Method, strings.TrimPrefix(r.URL.Path, "/ui/api")) {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, r, rerr.APIMethodNotAllowed())
+			return
+		}
 		out := r.Clone(r.Context())
 		out.URL.Path = strings.TrimPrefix(r.URL.Path, "/ui/api")
 		out.URL.RawPath = ""
@@ -173,7 +181,10 @@ func Handler(o Options) http.Handler {
 			out.Header.Set("Authorization", "Bearer "+tok)
 		}
 		o.API.ServeHTTP(w, out)
-	})
+	}
+	mux.HandleFunc("GET /ui/api/", proxy)
+	mux.HandleFunc("POST /ui/api/", proxy)
+	mux.HandleFunc("DELETE /ui/api/", proxy)
 	mux.HandleFunc("GET /ui/actor-states", func(w http.ResponseWriter, r *http.Request) {
 		actorStates(w, r, o)
 	})
@@ -244,6 +255,18 @@ func Handler(o Options) http.Handler {
 		ctx := auth.WithGrant(context.WithValue(r.Context(), tokenKey{}, tok), g)
 		mux.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// actionPaths are the API calls the inspector's action buttons make, by method.
+var actionPaths = map[string]*regexp.Regexp{
+	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/runners/[^/]+/drain$`),
+	http.MethodDelete: regexp.MustCompile(`^/actors/[^/]+$`),
+}
+
+// isAction reports whether method path (of the public API) is one of the inspector's actions.
+func isAction(method, path string) bool {
+	re := actionPaths[method]
+	return re != nil && re.MatchString(path)
 }
 
 // IsPath reports whether path belongs to the dashboard.

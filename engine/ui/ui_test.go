@@ -431,3 +431,37 @@ func TestUISecureCookie(t *testing.T) {
 		}
 	}
 }
+
+// /ui/api/ passes the inspector's actions (and only those) to the API with the session's
+// token; a cross-site action is refused before it reaches the API.
+func TestUIActionsThroughTheProxy(t *testing.T) {
+	h := newHandler(t, testToken)
+	c := login(t, h, testToken)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"POST", "/ui/api/actors?namespace=default", 200},
+		{"POST", "/ui/api/actors/abc/sleep?namespace=default", 200},
+		{"POST", "/ui/api/actors/abc/reschedule", 200},
+		{"DELETE", "/ui/api/actors/abc?namespace=default", 200},
+		{"POST", "/ui/api/runners/abc/drain", 200},
+		{"POST", "/ui/api/namespaces", 405},
+		{"POST", "/ui/api/actors/abc/kv/keys/a", 405},
+		{"DELETE", "/ui/api/runner-configs/pool", 405},
+		{"DELETE", "/ui/api/actors/abc/sleep", 405},
+		{"PUT", "/ui/api/actors", 405},
+	} {
+		res := do(h, tc.method, tc.path, "", withCookie(c), "Sec-Fetch-Site: same-origin")
+		body := bodyOf(t, res)
+		if res.StatusCode != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, res.StatusCode, body, tc.status)
+			continue
+		}
+		if tc.status == 200 && !strings.Contains(body, `"authorization":"Bearer `+testToken+`"`) {
+			t.Errorf("%s %s reached the API as %s", tc.method, tc.path, body)
+		}
+	}
+	wantError(t, "cross-site POST", do(h, "POST", "/ui/api/actors/abc/sleep", "", withCookie(c), "Sec-Fetch-Site: cross-site"), 403, "api.forbidden")
+	wantError(t, "POST /ui/api/namespaces", do(h, "POST", "/ui/api/namespaces", "", withCookie(c), "Sec-Fetch-Site: same-origin"), 405, "api.method_not_allowed")
+}

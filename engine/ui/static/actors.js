@@ -3,6 +3,7 @@
 import { api, ui, query, namespace } from "./api.js";
 import { el, badge, link, table, kv, when, ago, Pager } from "./dom.js";
 import * as kvSection from "./kv.js";
+import { actorButtons, createButton } from "./actions.js";
 
 const PAGE = 50; // rows a page shows (at least, when a filter skips rows)
 const SCAN = 1000; // actors a filtered page reads at most before it stops looking
@@ -83,7 +84,7 @@ export async function renderList(view, _arg, params) {
 
   pager = Pager.for(pager, ns + "|" + params);
   const out = el("div", { id: "actors-page" });
-  view.replaceChildren(el("h2", {}, "Actors"), form, out);
+  view.replaceChildren(el("h2", {}, "Actors ", createButton({ name })), form, out);
   if (!name && !ids.length) {
     out.append(el("p", { class: "muted empty" }, "No actors in namespace " + ns + " yet."));
     return;
@@ -117,6 +118,7 @@ export async function renderActor(view, aid, params) {
   const host = !d ? null : d.runner_id ? link("/runners?all=1", "runner " + d.runner_id, "id") : d.envoy_key ? "envoy " + d.envoy_key : "not placed";
   const sections = [
     el("h2", {}, "Actor ", el("span", { class: "id" }, a.actor_id), " ", badge(a.state)),
+    a.state === "destroyed" ? null : actorButtons(a),
     kv("actor-fields", [
       ["Name", a.name], ["Key", a.key], ["State", badge(a.state)], ["Generation", a.generation], ["Host", host],
       ["Pool", link("/runners?name=" + encodeURIComponent(a.runner_name_selector), a.runner_name_selector)],

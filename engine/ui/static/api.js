@@ -47,3 +47,7 @@ export function query(params) {
 export function namespace() {
   return localStorage.getItem("berth.namespace") || "";
 }
+
+// send makes one of the inspector's actions: method path of the public API with a JSON body.
+export const send = (method, path, body) =>
+  call("/ui/api" + path, { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });

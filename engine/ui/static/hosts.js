@@ -2,6 +2,7 @@
 // behind a filter.
 import { api, query, namespace } from "./api.js";
 import { el, badge, table, ago, when, Pager } from "./dom.js";
+import { drainButton } from "./actions.js";
 
 // hostState names where a runner or envoy is.
 export function hostState(h) {
@@ -41,9 +42,10 @@ async function hostList(view, params, kind, titles, cells) {
 
 export function renderRunners(view, _arg, params) {
   return hostList(view, params, "runners",
-    ["Pool", "Key", "State", "Slots (free / total)", "Last ping", "RTT", "Version", "Datacenter", "Created", "ID"],
+    ["Pool", "Key", "State", "Slots (free / total)", "Last ping", "RTT", "Version", "Datacenter", "Created", "ID", ""],
     (r) => [r.name, r.key, badge(hostState(r)), r.remaining_slots + " / " + r.total_slots, ago(r.last_ping_ts),
-      r.last_rtt + " ms", r.version, r.datacenter, when(r.create_ts), el("span", { class: "id" }, r.runner_id)]);
+      r.last_rtt + " ms", r.version, r.datacenter, when(r.create_ts), el("span", { class: "id" }, r.runner_id),
+      hostState(r) === "active" ? drainButton(r) : ""]);
 }
 
 export function renderEnvoys(view, _arg, params) {
