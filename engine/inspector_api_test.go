@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actorkv"
+	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -33,6 +35,17 @@ func inspectedActor(t *testing.T, ctx context.Context, e *Engine) actor.Actor {
 			Keys:   [][]byte{[]byte("a"), []byte("b"), []byte("big"), []byte("bin\xff\x00"), []byte("c")},
 			Values: [][]byte{[]byte("1"), []byte("2"), []byte(strings.Repeat("x", 2000)), {0, 1, 2}, []byte("héllo")}})
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its SQLite database, written as its host would: 120 rows, a blob, a long text.
+	host := opsqlite.Fence{ActorID: a.ActorID, Host: func(context.Context, udb.ReadTransaction, keys.ActorState) error { return nil }}
+	_, err = (&opsqlite.Store{DB: e.db}).Exec(ctx, opsqlite.ExecInput{Fence: host, Script: `
+		CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, data BLOB);
+		CREATE TABLE "odd ""name""" (v);
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 120)
+		INSERT INTO items SELECT i, 'item ' || i, x'00ff' FROM n;
+		UPDATE items SET name = printf('%.600c', 'y') WHERE id = 7;`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +142,36 @@ func TestInspectorActorEndpoints(t *testing.T) {
 		t.Errorf("prefix bi: %q", got)
 	}
 
+	type sqlPage struct {
+		Tables []struct{ Name, SQL string }
+		Table  string
+		Rows   [][]any
+		Next   *int
+	}
+	var tables, rows1, rows3 sqlPage
+	get("/ui/actor-sqlite?actor_id="+aid, &tables)
+	if len(tables.Tables) != 2 || tables.Tables[0].Name != "items" || tables.Tables[1].Name != `odd "name"` || tables.Rows != nil {
+		t.Errorf("sqlite tables: %+v", tables)
+	}
+	get("/ui/actor-sqlite?actor_id="+aid+"&table=items", &rows1)
+	if len(rows1.Rows) != 50 || rows1.Next == nil || *rows1.Next != 50 || rows1.Rows[0][1] != "item 1" {
+		t.Fatalf("sqlite first page: %d rows, next %v", len(rows1.Rows), rows1.Next)
+	}
+	if long, ok := rows1.Rows[6][1].(map[string]any); !ok || long["cut"] != true || len(long["text"].(string)) != 256 {
+		t.Errorf("a 600-byte text cell: %v", rows1.Rows[6][1])
+	}
+	if blob, ok := rows1.Rows[0][2].(map[string]any); !ok || blob["base64"] != "AP8=" {
+		t.Errorf("a blob cell: %v", rows1.Rows[0][2])
+	}
+	get("/ui/actor-sqlite?actor_id="+aid+"&table=items&offset=100&limit=200", &rows3)
+	if len(rows3.Rows) != 20 || rows3.Next != nil || rows3.Rows[19][0] != float64(120) {
+		t.Errorf("sqlite last page: %d rows, next %v", len(rows3.Rows), rows3.Next)
+	}
+	var odd sqlPage
+	if rep := get("/ui/actor-sqlite?actor_id="+aid+"&table="+url.QueryEscape(`odd "name"`), &odd); rep.status != 200 || odd.Table != `odd "name"` {
+		t.Errorf("a table with a quote in its name: %d %s", rep.status, rep.body)
+	}
+
 	other := id.New(a.ActorID.Label() + 1).String()
 	for _, tc := range []struct {
 		path   string
@@ -146,6 +189,12 @@ func TestInspectorActorEndpoints(t *testing.T) {
 		{"/ui/actor-kv?actor_id=" + aid + "&limit=201", 400, "api.bad_request"},
 		{"/ui/actor-kv?actor_id=" + aid + "&limit=x", 400, "api.bad_request"},
 		{"/ui/actor-kv?actor_id=" + aid + "&prefix=" + b64(strings.Repeat("k", 2047)), 400, "validation.invalid_input"},
+		{"/ui/actor-sqlite?actor_id=" + other, 404, "actor.not_found"},
+		{"/ui/actor-sqlite?actor_id=" + aid + "&table=nope", 400, "api.bad_request"},
+		{"/ui/actor-sqlite?actor_id=" + aid + "&table=" + url.QueryEscape(`items" --`), 400, "api.bad_request"},
+		{"/ui/actor-sqlite?actor_id=" + aid + "&table=items&limit=0", 400, "api.bad_request"},
+		{"/ui/actor-sqlite?actor_id=" + aid + "&table=items&limit=201", 400, "api.bad_request"},
+		{"/ui/actor-sqlite?actor_id=" + aid + "&offset=-1", 400, "api.bad_request"},
 	} {
 		rep := get(tc.path, nil)
 		var body struct{ Group, Code, Message string }

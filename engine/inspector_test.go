@@ -329,6 +329,22 @@ func TestInspectorActorPage(t *testing.T) {
 				t.Errorf("hex view: %q", rows)
 			}
 			in.shot("actor-kv-hex")
+
+			// SQLite: the tables, then a table's rows by pages of 50.
+			tabs := eval[[]string](in, `[...document.querySelectorAll("#sqlite-tables a")].map(a => a.textContent)`)
+			if strings.Join(tabs, ",") != `items,odd "name"` {
+				t.Errorf("sqlite tables: %q", tabs)
+			}
+			in.open(route+"?sql_table=items", `document.querySelector("table#sqlite-rows")`)
+			rows = in.rows("sqlite-rows")
+			if len(rows) != 50 || rows[0][1] != "item 1" || rows[0][2] != "blob 2 B" || !strings.HasSuffix(rows[6][1], "…") {
+				t.Errorf("sqlite rows: %d, first %q", len(rows), rows[0])
+			}
+			in.shot("actor-sqlite")
+			in.click("#sqlite a.next")
+			in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 51–100"`)
+			in.click("#sqlite a.next")
+			in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 101–120" && !document.querySelector("#sqlite a.next")`)
 		})
 	}
 }

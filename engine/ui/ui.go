@@ -92,6 +92,8 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets and lifecycle
 //	                          history of an actor of this datacenter
 //	GET  /ui/actor-kv         ?actor_id=&prefix=&cursor=&limit=: a page of its KV entries
+//	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
+//	                          one's rows, read-only (admin tokens only)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -193,6 +195,9 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/actor-kv", func(w http.ResponseWriter, r *http.Request) {
 		serveActorKV(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-sqlite", func(w http.ResponseWriter, r *http.Request) {
+		serveActorSQLite(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -464,4 +465,24 @@ func TestUIActionsThroughTheProxy(t *testing.T) {
 	}
 	wantError(t, "cross-site POST", do(h, "POST", "/ui/api/actors/abc/sleep", "", withCookie(c), "Sec-Fetch-Site: cross-site"), 403, "api.forbidden")
 	wantError(t, "POST /ui/api/namespaces", do(h, "POST", "/ui/api/namespaces", "", withCookie(c), "Sec-Fetch-Site: same-origin"), 405, "api.method_not_allowed")
+}
+
+// SQLite rows are application data: a read token may not read them (admin tokens only),
+// whatever the query.
+func TestUISQLiteNeedsAnAdminToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	readTok := auth.NewToken()
+	if err := auth.WriteFile(path, auth.File{Tokens: []auth.Entry{{ID: "dash", Namespace: "prod", Role: auth.RoleRead, SHA256: auth.Hash(readTok)}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{AdminToken: testToken, TokensFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(Options{Auth: a, API: fakeAPI})
+	for _, q := range []string{"", "?actor_id=x", "?actor_id=x&table=t"} {
+		wantError(t, "read token: /ui/actor-sqlite"+q, do(h, "GET", "/ui/actor-sqlite"+q, "", "Authorization: Bearer "+readTok), 403, "api.forbidden")
+	}
+	// The admin token passes the role check (and fails on the malformed id).
+	wantError(t, "admin token", do(h, "GET", "/ui/actor-sqlite?actor_id=x", "", "Authorization: Bearer "+testToken), 400, "api.bad_request")
 }

@@ -3,6 +3,7 @@
 import { api, ui, query, namespace } from "./api.js";
 import { el, badge, link, table, kv, when, ago, Pager } from "./dom.js";
 import * as kvSection from "./kv.js";
+import * as sqliteSection from "./sqlite.js";
 import { actorButtons, createButton } from "./actions.js";
 
 const PAGE = 50; // rows a page shows (at least, when a filter skips rows)
@@ -101,7 +102,8 @@ export async function renderList(view, _arg, params) {
 }
 
 // renderActor shows #/actor/<id>: its fields, its host and alarm, its lifecycle timeline,
-// its hibernating WebSockets and its KV entries (those of an actor of this datacenter).
+// its hibernating WebSockets, its KV entries and its SQLite tables (those of an actor of
+// this datacenter).
 export async function renderActor(view, aid, params) {
   const page = await api("/actors" + query({ namespace: namespace(), actor_id: aid }));
   if (!page.actors.length) {
@@ -141,6 +143,7 @@ export async function renderActor(view, aid, params) {
       table("hibernating", ["Gateway", "Request", "Last keepalive"], d.hibernating, (h) => [
         el("span", { class: "id" }, h.gateway_id), el("span", { class: "id" }, h.request_id), ago(h.keepalive_ts)]),
       await kvSection.section(aid, params),
+      await sqliteSection.section(aid, params),
     );
   }
   view.replaceChildren(...sections);
