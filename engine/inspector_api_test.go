@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
 	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/id"
@@ -172,6 +173,51 @@ func TestInspectorActorEndpoints(t *testing.T) {
 		t.Errorf("a table with a quote in its name: %d %s", rep.status, rep.body)
 	}
 
+	// The live request log: events "ready", then one "request" per gateway request.
+	sreq, _ := http.NewRequestWithContext(ctx, "GET", "http://"+e.PublicAddr().String()+"/ui/actor-requests?actor_id="+aid, nil)
+	sreq.Header.Set("Authorization", "Bearer tok")
+	stream, err := client.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	events := bufio.NewReader(stream.Body)
+	next := func() (event, data string) {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			switch line = strings.TrimSuffix(line, "\n"); {
+			case strings.HasPrefix(line, "event: "):
+				event = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data = line[len("data: "):]
+			case line == "" && event != "":
+				return event, data
+			}
+		}
+	}
+	if ev, _ := next(); stream.StatusCode != 200 || stream.Header.Get("Content-Type") != "text/event-stream" || ev != "ready" {
+		t.Fatalf("stream: %d %s, first event %q", stream.StatusCode, stream.Header.Get("Content-Type"), ev)
+	}
+	gw, err := client.Post("http://"+e.PublicAddr().String()+"/gateway/"+aid+"/echo?q=1", "text/plain", strings.NewReader("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.Body.Close()
+	ev, data := next()
+	var entry struct {
+		Method, Path string
+		Status       int
+		LatencyMs    float64 `json:"latency_ms"`
+	}
+	if err := json.Unmarshal([]byte(data), &entry); ev != "request" || err != nil || entry.Method != "POST" || entry.Path != "/echo?q=1" ||
+		entry.Status != gw.StatusCode || entry.LatencyMs <= 0 {
+		t.Errorf("request event: %s %s (the gateway answered %d)", ev, data, gw.StatusCode)
+	}
+
 	other := id.New(a.ActorID.Label() + 1).String()
 	for _, tc := range []struct {
 		path   string
@@ -190,6 +236,8 @@ func TestInspectorActorEndpoints(t *testing.T) {
 		{"/ui/actor-kv?actor_id=" + aid + "&limit=x", 400, "api.bad_request"},
 		{"/ui/actor-kv?actor_id=" + aid + "&prefix=" + b64(strings.Repeat("k", 2047)), 400, "validation.invalid_input"},
 		{"/ui/actor-sqlite?actor_id=" + other, 404, "actor.not_found"},
+		{"/ui/actor-requests?actor_id=nope", 400, "api.bad_request"},
+		{"/ui/actor-requests?actor_id=" + other, 404, "actor.not_found"},
 		{"/ui/actor-sqlite?actor_id=" + aid + "&table=nope", 400, "api.bad_request"},
 		{"/ui/actor-sqlite?actor_id=" + aid + "&table=" + url.QueryEscape(`items" --`), 400, "api.bad_request"},
 		{"/ui/actor-sqlite?actor_id=" + aid + "&table=items&limit=0", 400, "api.bad_request"},

@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,6 +310,17 @@ func TestInspectorActorPage(t *testing.T) {
 			}
 			if rows := in.rows("hibernating"); len(rows) != 1 || rows[0][0] != "01020304" || rows[0][1] != "0a0b0c0d" {
 				t.Errorf("hibernating WebSockets: %q", rows)
+			}
+			// The live request log: a gateway request to the actor appears once the stream is on.
+			in.wait(`document.querySelector("#requests")?.dataset.state === "live"`)
+			res, err := http.Get(in.base + "/gateway/" + a.ActorID.String() + "/hello?x=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			in.wait(`document.querySelector("#live-requests tbody tr:not(.placeholder)")`)
+			if rows := in.rows("live-requests"); len(rows) != 1 || rows[0][1] != "GET" || rows[0][2] != "/hello?x=1" || rows[0][3] != strconv.Itoa(res.StatusCode) {
+				t.Errorf("live requests: %q (the gateway answered %d)", rows, res.StatusCode)
 			}
 			rows := in.rows("kv-entries")
 			if len(rows) != 5 || rows[0][0] != "a" || rows[0][1] != "1" || rows[3][0] != "62 69 6e ff 00" || rows[3][1] != "00 01 02" ||

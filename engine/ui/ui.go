@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthhq/berth/engine/reqlog"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -47,6 +48,9 @@ type Options struct {
 	API http.Handler
 	// DB is this datacenter's store, for /ui/actor-states.
 	DB udb.Database
+	// Requests is this node's live request log (the gateway records to it); nil streams
+	// nothing.
+	Requests *reqlog.Log
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
 	// ClientIP is the address a request counts as, for the failed-login limit; nil means the
@@ -94,6 +98,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/actor-kv         ?actor_id=&prefix=&cursor=&limit=: a page of its KV entries
 //	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
 //	                          one's rows, read-only (admin tokens only)
+//	GET  /ui/actor-requests   ?actor_id=: the actor's gateway requests on this node, live (SSE)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -118,6 +123,9 @@ func Handler(o Options) http.Handler {
 	ses := newSessions(o.SessionLifetime, o.MaxSessions, o.now)
 	if o.now == nil {
 		o.now = time.Now
+	}
+	if o.Requests == nil {
+		o.Requests = &reqlog.Log{}
 	}
 	limiter := newLoginLimiter(o.now)
 	if o.ClientIP == nil {
@@ -198,6 +206,9 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/actor-sqlite", func(w http.ResponseWriter, r *http.Request) {
 		serveActorSQLite(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-requests", func(w http.ResponseWriter, r *http.Request) {
+		serveActorRequests(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })

@@ -4,6 +4,7 @@ import { api, ui, query, namespace } from "./api.js";
 import { el, badge, link, table, kv, when, ago, Pager } from "./dom.js";
 import * as kvSection from "./kv.js";
 import * as sqliteSection from "./sqlite.js";
+import * as requestsSection from "./requests.js";
 import { actorButtons, createButton } from "./actions.js";
 
 const PAGE = 50; // rows a page shows (at least, when a filter skips rows)
@@ -142,6 +143,7 @@ export async function renderActor(view, aid, params) {
       el("h3", {}, "Hibernating WebSockets"),
       table("hibernating", ["Gateway", "Request", "Last keepalive"], d.hibernating, (h) => [
         el("span", { class: "id" }, h.gateway_id), el("span", { class: "id" }, h.request_id), ago(h.keepalive_ts)]),
+      requestsSection.section(aid),
       await kvSection.section(aid, params),
       await sqliteSection.section(aid, params),
     );

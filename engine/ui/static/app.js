@@ -4,6 +4,7 @@ import { api, namespace } from "./api.js";
 import * as actors from "./actors.js";
 import * as hosts from "./hosts.js";
 import * as cluster from "./cluster.js";
+import { stop as stopLiveRequests } from "./requests.js";
 
 const routes = {
   actors: actors.renderList,
@@ -34,6 +35,7 @@ export async function show() {
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === r.page || (r.page === "actor" && a.dataset.page === "actors"));
   const view = document.querySelector("#view");
   view.dataset.page = r.page;
+  stopLiveRequests(); // the actor page starts it again
   try {
     await routes[r.page](view, r.arg, r.params);
     status("updated " + new Date().toLocaleTimeString(), "muted");
