@@ -114,6 +114,18 @@ func (in *inspector) open(route, ready string) {
 	}
 }
 
+// inAuthModes runs f as a subtest on an engine with auth on (admin token "tok") and as one
+// on an engine with auth off.
+func inAuthModes(t *testing.T, f func(t *testing.T, e *Engine, token string)) {
+	for _, token := range []string{"tok", ""} {
+		t.Run("token="+token, func(t *testing.T) {
+			cfg := testConfig(token)
+			cfg.Auth.AllowAnonymous = token == ""
+			f(t, startEngine(t, cfg), token)
+		})
+	}
+}
+
 // click clicks the first element css selects.
 func (in *inspector) click(css string) {
 	in.t.Helper()
@@ -144,222 +156,206 @@ func (in *inspector) shot(name string) {
 // and off: actors searched by name, key and id, filtered by state and pool, paged by
 // cursor; runners, envoys, runner configs, namespaces and datacenters.
 func TestInspectorLists(t *testing.T) {
-	for _, token := range []string{"tok", ""} {
-		t.Run("token="+token, func(t *testing.T) {
-			cfg := testConfig(token)
-			cfg.Auth.AllowAnonymous = token == ""
-			e := startEngine(t, cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			r := newEchoRunner(t, ctx, e)
-			create := func(name string, key *string) actor.Actor {
-				a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
-					Name: name, Key: key, Selector: "pool", CrashPolicy: actor.CrashSleep})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return a
+	inAuthModes(t, func(t *testing.T, e *Engine, token string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		r := newEchoRunner(t, ctx, e)
+		create := func(name string, key *string) actor.Actor {
+			a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+				Name: name, Key: key, Selector: "pool", CrashPolicy: actor.CrashSleep})
+			if err != nil {
+				t.Fatal(err)
 			}
-			first := create("dash-actor", nil)
+			return a
+		}
+		first := create("dash-actor", nil)
+		<-r.starts
+		// 55 more: the runner's 4 slots hold 3 of them, the others sleep (no capacity).
+		var many []actor.Actor
+		for i := range 55 {
+			k := fmt.Sprintf("k%02d", i)
+			many = append(many, create("many", &k))
+		}
+		for range 3 {
 			<-r.starts
-			// 55 more: the runner's 4 slots hold 3 of them, the others sleep (no capacity).
-			var many []actor.Actor
-			for i := range 55 {
-				k := fmt.Sprintf("k%02d", i)
-				many = append(many, create("many", &k))
-			}
-			for range 3 {
-				<-r.starts
-			}
-			in := newInspector(t, ctx, e, token)
+		}
+		in := newInspector(t, ctx, e, token)
 
-			// The default list: the first name, its actor running, linked to its page.
-			in.open("#/actors", `document.querySelector("table#actors")`)
-			rows := in.rows("actors")
-			if len(rows) != 1 || rows[0][0] != "dash-actor" || rows[0][2] != "running" || rows[0][3] != "0" || rows[0][7] != first.ActorID.String() {
-				t.Errorf("actors of the first name: %q", rows)
-			}
-			in.shot("actors")
+		// The default list: the first name, its actor running, linked to its page.
+		in.open("#/actors", `document.querySelector("table#actors")`)
+		rows := in.rows("actors")
+		if len(rows) != 1 || rows[0][0] != "dash-actor" || rows[0][2] != "running" || rows[0][3] != "0" || rows[0][7] != first.ActorID.String() {
+			t.Errorf("actors of the first name: %q", rows)
+		}
+		in.shot("actors")
 
-			// Cursor pages: 50, then the other 5, and back.
-			in.open("#/actors?name=many", `document.querySelector("table#actors")`)
-			if n := len(in.rows("actors")); n != 50 {
-				t.Errorf("first page of many: %d rows, want 50", n)
-			}
-			seen := map[string]bool{}
-			for _, row := range in.rows("actors") {
-				seen[row[1]] = true
-			}
-			in.click("button.next")
-			in.wait(`document.querySelector(".page-no").textContent.startsWith("page 2")`)
-			for _, row := range in.rows("actors") {
-				seen[row[1]] = true
-			}
-			if len(seen) != 55 {
-				t.Errorf("the two pages of many show %d distinct keys, want 55", len(seen))
-			}
-			if eval[bool](in, `document.querySelector("button.next").disabled`) != true {
-				t.Errorf("Next is enabled on the last page")
-			}
-			in.click("button.prev")
-			in.wait(`document.querySelector(".page-no").textContent.startsWith("page 1")`)
-			if n := len(in.rows("actors")); n != 50 {
-				t.Errorf("back to the first page: %d rows", n)
-			}
+		// Cursor pages: 50, then the other 5, and back.
+		in.open("#/actors?name=many", `document.querySelector("table#actors")`)
+		if n := len(in.rows("actors")); n != 50 {
+			t.Errorf("first page of many: %d rows, want 50", n)
+		}
+		seen := map[string]bool{}
+		for _, row := range in.rows("actors") {
+			seen[row[1]] = true
+		}
+		in.click("button.next")
+		in.wait(`document.querySelector(".page-no").textContent.startsWith("page 2")`)
+		for _, row := range in.rows("actors") {
+			seen[row[1]] = true
+		}
+		if len(seen) != 55 {
+			t.Errorf("the two pages of many show %d distinct keys, want 55", len(seen))
+		}
+		if eval[bool](in, `document.querySelector("button.next").disabled`) != true {
+			t.Errorf("Next is enabled on the last page")
+		}
+		in.click("button.prev")
+		in.wait(`document.querySelector(".page-no").textContent.startsWith("page 1")`)
+		if n := len(in.rows("actors")); n != 50 {
+			t.Errorf("back to the first page: %d rows", n)
+		}
 
-			// Filters: by state (read across API pages), by pool; search by key and by ids.
-			in.open("#/actors?name=many&state=running", `document.querySelector("table#actors")`)
-			rows = in.rows("actors")
-			if len(rows) != 3 {
-				t.Errorf("running actors of many: %q, want 3", rows)
+		// Filters: by state (read across API pages), by pool; search by key and by ids.
+		in.open("#/actors?name=many&state=running", `document.querySelector("table#actors")`)
+		rows = in.rows("actors")
+		if len(rows) != 3 {
+			t.Errorf("running actors of many: %q, want 3", rows)
+		}
+		for _, row := range rows {
+			if row[2] != "running" {
+				t.Errorf("state filter let through %q", row)
 			}
-			for _, row := range rows {
-				if row[2] != "running" {
-					t.Errorf("state filter let through %q", row)
-				}
-			}
-			in.shot("actors-filtered")
-			in.open("#/actors?name=many&state=sleeping", `document.querySelector("table#actors")`)
-			if n := len(in.rows("actors")); n != 52 {
-				t.Errorf("sleeping actors of many: %d, want 52", n)
-			}
-			in.open("#/actors?name=many&pool=other", `document.querySelector("table#actors")`)
-			if rows := in.rows("actors"); len(rows) != 1 || rows[0][0] != "none" {
-				t.Errorf("pool filter: %q, want none", rows)
-			}
-			in.open("#/actors?name=many&key=k07", `document.querySelector("table#actors")`)
-			if rows := in.rows("actors"); len(rows) != 1 || rows[0][1] != "k07" || rows[0][7] != many[7].ActorID.String() {
-				t.Errorf("key search: %q", rows)
-			}
-			ids := many[3].ActorID.String() + "," + first.ActorID.String()
-			in.open("#/actors?actor_id="+ids, `document.querySelector("table#actors")`)
-			if rows := in.rows("actors"); len(rows) != 2 {
-				t.Errorf("id search: %q, want 2 rows", rows)
-			}
-			// The search form writes the route.
-			in.open("#/actors", `document.querySelector("table#actors")`)
-			in.do("search form", chromedp.SetValue(chromedp.CSS(`#actor-search input[name=name]`), "many"),
-				chromedp.SetValue(chromedp.CSS(`#actor-search input[name=key]`), "k11"))
-			eval[bool](in, `document.querySelector("#actor-search").requestSubmit(), true`)
-			in.wait(`location.hash === "#/actors?name=many&key=k11" && document.querySelectorAll("table#actors tbody tr").length === 1 && document.querySelector("table#actors tbody td:nth-child(2)").textContent === "k11"`)
+		}
+		in.shot("actors-filtered")
+		in.open("#/actors?name=many&state=sleeping", `document.querySelector("table#actors")`)
+		if n := len(in.rows("actors")); n != 52 {
+			t.Errorf("sleeping actors of many: %d, want 52", n)
+		}
+		in.open("#/actors?name=many&pool=other", `document.querySelector("table#actors")`)
+		if rows := in.rows("actors"); len(rows) != 1 || rows[0][0] != "none" {
+			t.Errorf("pool filter: %q, want none", rows)
+		}
+		in.open("#/actors?name=many&key=k07", `document.querySelector("table#actors")`)
+		if rows := in.rows("actors"); len(rows) != 1 || rows[0][1] != "k07" || rows[0][7] != many[7].ActorID.String() {
+			t.Errorf("key search: %q", rows)
+		}
+		ids := many[3].ActorID.String() + "," + first.ActorID.String()
+		in.open("#/actors?actor_id="+ids, `document.querySelector("table#actors")`)
+		if rows := in.rows("actors"); len(rows) != 2 {
+			t.Errorf("id search: %q, want 2 rows", rows)
+		}
+		// The search form writes the route.
+		in.open("#/actors", `document.querySelector("table#actors")`)
+		in.do("search form", chromedp.SetValue(chromedp.CSS(`#actor-search input[name=name]`), "many"),
+			chromedp.SetValue(chromedp.CSS(`#actor-search input[name=key]`), "k11"))
+		eval[bool](in, `document.querySelector("#actor-search").requestSubmit(), true`)
+		in.wait(`location.hash === "#/actors?name=many&key=k11" && document.querySelectorAll("table#actors tbody tr").length === 1 && document.querySelector("table#actors tbody td:nth-child(2)").textContent === "k11"`)
 
-			// The id links to the actor's page.
-			in.open("#/actors", `document.querySelector("table#actors a.id")`)
-			in.click("table#actors a.id")
-			in.wait(`location.hash === "#/actor/` + first.ActorID.String() + `" && document.querySelector("#actor-fields")`)
-			if name := eval[string](in, `document.querySelector('#actor-fields dd[data-field="Name"]').textContent`); name != "dash-actor" {
-				t.Errorf("actor page name %q", name)
-			}
+		// The id links to the actor's page.
+		in.open("#/actors", `document.querySelector("table#actors a.id")`)
+		in.click("table#actors a.id")
+		in.wait(`location.hash === "#/actor/` + first.ActorID.String() + `" && document.querySelector("#actor-fields")`)
+		if name := eval[string](in, `document.querySelector('#actor-fields dd[data-field="Name"]').textContent`); name != "dash-actor" {
+			t.Errorf("actor page name %q", name)
+		}
 
-			in.open("#/runners", `document.querySelector("table#runners")`)
-			if rows := in.rows("runners"); len(rows) != 1 || rows[0][0] != "pool" || rows[0][2] != "active" || rows[0][3] != "0 / 4" {
-				t.Errorf("runners: %q", rows)
+		// The other list pages: one row each (none for envoys).
+		for _, pg := range []struct {
+			table string
+			want  func(row []string) bool
+		}{
+			{"runners", func(r []string) bool { return r[0] == "pool" && r[2] == "active" && r[3] == "0 / 4" }},
+			{"envoys", func(r []string) bool { return r[0] == "none" }},
+			{"runner-configs", func(r []string) bool { return r[0] == "pool" && r[2] == "normal" && r[4] == "none" }},
+			{"namespaces", func(r []string) bool { return r[0] == "default" }},
+			{"datacenters", func(r []string) bool { return len(r) > 2 && strings.HasPrefix(r[2], "http") }},
+		} {
+			in.open("#/"+pg.table, `document.querySelector("table#`+pg.table+`")`)
+			if rows := in.rows(pg.table); len(rows) != 1 || !pg.want(rows[0]) {
+				t.Errorf("%s: %q", pg.table, rows)
 			}
-			in.shot("runners")
-			in.open("#/envoys", `document.querySelector("table#envoys")`)
-			if rows := in.rows("envoys"); len(rows) != 1 || rows[0][0] != "none" {
-				t.Errorf("envoys: %q", rows)
-			}
-			in.open("#/runner-configs", `document.querySelector("table#runner-configs")`)
-			if rows := in.rows("runner-configs"); len(rows) != 1 || rows[0][0] != "pool" || rows[0][2] != "normal" || rows[0][4] != "none" {
-				t.Errorf("runner configs: %q", rows)
-			}
-			in.shot("runner-configs")
-			in.open("#/namespaces", `document.querySelector("table#namespaces")`)
-			if rows := in.rows("namespaces"); len(rows) != 1 || rows[0][0] != "default" {
-				t.Errorf("namespaces: %q", rows)
-			}
-			in.open("#/datacenters", `document.querySelector("table#datacenters")`)
-			if rows := in.rows("datacenters"); len(rows) != 1 || !strings.HasPrefix(rows[0][2], "http") {
-				t.Errorf("datacenters: %q", rows)
-			}
-			in.shot("datacenters")
+			in.shot(pg.table)
+		}
 
-			if token != "" { // logging out ends the session: the login form is back
-				in.click("form.logout button")
-				in.do("logout", chromedp.WaitVisible(chromedp.CSS(`#token`)),
-					chromedp.Navigate(in.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
-			}
-		})
-	}
+		if token != "" { // logging out ends the session: the login form is back
+			in.click("form.logout button")
+			in.do("logout", chromedp.WaitVisible(chromedp.CSS(`#token`)),
+				chromedp.Navigate(in.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+		}
+	})
 }
 
 // The actor page in Chromium, with auth on and off: its fields and host, its hibernating
 // WebSocket, its KV entries as text (hex for binary) or hex, searched by a text or hex
 // prefix.
 func TestInspectorActorPage(t *testing.T) {
-	for _, token := range []string{"tok", ""} {
-		t.Run("token="+token, func(t *testing.T) {
-			cfg := testConfig(token)
-			cfg.Auth.AllowAnonymous = token == ""
-			e := startEngine(t, cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			a := inspectedActor(t, ctx, e)
-			in := newInspector(t, ctx, e, token)
-			route := "#/actor/" + a.ActorID.String()
-			in.open(route, `document.querySelector("table#kv-entries")`)
-			field := func(name string) string {
-				return eval[string](in, `document.querySelector('#actor-fields dd[data-field="`+name+`"]').textContent`)
-			}
-			if field("Name") != "inspected" || field("State") != "running" || !strings.HasPrefix(field("Host"), "runner ") || field("Alarm") != "none" {
-				t.Errorf("fields: name %q state %q host %q alarm %q", field("Name"), field("State"), field("Host"), field("Alarm"))
-			}
-			if rows := in.rows("timeline"); len(rows) != 3 || rows[0][1] != "running" || rows[1][1] != "placed" || !strings.HasPrefix(rows[1][3], "runner ") || rows[2][1] != "created" {
-				t.Errorf("timeline: %q", rows)
-			}
-			if rows := in.rows("hibernating"); len(rows) != 1 || rows[0][0] != "01020304" || rows[0][1] != "0a0b0c0d" {
-				t.Errorf("hibernating WebSockets: %q", rows)
-			}
-			// The live request log: a gateway request to the actor appears once the stream is on.
-			in.wait(`document.querySelector("#requests")?.dataset.state === "live"`)
-			res, err := http.Get(in.base + "/gateway/" + a.ActorID.String() + "/hello?x=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			in.wait(`document.querySelector("#live-requests tbody tr:not(.placeholder)")`)
-			if rows := in.rows("live-requests"); len(rows) != 1 || rows[0][1] != "GET" || rows[0][2] != "/hello?x=1" || rows[0][3] != strconv.Itoa(res.StatusCode) {
-				t.Errorf("live requests: %q (the gateway answered %d)", rows, res.StatusCode)
-			}
-			rows := in.rows("kv-entries")
-			if len(rows) != 5 || rows[0][0] != "a" || rows[0][1] != "1" || rows[3][0] != "62 69 6e ff 00" || rows[3][1] != "00 01 02" ||
-				rows[4][1] != "héllo" || !strings.Contains(rows[2][2], "2000 B (first 1024 shown)") {
-				t.Errorf("KV entries: %q", rows)
-			}
-			in.shot("actor")
+	inAuthModes(t, func(t *testing.T, e *Engine, token string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		a := inspectedActor(t, ctx, e)
+		in := newInspector(t, ctx, e, token)
+		route := "#/actor/" + a.ActorID.String()
+		in.open(route, `document.querySelector("table#kv-entries")`)
+		field := func(name string) string {
+			return eval[string](in, `document.querySelector('#actor-fields dd[data-field="`+name+`"]').textContent`)
+		}
+		if field("Name") != "inspected" || field("State") != "running" || !strings.HasPrefix(field("Host"), "runner ") || field("Alarm") != "none" {
+			t.Errorf("fields: name %q state %q host %q alarm %q", field("Name"), field("State"), field("Host"), field("Alarm"))
+		}
+		if rows := in.rows("timeline"); len(rows) != 3 || rows[0][1] != "running" || rows[1][1] != "placed" || !strings.HasPrefix(rows[1][3], "runner ") || rows[2][1] != "created" {
+			t.Errorf("timeline: %q", rows)
+		}
+		if rows := in.rows("hibernating"); len(rows) != 1 || rows[0][0] != "01020304" || rows[0][1] != "0a0b0c0d" {
+			t.Errorf("hibernating WebSockets: %q", rows)
+		}
+		// The live request log: a gateway request to the actor appears once the stream is on.
+		in.wait(`document.querySelector("#requests")?.dataset.state === "live"`)
+		res, err := http.Get(in.base + "/gateway/" + a.ActorID.String() + "/hello?x=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		in.wait(`document.querySelector("#live-requests tbody tr:not(.placeholder)")`)
+		if rows := in.rows("live-requests"); len(rows) != 1 || rows[0][1] != "GET" || rows[0][2] != "/hello?x=1" || rows[0][3] != strconv.Itoa(res.StatusCode) {
+			t.Errorf("live requests: %q (the gateway answered %d)", rows, res.StatusCode)
+		}
+		rows := in.rows("kv-entries")
+		if len(rows) != 5 || rows[0][0] != "a" || rows[0][1] != "1" || rows[3][0] != "62 69 6e ff 00" || rows[3][1] != "00 01 02" ||
+			rows[4][1] != "héllo" || !strings.Contains(rows[2][2], "2000 B (first 1024 shown)") {
+			t.Errorf("KV entries: %q", rows)
+		}
+		in.shot("actor")
 
-			in.open(route+"?kv_prefix=bi", `document.querySelector("table#kv-entries")`)
-			if rows := in.rows("kv-entries"); len(rows) != 2 || rows[0][0] != "big" {
-				t.Errorf("text prefix bi: %q", rows)
-			}
-			in.open(route+"?kv_prefix=62+69+6e&kv_mode=hex&kv_view=hex", `document.querySelector("table#kv-entries")`)
-			if rows := in.rows("kv-entries"); len(rows) != 1 || rows[0][0] != "62 69 6e ff 00" {
-				t.Errorf("hex prefix 62 69 6e: %q", rows)
-			}
-			in.open(route+"?kv_view=hex", `document.querySelector("table#kv-entries")`)
-			if rows := in.rows("kv-entries"); len(rows) != 5 || rows[0][0] != "61" || rows[4][1] != "68 c3 a9 6c 6c 6f" {
-				t.Errorf("hex view: %q", rows)
-			}
-			in.shot("actor-kv-hex")
+		in.open(route+"?kv_prefix=bi", `document.querySelector("table#kv-entries")`)
+		if rows := in.rows("kv-entries"); len(rows) != 2 || rows[0][0] != "big" {
+			t.Errorf("text prefix bi: %q", rows)
+		}
+		in.open(route+"?kv_prefix=62+69+6e&kv_mode=hex&kv_view=hex", `document.querySelector("table#kv-entries")`)
+		if rows := in.rows("kv-entries"); len(rows) != 1 || rows[0][0] != "62 69 6e ff 00" {
+			t.Errorf("hex prefix 62 69 6e: %q", rows)
+		}
+		in.open(route+"?kv_view=hex", `document.querySelector("table#kv-entries")`)
+		if rows := in.rows("kv-entries"); len(rows) != 5 || rows[0][0] != "61" || rows[4][1] != "68 c3 a9 6c 6c 6f" {
+			t.Errorf("hex view: %q", rows)
+		}
+		in.shot("actor-kv-hex")
 
-			// SQLite: the tables, then a table's rows by pages of 50.
-			tabs := eval[[]string](in, `[...document.querySelectorAll("#sqlite-tables a")].map(a => a.textContent)`)
-			if strings.Join(tabs, ",") != `items,odd "name"` {
-				t.Errorf("sqlite tables: %q", tabs)
-			}
-			in.open(route+"?sql_table=items", `document.querySelector("table#sqlite-rows")`)
-			rows = in.rows("sqlite-rows")
-			if len(rows) != 50 || rows[0][1] != "item 1" || rows[0][2] != "blob 2 B" || !strings.HasSuffix(rows[6][1], "…") {
-				t.Errorf("sqlite rows: %d, first %q", len(rows), rows[0])
-			}
-			in.shot("actor-sqlite")
-			in.click("#sqlite a.next")
-			in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 51–100"`)
-			in.click("#sqlite a.next")
-			in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 101–120" && !document.querySelector("#sqlite a.next")`)
-		})
-	}
+		// SQLite: the tables, then a table's rows by pages of 50.
+		tabs := eval[[]string](in, `[...document.querySelectorAll("#sqlite-tables a")].map(a => a.textContent)`)
+		if strings.Join(tabs, ",") != `items,odd "name"` {
+			t.Errorf("sqlite tables: %q", tabs)
+		}
+		in.open(route+"?sql_table=items", `document.querySelector("table#sqlite-rows")`)
+		rows = in.rows("sqlite-rows")
+		if len(rows) != 50 || rows[0][1] != "item 1" || rows[0][2] != "blob 2 B" || !strings.HasSuffix(rows[6][1], "…") {
+			t.Errorf("sqlite rows: %d, first %q", len(rows), rows[0])
+		}
+		in.shot("actor-sqlite")
+		in.click("#sqlite a.next")
+		in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 51–100"`)
+		in.click("#sqlite a.next")
+		in.wait(`document.querySelector("#sqlite .page-no")?.textContent === "rows 101–120" && !document.querySelector("#sqlite a.next")`)
+	})
 }
 
 // phaseOf reads actor aid's phase from e's store.
@@ -394,81 +390,76 @@ func awaitPhase(t *testing.T, e *Engine, aid id.ID, phase actor.Phase) {
 // form, then sleep, reschedule and destroy it (a cancelled destroy changes nothing), and
 // drain the runner, each confirmed in a dialog.
 func TestInspectorActions(t *testing.T) {
-	for _, token := range []string{"tok", ""} {
-		t.Run("token="+token, func(t *testing.T) {
-			cfg := testConfig(token)
-			cfg.Auth.AllowAnonymous = token == ""
-			e := startEngine(t, cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			r := newEchoRunner(t, ctx, e)
-			if _, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
-				Name: "existing", Selector: "pool", CrashPolicy: actor.CrashSleep}); err != nil {
-				t.Fatal(err)
-			}
-			<-r.starts
-			in := newInspector(t, ctx, e, token)
-			confirm := func(button string) {
-				t.Helper()
-				in.click(button)
-				in.wait(`document.querySelector("dialog#confirm[open]")`)
-				in.click("dialog#confirm button.confirm")
-				in.wait(`!document.querySelector("dialog#confirm")`)
-			}
-
-			// Create: the form's actor is created and its page opens.
-			in.open("#/actors", `document.querySelector("table#actors")`)
-			in.click("button.create")
-			in.wait(`document.querySelector("dialog#confirm[open] input[name=pool]")`)
-			in.do("create form", chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=name]`), "made"),
-				chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=key]`), "k1"),
-				chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=pool]`), "pool"))
-			in.shot("create-dialog")
-			in.click("dialog#confirm button.confirm")
-			in.wait(`location.hash.startsWith("#/actor/") && document.querySelector('#actor-fields dd[data-field="Name"]')?.textContent === "made"`)
-			aid, err := id.Parse(strings.TrimPrefix(eval[string](in, `location.hash`), "#/actor/"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-r.starts
-			route := "#/actor/" + aid.String()
-
-			in.open(route, `document.querySelector("button.sleep")`)
-			confirm("button.sleep")
-			awaitPhase(t, e, aid, actor.PhaseSleeping)
-
-			in.open(route, `document.querySelector("button.reschedule")`)
-			confirm("button.reschedule")
-			<-r.starts // placed again at once
-			awaitPhase(t, e, aid, actor.PhaseRunning)
-
-			in.open(route, `document.querySelector("button.destroy")`)
-			in.click("button.destroy")
+	inAuthModes(t, func(t *testing.T, e *Engine, token string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		r := newEchoRunner(t, ctx, e)
+		if _, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+			Name: "existing", Selector: "pool", CrashPolicy: actor.CrashSleep}); err != nil {
+			t.Fatal(err)
+		}
+		<-r.starts
+		in := newInspector(t, ctx, e, token)
+		confirm := func(button string) {
+			t.Helper()
+			in.click(button)
 			in.wait(`document.querySelector("dialog#confirm[open]")`)
-			in.shot("destroy-dialog")
-			in.click("dialog#confirm button.cancel")
+			in.click("dialog#confirm button.confirm")
 			in.wait(`!document.querySelector("dialog#confirm")`)
-			if p := phaseOf(t, e, aid); p != actor.PhaseRunning {
-				t.Fatalf("after a cancelled destroy: %s", p)
-			}
-			confirm("button.destroy")
-			in.wait(`document.querySelector('#actor-fields dd[data-field="State"]')?.textContent === "destroyed" && !document.querySelector("button.destroy")`)
-			in.open(route, `document.querySelector("table#timeline")`)
-			var kinds []string
-			for _, row := range in.rows("timeline") {
-				kinds = append(kinds, row[1])
-			}
-			if want := "destroyed,stopping,running,placed,sleeping,stopping,running,placed,created"; strings.Join(kinds, ",") != want {
-				t.Errorf("timeline after the actions: %q, want %s", kinds, want)
-			}
-			in.shot("actor-destroyed")
+		}
 
-			in.open("#/runners", `document.querySelector("table#runners button.drain")`)
-			confirm("table#runners button.drain")
-			in.open("#/runners?all=1", `document.querySelector("table#runners")`)
-			if rows := in.rows("runners"); len(rows) != 1 || len(rows[0]) < 3 || (rows[0][2] != "draining" && rows[0][2] != "stopped") {
-				t.Errorf("runners after the drain: %q", rows)
-			}
-		})
-	}
+		// Create: the form's actor is created and its page opens.
+		in.open("#/actors", `document.querySelector("table#actors")`)
+		in.click("button.create")
+		in.wait(`document.querySelector("dialog#confirm[open] input[name=pool]")`)
+		in.do("create form", chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=name]`), "made"),
+			chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=key]`), "k1"),
+			chromedp.SetValue(chromedp.CSS(`dialog#confirm input[name=pool]`), "pool"))
+		in.shot("create-dialog")
+		in.click("dialog#confirm button.confirm")
+		in.wait(`location.hash.startsWith("#/actor/") && document.querySelector('#actor-fields dd[data-field="Name"]')?.textContent === "made"`)
+		aid, err := id.Parse(strings.TrimPrefix(eval[string](in, `location.hash`), "#/actor/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-r.starts
+		route := "#/actor/" + aid.String()
+
+		in.open(route, `document.querySelector("button.sleep")`)
+		confirm("button.sleep")
+		awaitPhase(t, e, aid, actor.PhaseSleeping)
+
+		in.open(route, `document.querySelector("button.reschedule")`)
+		confirm("button.reschedule")
+		<-r.starts // placed again at once
+		awaitPhase(t, e, aid, actor.PhaseRunning)
+
+		in.open(route, `document.querySelector("button.destroy")`)
+		in.click("button.destroy")
+		in.wait(`document.querySelector("dialog#confirm[open]")`)
+		in.shot("destroy-dialog")
+		in.click("dialog#confirm button.cancel")
+		in.wait(`!document.querySelector("dialog#confirm")`)
+		if p := phaseOf(t, e, aid); p != actor.PhaseRunning {
+			t.Fatalf("after a cancelled destroy: %s", p)
+		}
+		confirm("button.destroy")
+		in.wait(`document.querySelector('#actor-fields dd[data-field="State"]')?.textContent === "destroyed" && !document.querySelector("button.destroy")`)
+		in.open(route, `document.querySelector("table#timeline")`)
+		var kinds []string
+		for _, row := range in.rows("timeline") {
+			kinds = append(kinds, row[1])
+		}
+		if want := "destroyed,stopping,running,placed,sleeping,stopping,running,placed,created"; strings.Join(kinds, ",") != want {
+			t.Errorf("timeline after the actions: %q, want %s", kinds, want)
+		}
+		in.shot("actor-destroyed")
+
+		in.open("#/runners", `document.querySelector("table#runners button.drain")`)
+		confirm("table#runners button.drain")
+		in.open("#/runners?all=1", `document.querySelector("table#runners")`)
+		if rows := in.rows("runners"); len(rows) != 1 || len(rows[0]) < 3 || (rows[0][2] != "draining" && rows[0][2] != "stopped") {
+			t.Errorf("runners after the drain: %q", rows)
+		}
+	})
 }

@@ -56,6 +56,40 @@ func actorParam(r *http.Request, o Options) (id.ID, *rerr.Error) {
 	return aid, nil
 }
 
+// readActor reads, in one read transaction, what read returns of the request's actor
+// (actor_id): one of this datacenter's that the grant may see. Otherwise it answers the
+// error itself (400 for a malformed id, 404 actor.not_found) and returns ok false.
+func readActor[T any](w http.ResponseWriter, r *http.Request, o Options, read func(udb.ReadTransaction, id.ID) (T, error)) (aid id.ID, v T, ok bool) {
+	aid, bad := actorParam(r, o)
+	if bad != nil {
+		writeError(w, r, bad)
+		return aid, v, false
+	}
+	sc, err := scope(r, o)
+	if err != nil {
+		fail(w, r, "resolving the namespace", err)
+		return aid, v, false
+	}
+	type result struct {
+		v  T
+		ok bool
+	}
+	res, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (result, error) {
+		if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
+			return result{}, err
+		}
+		v, err := read(rt, aid)
+		return result{v, true}, err
+	})
+	switch {
+	case err != nil:
+		fail(w, r, "reading an actor", err)
+	case !res.ok:
+		writeError(w, r, rerr.ActorNotFound(aid.String()))
+	}
+	return aid, res.v, err == nil && res.ok
+}
+
 // fail answers err as a client may see it (rerr.Public), logging an internal one.
 func fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	e := rerr.Public(err)
@@ -93,38 +127,19 @@ type hibernating struct {
 // serveActorDetail answers GET /ui/actor-detail?actor_id=: what the actor page shows beyond
 // the public actor object, for an actor of this datacenter.
 func serveActorDetail(w http.ResponseWriter, r *http.Request, o Options) {
-	aid, bad := actorParam(r, o)
-	if bad != nil {
-		writeError(w, r, bad)
-		return
-	}
-	sc, err := scope(r, o)
-	if err != nil {
-		fail(w, r, "resolving the namespace", err)
-		return
-	}
 	type result struct {
 		d       actor.Detail
 		history []keys.ActorHistoryEvent
-		ok      bool
 	}
-	res, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (result, error) {
-		if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
-			return result{}, err
-		}
-		d, ok, err := actor.Inspect(r.Context(), rt, aid, maxSockets)
-		if err != nil || !ok {
+	_, res, ok := readActor(w, r, o, func(rt udb.ReadTransaction, aid id.ID) (result, error) {
+		d, _, err := actor.Inspect(r.Context(), rt, aid, maxSockets)
+		if err != nil {
 			return result{}, err
 		}
 		h, err := actor.History(r.Context(), rt, aid)
-		return result{d, h, true}, err
+		return result{d, h}, err
 	})
-	if err != nil {
-		fail(w, r, "reading an actor", err)
-		return
-	}
-	if !res.ok {
-		writeError(w, r, rerr.ActorNotFound(aid.String()))
+	if !ok {
 		return
 	}
 	d := res.d
@@ -165,11 +180,6 @@ type kvPage struct {
 // actor's KV entries in key order, those starting with prefix (base64) after the key cursor
 // (base64).
 func serveActorKV(w http.ResponseWriter, r *http.Request, o Options) {
-	aid, bad := actorParam(r, o)
-	if bad != nil {
-		writeError(w, r, bad)
-		return
-	}
 	q := r.URL.Query()
 	var in actorkv.ListPrefixAfter
 	for _, f := range []struct {
@@ -192,38 +202,20 @@ func serveActorKV(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 		limit = n
 	}
-	sc, err := scope(r, o)
-	if err != nil {
-		fail(w, r, "resolving the namespace", err)
-		return
-	}
-	type result struct {
-		entries []actorkv.Entry
-		ok      bool
-	}
-	res, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (result, error) {
-		if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
-			return result{}, err
-		}
-		es, err := actorkv.List(r.Context(), rt.Snapshot(), actorkv.ListInput{ActorID: aid, Query: in, Limit: &limit})
-		return result{es, true}, err
+	_, entries, ok := readActor(w, r, o, func(rt udb.ReadTransaction, aid id.ID) ([]actorkv.Entry, error) {
+		return actorkv.List(r.Context(), rt.Snapshot(), actorkv.ListInput{ActorID: aid, Query: in, Limit: &limit})
 	})
-	if err != nil {
-		fail(w, r, "reading an actor's KV", err)
+	if !ok {
 		return
 	}
-	if !res.ok {
-		writeError(w, r, rerr.ActorNotFound(aid.String()))
-		return
-	}
-	out := kvPage{Entries: make([]kvEntry, 0, len(res.entries))}
-	for _, e := range res.entries {
+	out := kvPage{Entries: make([]kvEntry, 0, len(entries))}
+	for _, e := range entries {
 		v := e.Value[:min(len(e.Value), maxValuePreview)]
 		out.Entries = append(out.Entries, kvEntry{Key: base64.StdEncoding.EncodeToString(e.Key), Value: base64.StdEncoding.EncodeToString(v),
 			ValueSize: len(e.Value), Truncated: len(v) < len(e.Value), UpdateTs: e.Metadata.UpdateTs})
 	}
-	if n := len(res.entries); uint64(n) == limit {
-		c := base64.StdEncoding.EncodeToString(res.entries[n-1].Key)
+	if n := len(entries); uint64(n) == limit {
+		c := base64.StdEncoding.EncodeToString(entries[n-1].Key)
 		out.Cursor = &c
 	}
 	writeJSON(w, out)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -19,29 +20,12 @@ const heartbeat = 15 * time.Second
 // "dropped" with a count when the page fell behind. Requests served by other nodes are not
 // shown. At most reqlog.MaxWatchers streams per node (503 beyond).
 func serveActorRequests(w http.ResponseWriter, r *http.Request, o Options) {
-	aid, bad := actorParam(r, o)
-	if bad != nil {
-		writeError(w, r, bad)
-		return
-	}
-	sc, err := scope(r, o)
-	if err != nil {
-		fail(w, r, "resolving the namespace", err)
-		return
-	}
-	ok, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (bool, error) {
-		return visible(r.Context(), rt, aid, sc)
-	})
-	if err != nil {
-		fail(w, r, "reading an actor", err)
-		return
-	}
+	aid, _, ok := readActor(w, r, o, func(udb.ReadTransaction, id.ID) (struct{}, error) { return struct{}{}, nil })
 	if !ok {
-		writeError(w, r, rerr.ActorNotFound(aid.String()))
 		return
 	}
-	entries, dropped, stop, ok := o.Requests.Watch(aid)
-	if !ok {
+	entries, dropped, stop, watching := o.Requests.Watch(aid)
+	if !watching {
 		writeError(w, r, rerr.GuardServiceUnavailable())
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/berthhq/berth/ops/actor"
 	opsqlite "github.com/berthhq/berth/ops/sqlite"
 	"github.com/berthhq/berth/pkg/auth"
+	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
@@ -49,11 +50,6 @@ func serveActorSQLite(w http.ResponseWriter, r *http.Request, o Options) {
 		writeError(w, r, rerr.APIForbidden())
 		return
 	}
-	aid, bad := actorParam(r, o)
-	if bad != nil {
-		writeError(w, r, bad)
-		return
-	}
 	q := r.URL.Query()
 	offset, limit := 0, defaultSQLRows
 	for _, f := range []struct {
@@ -70,32 +66,15 @@ func serveActorSQLite(w http.ResponseWriter, r *http.Request, o Options) {
 			*f.dst = n
 		}
 	}
-	sc, err := scope(r, o)
-	if err != nil {
-		fail(w, r, "resolving the namespace", err)
-		return
-	}
-	type result struct {
-		st actor.Status
-		ok bool
-	}
-	res, err := udb.ReadTransact(r.Context(), o.DB, func(rt udb.ReadTransaction) (result, error) {
-		if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
-			return result{}, err
-		}
-		st, ok, err := actor.Lookup(r.Context(), rt, aid)
-		return result{st, ok}, err
+	aid, st, ok := readActor(w, r, o, func(rt udb.ReadTransaction, aid id.ID) (actor.Status, error) {
+		st, _, err := actor.Lookup(r.Context(), rt, aid)
+		return st, err
 	})
-	if err != nil {
-		fail(w, r, "reading an actor", err)
-		return
-	}
-	if !res.ok {
-		writeError(w, r, rerr.ActorNotFound(aid.String()))
+	if !ok {
 		return
 	}
 	store := &opsqlite.Store{DB: o.DB}
-	fence := opsqlite.Fence{ActorID: aid, Generation: res.st.Generation}
+	fence := opsqlite.Fence{ActorID: aid, Generation: st.Generation}
 	stmts := []opsqlite.Statement{{SQL: "SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name LIMIT ?", Params: []any{int64(maxSQLTables)}}}
 	table := q.Get("table")
 	if table != "" {

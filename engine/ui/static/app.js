@@ -29,18 +29,25 @@ const status = (msg, cls) => {
   s.className = cls;
 };
 
-// show renders the current route into #view; a failure shows its message.
+let renders = 0; // the number of the latest show: an older one that finishes later is dropped
+
+// show renders the current route into #view; a failure shows its message. The page is built
+// off-screen and shown whole, so a slower earlier render never overwrites a newer one.
 export async function show() {
+  const mine = ++renders;
   const r = route();
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === r.page || (r.page === "actor" && a.dataset.page === "actors"));
   const view = document.querySelector("#view");
-  view.dataset.page = r.page;
   stopLiveRequests(); // the actor page starts it again
+  const page = document.createElement("div");
   try {
-    await routes[r.page](view, r.arg, r.params);
+    await routes[r.page](page, r.arg, r.params);
+    if (mine !== renders) return;
+    view.dataset.page = r.page;
+    view.replaceChildren(...page.childNodes);
     status("updated " + new Date().toLocaleTimeString(), "muted");
   } catch (err) {
-    status(String(err.message || err), "error");
+    if (mine === renders) status(String(err.message || err), "error");
   }
 }
 
