@@ -453,6 +453,9 @@ func TestInspectorActions(t *testing.T) {
 		if want := "destroyed,stopping,running,placed,sleeping,stopping,running,placed,created"; strings.Join(kinds, ",") != want {
 			t.Errorf("timeline after the actions: %q, want %s", kinds, want)
 		}
+		if txt := eval[string](in, `document.querySelector("#view").textContent`); strings.Contains(txt, "null") || strings.Contains(txt, "not_found") {
+			t.Errorf("the destroyed actor's page shows %q", txt)
+		}
 		in.shot("actor-destroyed")
 
 		in.open("#/runners", `document.querySelector("table#runners button.drain")`)

@@ -145,8 +145,8 @@ export async function renderActor(view, aid, params) {
         el("span", { class: "id" }, h.gateway_id), el("span", { class: "id" }, h.request_id), ago(h.keepalive_ts)]),
       requestsSection.section(aid),
       await kvSection.section(aid, params),
-      await sqliteSection.section(aid, params),
+      a.state === "destroyed" ? el("p", { class: "muted" }, "A destroyed actor has no SQLite database.") : await sqliteSection.section(aid, params),
     );
   }
-  view.replaceChildren(...sections);
+  view.replaceChildren(...sections.filter(Boolean));
 }
