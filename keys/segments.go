@@ -104,7 +104,7 @@ const (
 	// A runner pool's error (pool_error.go).
 	tagPoolError = 1060
 	// An actor's recent lifecycle transitions (actor_history.go).
-	tagHistory = 1070
+	tagHistory = 1100
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,
