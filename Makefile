@@ -95,10 +95,22 @@ bench:
 
 # berth and the Rivet engine 2.3.19 side by side under the same workload and npm runner
 # (bench/compare); writes bench/RESULTS.md and bench/results.json. About 8 minutes; it loads
-# the machine. BENCH_COMPARE_FLAGS passes flags (-reps, -budget).
+# the machine. BENCH_COMPARE_FLAGS passes flags (-reps, -budget). STORE=postgres puts both
+# engines on one PostgreSQL server (.ci/postgres.sh), adds step 9 (20,000 actors) and writes
+# bench/RESULTS-postgres.md, about 25 minutes; NODES=3 with it runs berth on three nodes
+# against one instead of the reference (bench/RESULTS-postgres-3nodes.md).
+STORE ?= embedded
+NODES ?= 1
+ifeq ($(STORE),postgres)
+BENCH_COMPARE_DEFAULTS ?= -budget 40m
+endif
 bench-compare: build
 	$(GO) build -o bin/bench-compare ./bench/compare
-	./bin/bench-compare -berth $(BIN) $(BENCH_COMPARE_FLAGS)
+ifeq ($(STORE),postgres)
+	bash -c 'source .ci/postgres.sh && ./bin/bench-compare -berth $(BIN) -store postgres -nodes $(NODES) $(BENCH_COMPARE_DEFAULTS) $(BENCH_COMPARE_FLAGS)'
+else
+	./bin/bench-compare -berth $(BIN) -store $(STORE) -nodes $(NODES) $(BENCH_COMPARE_FLAGS)
+endif
 
 # Run every fuzzer in the repository (every module) for FUZZTIME each (default 30s);
 # FUZZFLAGS adds go test flags (-parallel 1 keeps it to one core).

@@ -115,5 +115,8 @@ func (s *Server) deleteRunnerConfig(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
+	if s.deps.Serverless != nil {
+		s.deps.Serverless.Deleted()
+	}
 	return c.JSON(http.StatusOK, apitypes.RunnerConfigsDeleteResponse{})
 }

@@ -27,6 +27,8 @@ type ServerlessService interface {
 	Refresh(ctx context.Context, ns id.ID, name string) error
 	// Written is told of a config write that changed the pool's endpoint.
 	Written(ctx context.Context, ns id.ID, name string, cfg keys.RunnerConfig)
+	// Deleted is told of a deleted config: a serverless pool's hosts are drained.
+	Deleted()
 }
 
 // Bounds of the health check's request.

@@ -60,6 +60,9 @@ type Options struct {
 	// "READY=1" with a STATUS line once serving, "RELOADING=1" then "READY=1" around a
 	// reload, "STOPPING=1" when a drain begins.
 	Notify func(state string)
+	// WrapStore, when set, wraps the store once it is open, before anything uses it
+	// (tests/storecost counts the store's operations through it).
+	WrapStore func(udb.Database) udb.Database
 }
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
@@ -140,7 +143,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 		return nil, fmt.Errorf("engine: auth.tokens_file: %w", err)
 	}
 	topo := Topology(cfg.Advertised())
-	if undo, err = e.openStore(ctx, cfg, topo, undo); err != nil {
+	if undo, err = e.openStore(ctx, cfg, topo, opts.WrapStore, undo); err != nil {
 		return nil, err
 	}
 	svc, err := e.build(cfg, topo, opts.Build)
@@ -169,10 +172,13 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 
 // openStore opens the store (with the default namespace at the leader's first start) and
 // the datacenter's bus: NATS with several nodes, the memory bus for one.
-func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp.Topology, undo []func()) ([]func(), error) {
+func (e *Engine) openStore(ctx context.Context, cfg *config.Config, topo apihttp.Topology, wrap func(udb.Database) udb.Database, undo []func()) ([]func(), error) {
 	db, err := udb.Open(ctx, cfg.Database.URL)
 	if err != nil {
 		return undo, fmt.Errorf("engine: open store: %w", err)
+	}
+	if wrap != nil {
+		db = wrap(db)
 	}
 	undo = append(undo, func() { _ = db.Close() })
 	e.db = e.obs.metrics.InstrumentDB(db)
@@ -277,6 +283,8 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		e.peers.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	// The /metadata poller drains the pools' hosts and takes their poll leases as this node.
+	e.serverless.Hosts, e.serverless.NodeID = lc, e.cluster.ID()
 	api := apipublic.New(apipublic.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers.WithLocal(topo.Local, peerAPI), DatacenterTimeout: cfg.APIPublic.DatacenterTimeout(),
 		Build: build, Auth: e.auth, Log: log, Local: peer, Bodies: bodies, Outbound: serverlessPolicy(pb.Serverless),

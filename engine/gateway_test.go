@@ -30,6 +30,9 @@ type echoRunner struct {
 	// hibernate: sockets open with canHibernate, are acknowledged, and hibernate when
 	// their actor stops; sockets holds the open ones by request, with their actor.
 	hibernate bool
+	// drop: WebSocket messages are dropped unanswered and unacknowledged, as a runner drops
+	// those that reach it as their actor stops.
+	drop      bool
 	sockets   map[proto.RequestID]string
 	lastIndex map[proto.RequestID]uint16
 	gateway   proto.GatewayID
@@ -126,6 +129,7 @@ func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) 
 	case proto.ToClientWebSocketMessage:
 		r.mu.Lock()
 		_, open := r.sockets[m.MessageID.RequestID]
+		open = open && !r.drop
 		last, seen := r.lastIndex[m.MessageID.RequestID]
 		dup := seen && int16(m.MessageID.MessageIndex-last) <= 0
 		if open && !dup {
@@ -141,6 +145,33 @@ func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) 
 		}
 	case proto.ToClientWebSocketClose:
 		reply(m.MessageID.MessageIndex, proto.ToServerWebSocketClose{Code: k.Code, Reason: k.Reason})
+	}
+}
+
+// awaitStart returns the next actor start, or fails the test when ctx ends first.
+func (r *echoRunner) awaitStart(ctx context.Context) proto.ActorCheckpoint {
+	r.t.Helper()
+	select {
+	case cp := <-r.starts:
+		return cp
+	case <-ctx.Done():
+		r.t.Fatal("no actor start")
+		return proto.ActorCheckpoint{}
+	}
+}
+
+// push sends data to the client of every open socket of the actor aid.
+func (r *echoRunner) push(ctx context.Context, aid string, data string) {
+	r.mu.Lock()
+	var ids []proto.MessageID
+	for req, a := range r.sockets {
+		if a == aid {
+			ids = append(ids, proto.MessageID{GatewayID: r.gateway, RequestID: req})
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.send(ctx, proto.ToServerTunnelMessage{MessageID: id, MessageKind: proto.ToServerWebSocketMessage{Data: []byte(data)}})
 	}
 }
 
@@ -218,16 +249,7 @@ func TestGateway(t *testing.T) {
 	if err := actors.Sleep(ctx, a.ActorID); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		st, _, _ := stateOf(e, a.ActorID)
-		if st.Phase == keys.PhaseSleeping {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("actor did not sleep: %s", st.Phase)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitAsleep(ctx, t, e, a.ActorID)
 	if res, out := post("/again"); res.StatusCode != 200 || out["path"] != "/again" {
 		t.Fatalf("after sleep: %d %v", res.StatusCode, out)
 	}
@@ -289,6 +311,23 @@ func TestGateway(t *testing.T) {
 	}
 }
 
+// awaitAsleep waits for the actor to be recorded asleep.
+func awaitAsleep(ctx context.Context, t *testing.T, e *Engine, aid id.ID) {
+	t.Helper()
+	for {
+		changed := e.lifecycle.Actors.Watch(aid)
+		st, _, err := stateOf(e, aid)
+		if err == nil && st.Phase == keys.PhaseSleeping {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("actor did not sleep: %s", st.Phase)
+		}
+	}
+}
+
 func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 	var st keys.ActorState
 	var found bool
@@ -303,25 +342,9 @@ func stateOf(e *Engine, aid id.ID) (keys.ActorState, bool, error) {
 // A hibernatable WebSocket outlives its actor's sleep: the client stays connected, its next
 // message wakes the actor (whose start restores the socket) and is answered.
 func TestGatewayHibernation(t *testing.T) {
-	e := startEngine(t, testConfig("tok"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := newEchoRunner(t, ctx, e)
-	r.mu.Lock()
-	r.hibernate = true
-	r.mu.Unlock()
-	actors := e.lifecycle.Actors
-	a, err := actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default", Name: "echo",
-		Selector: "pool", CrashPolicy: actor.CrashSleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-r.starts
-	ws, _, err := websocket.Dial(ctx, "ws://"+e.PublicAddr().String()+"/gateway/"+a.ActorID.String()+"/conn", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
+	e, r, aid, ws := hibernatingSocket(t, ctx)
 	echo := func(msg string) {
 		t.Helper()
 		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
@@ -332,22 +355,108 @@ func TestGatewayHibernation(t *testing.T) {
 			t.Fatalf("echo of %q: %q %v", msg, data, err)
 		}
 	}
-	echo("before")
-	if err := actors.Sleep(ctx, a.ActorID); err != nil {
+	if err := e.lifecycle.Actors.Sleep(ctx, aid); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		st, _, _ := stateOf(e, a.ActorID)
-		if st.Phase == keys.PhaseSleeping {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("actor did not sleep: %s", st.Phase)
-		}
-	}
+	awaitAsleep(ctx, t, e, aid)
 	echo("after") // wakes the actor; the socket was restored from the start command
-	if cp := <-r.starts; cp.Generation != 1 {
+	if cp := r.awaitStart(ctx); cp.Generation != 1 {
 		t.Fatalf("woken with generation %d", cp.Generation)
 	}
 	echo("again")
+}
+
+// hibernatingSocket starts an engine with a hibernating echo runner, an actor and a client
+// socket to it that has echoed one message.
+func hibernatingSocket(t *testing.T, ctx context.Context) (*Engine, *echoRunner, id.ID, *websocket.Conn) {
+	e := startEngine(t, testConfig("tok"))
+	r := newEchoRunner(t, ctx, e)
+	r.mu.Lock()
+	r.hibernate = true
+	r.mu.Unlock()
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+		Name: "echo", Selector: "pool", CrashPolicy: actor.CrashSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.starts
+	ws, _, err := websocket.Dial(ctx, "ws://"+e.PublicAddr().String()+"/gateway/"+a.ActorID.String()+"/conn", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	if err := ws.Write(ctx, websocket.MessageText, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := ws.Read(ctx); err != nil || string(data) != "first" {
+		t.Fatalf("echo: %q %v", data, err)
+	}
+	return e, r, a.ActorID, ws
+}
+
+// A client message that reached the runner as its actor stopped (dropped, never
+// acknowledged) wakes the actor at once and is delivered, without waiting for the
+// client's next message, as on Rivet.
+func TestGatewayHibernationResendsDropped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, r, aid, ws := hibernatingSocket(t, ctx)
+	r.mu.Lock()
+	r.drop = true
+	r.mu.Unlock()
+	if err := ws.Write(ctx, websocket.MessageText, []byte("dropped")); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.drop = false
+	r.mu.Unlock()
+	if err := e.lifecycle.Actors.Sleep(ctx, aid); err != nil {
+		t.Fatal(err)
+	}
+	if cp := r.awaitStart(ctx); cp.Generation != 1 {
+		t.Fatalf("woken with generation %d", cp.Generation)
+	}
+	if _, data, err := ws.Read(ctx); err != nil || string(data) != "dropped" {
+		t.Fatalf("the dropped message after the wake: %q %v", data, err)
+	}
+}
+
+// A hibernating socket whose actor is woken by something else (here an HTTP request)
+// resumes at once, so that what the actor sends reaches the client.
+func TestGatewayHibernationResumesOnWake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, r, aid, ws := hibernatingSocket(t, ctx)
+	if err := e.lifecycle.Actors.Sleep(ctx, aid); err != nil {
+		t.Fatal(err)
+	}
+	awaitAsleep(ctx, t, e, aid)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+e.PublicAddr().String()+"/gateway/"+aid.String()+"/wake", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if cp := r.awaitStart(ctx); cp.Generation != 1 {
+		t.Fatalf("woken with generation %d", cp.Generation)
+	}
+	// The gateway resumes the socket on its own; the runner's push goes out until then.
+	got := make(chan string, 1)
+	go func() {
+		_, data, _ := ws.Read(ctx)
+		got <- string(data)
+	}()
+	for {
+		r.push(ctx, aid.String(), "pushed")
+		select {
+		case data := <-got:
+			if data != "pushed" {
+				t.Fatalf("the client read %q", data)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the actor's message never reached the client: the socket did not resume")
+		}
+	}
 }

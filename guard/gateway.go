@@ -114,7 +114,8 @@ type Gateway struct {
 	o        Options
 	limiter  *core.Limiter
 	routes   *core.RouteCache[id.ID, route]
-	perActor *core.Slots[id.ID] // HTTP requests in flight per actor
+	holders  *core.RouteCache[heldKey, id.ID] // the actors of keys resolved here (heldKey)
+	perActor *core.Slots[id.ID]               // HTTP requests in flight per actor
 }
 
 // New returns a Gateway.
@@ -147,7 +148,7 @@ func New(o Options) *Gateway {
 		o.RouteCacheTTL = 10 * time.Minute
 	}
 	return &Gateway{o: o, limiter: core.NewLimiter(o.RateLimit, nil), routes: core.NewRouteCache[id.ID, route](o.RouteCacheTTL, 0, nil),
-		perActor: core.NewSlots[id.ID](o.MaxRequestsPerActor)}
+		holders: core.NewRouteCache[heldKey, id.ID](o.RouteCacheTTL, 0, nil), perActor: core.NewSlots[id.ID](o.MaxRequestsPerActor)}
 }
 
 // actorRequest is a request routed to one actor: by path, query or target headers.

@@ -18,6 +18,8 @@ import (
 	"github.com/berthhq/berth/guard/core"
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
+	"github.com/berthhq/berth/ops/namespace"
+	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
@@ -573,5 +575,48 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not seen within 10s", what)
 		}
 		time.Sleep(time.Millisecond) // polling an observed state
+	}
+}
+
+// A request by key to a running actor whose route is cached looks nothing up: the gateway
+// remembers the key's actor for as long as the actor's route stays cached, and looks the key
+// up again once a change of the actor dropped the route.
+func TestQueryRouteCache(t *testing.T) {
+	var mu sync.Mutex
+	lookups := 0
+	ns := id.New(1)
+	f := newFixture(t, Options{ResolveNamespace: func(ctx context.Context, name string) (namespace.Namespace, error) {
+		mu.Lock()
+		lookups++
+		mu.Unlock()
+		return namespace.Namespace{NamespaceID: ns, Name: name}, nil
+	}})
+	counted := func() int { mu.Lock(); defer mu.Unlock(); return lookups }
+	key := "k1"
+	if err := udb.Update(context.Background(), f.db, func(tx udb.Transaction) error {
+		_, err := runnerconfig.Ensure(context.Background(), tx, runnerconfig.EnsureInput{Namespace: ns, Name: "pool"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := f.actors.GetOrCreate(context.Background(), actor.CreateInput{Namespace: ns, NamespaceName: "default", Name: "echo", Key: &key,
+		Selector: "pool", CrashPolicy: actor.CrashSleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid := id.New(1)
+	f.place(t, a.ActorID, keys.PhaseRunning, &rid)
+	for i, method := range []string{"get", "getOrCreate&rvt-runner=pool", "get"} {
+		w := f.serve("GET", "/gateway/echo/x?rvt-namespace=default&rvt-key=k1&rvt-method="+method, nil, "")
+		if w.Code != 200 || f.runners.count(rid) != i+1 {
+			t.Fatalf("request %d: %d %s, runner saw %d", i+1, w.Code, w.Body, f.runners.count(rid))
+		}
+		if counted() != 1 {
+			t.Fatalf("request %d: %d lookups, want 1 (the first request's)", i+1, counted())
+		}
+	}
+	f.actors.changed(a.ActorID)
+	if w := f.serve("GET", "/gateway/echo/x?rvt-namespace=default&rvt-key=k1&rvt-method=get", nil, ""); w.Code != 200 || counted() != 2 {
+		t.Fatalf("after a change of the actor: %d %s, %d lookups, want 2", w.Code, w.Body, counted())
 	}
 }

@@ -236,30 +236,44 @@ func (g *Gateway) resolveQueryInner(ctx context.Context, q Query) (id.ID, *apiht
 	if g.o.ResolveNamespace == nil {
 		return id.ID{}, nil, rerr.Internal(errNoQueries)
 	}
+	key := q.SerializedKey()
+	held := heldKey{namespace: q.Namespace, name: q.Name, key: key}
+	if aid, ok := g.holders.Get(held); ok {
+		if _, live := g.routes.Get(aid); live {
+			return aid, nil, nil
+		}
+	}
 	ns, err := g.o.ResolveNamespace(ctx, q.Namespace)
 	if err != nil {
 		return id.ID{}, nil, err
 	}
-	key := q.SerializedKey()
 	local := g.o.Topology.LocalDatacenter().Name
+	var a actor.Actor
 	if q.Method == MethodGet {
-		a, found, err := g.o.Actors.GetByKey(ctx, ns.NamespaceID, q.Name, key)
-		if err != nil {
+		var found bool
+		if a, found, err = g.o.Actors.GetByKey(ctx, ns.NamespaceID, q.Name, key); err != nil {
 			return id.ID{}, nil, err
 		}
 		if !found {
 			return id.ID{}, nil, rerr.ActorNotFound("")
 		}
-		return a.ActorID, nil, nil
-	}
-	a, _, err := g.o.Actors.GetOrCreate(ctx, actor.CreateInput{
+	} else if a, _, err = g.o.Actors.GetOrCreate(ctx, actor.CreateInput{
 		Namespace: ns.NamespaceID, NamespaceName: ns.Name, Name: q.Name, Key: &key,
 		Input: q.Input, Selector: q.Pool, CrashPolicy: q.CrashPolicy, Datacenter: local, Pinned: q.Region != "",
-	})
-	if err != nil {
+	}); err != nil {
 		return id.ID{}, nil, err
+	}
+	if a.ActorID.Label() == g.o.Topology.Local {
+		g.holders.Put(held, a.ActorID, nil)
 	}
 	return a.ActorID, nil, nil
 }
+
+// heldKey is the key a query names. The gateway remembers which actor of its datacenter
+// holds it (Gateway.holders) and trusts that only while the actor's route is cached
+// (Gateway.routes): a key is given up only when its actor is destroyed, a change that drops
+// the route, so a request by key to a running actor reads nothing from the store, as one by
+// id does.
+type heldKey struct{ namespace, name, key string }
 
 var errNoQueries = errors.New("guard: query routing has no namespace resolver (Options.ResolveNamespace)")

@@ -18,13 +18,20 @@ import (
 // actor acknowledges it; when the actor goes to sleep (ToServerWebSocketClose with
 // hibernate), the client socket stays open; the next client message wakes the actor, whose
 // start restores the socket (hibernatingRequests), and the unacknowledged messages are sent
-// again under their own indices, the new ones continuing the sequence.
+// again under their own indices, the new ones continuing the sequence. As on Rivet, a
+// socket whose actor stops while a client message is still unacknowledged (one the runner
+// received as its actor stopped, or after) resumes at once rather than waiting for the
+// client's next message, and so does one whose actor is woken by anything else.
 
 // Limits of a hibernatable socket's unacknowledged messages.
 const (
 	maxPendingBytes    = 128 << 20
 	maxPendingCount    = 65535
 	hibernateKeepalive = 45 * time.Second
+
+	// stopAckGrace bounds the wait, once the actor stopped, for the acknowledgements its
+	// runner sent before the stop (they travel on the tunnel, the stop through the store).
+	stopAckGrace = time.Second
 )
 
 // resumable reports whether tun and the gateway's tunnels can carry a request across its
@@ -140,6 +147,7 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 	for {
 		select {
 		case <-actorStopped:
+			s.awaitAcks(fromActor, tunErr)
 			return true
 		case f := <-frames:
 			if f.err != nil {
@@ -195,27 +203,78 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 // runs again as another generation), or returns when ctx ends.
 func (s *session) watchStop(ctx context.Context, stopped chan<- struct{}) {
 	var gen *uint32
+	s.watchActor(ctx, stopped, func(st actor.Status, found bool) bool {
+		if gen == nil {
+			gen = &st.Generation
+		}
+		placed := st.Phase == actor.PhaseRunning || st.Phase == actor.PhaseStarting
+		return !found || !placed || st.Generation != *gen
+	})
+}
+
+// watchWake closes woken once the actor runs on a host again (woken by anything but this
+// socket), or returns when ctx ends. A generation still running when the watch begins (the
+// socket hibernated before the actor's stop was recorded) does not count.
+func (s *session) watchWake(ctx context.Context, woken chan<- struct{}) {
+	first := true
+	var stale *uint32
+	s.watchActor(ctx, woken, func(st actor.Status, found bool) bool {
+		running := found && st.Phase == actor.PhaseRunning && st.Placed
+		if first {
+			first = false
+			if running {
+				stale = &st.Generation
+				return false
+			}
+		}
+		if !running {
+			stale = nil
+			return false
+		}
+		return stale == nil || st.Generation != *stale
+	})
+}
+
+// watchActor closes fired once done holds for the actor's status, or returns when ctx ends.
+// Changes made on this node are seen at once, those made on another within a second.
+func (s *session) watchActor(ctx context.Context, fired chan<- struct{}, done func(actor.Status, bool) bool) {
 	for {
 		changed := s.g.o.Actors.Watch(s.actorID)
 		st, found, err := s.g.state(ctx, s.actorID)
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil {
-			if gen == nil {
-				gen = &st.Generation
-			}
-			placed := st.Phase == actor.PhaseRunning || st.Phase == actor.PhaseStarting
-			if !found || !placed || st.Generation != *gen {
-				close(stopped)
-				return
-			}
+		if err == nil && done(st, found) {
+			close(fired)
+			return
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-time.After(time.Second): // a change made on another node
+		}
+	}
+}
+
+// awaitAcks reads the stopped actor's tunnel until every client message is acknowledged,
+// for at most stopAckGrace: what is still unacknowledged then never reached the actor.
+func (s *session) awaitAcks(fromActor <-chan proto.ToServerTunnelMessageKind, tunErr <-chan error) {
+	if len(s.pending) == 0 {
+		return
+	}
+	grace := time.NewTimer(stopAckGrace)
+	defer grace.Stop()
+	for len(s.pending) > 0 {
+		select {
+		case m := <-fromActor:
+			if ack, ok := m.(proto.ToServerWebSocketMessageAck); ok {
+				s.ack(ack.Index)
+			}
+		case <-tunErr:
+			return
+		case <-grace.C:
+			return
 		}
 	}
 }
@@ -257,7 +316,7 @@ func (s *session) closeClient(err error) {
 }
 
 // hibernate keeps the client socket open while the actor sleeps, then resumes on the
-// actor's next runner when the client sends again. It reports false when the socket is
+// actor's next runner when the client sends again or the actor is woken otherwise. It reports false when the socket is
 // over (the client left, or the actor could not be resumed).
 func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool {
 	rt := s.tun.(ResumableTunnel)
@@ -280,6 +339,18 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 		s.closeClient(err)
 		return false
 	}
+	if len(s.pending) > 0 {
+		// A client message never reached the actor: wake it now for that message.
+		return s.resumeHibernated(ctx, rt.RequestID(), next, forget)
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	woken := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		s.watchWake(wctx, woken)
+	}()
+	defer func() { stopWatch(); <-watching }()
 	t := time.NewTicker(hibernateKeepalive)
 	defer t.Stop()
 	for {
@@ -290,6 +361,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 		case <-t.C:
 			_ = keepalive()
 			continue
+		case <-woken:
 		case f := <-frames:
 			if f.err != nil {
 				forget()
@@ -301,14 +373,20 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 			s.pendingBytes += len(m.Data)
 			next++
 		}
-		if err := s.resume(ctx, rt.RequestID(), next); err != nil {
-			forget()
-			s.closeClient(err)
-			return false
-		}
-		forget()
-		return true
+		return s.resumeHibernated(ctx, rt.RequestID(), next, forget)
 	}
+}
+
+// resumeHibernated resumes the socket and forgets its hibernating record; it reports
+// false, having closed the client, when the actor could not be resumed.
+func (s *session) resumeHibernated(ctx context.Context, req proto.RequestID, next uint16, forget func()) bool {
+	err := s.resume(ctx, req, next)
+	forget()
+	if err != nil {
+		s.closeClient(err)
+		return false
+	}
+	return true
 }
 
 // resume wakes the actor, reopens the request on its runner and sends the unacknowledged

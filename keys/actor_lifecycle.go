@@ -131,12 +131,19 @@ type ActorState struct {
 	// RetryCount and LastRetryTs drive the crash backoff.
 	RetryCount  uint32 `json:"retry_count,omitempty"`
 	LastRetryTs int64  `json:"last_retry_ts,omitempty"`
+	// PoolSlot: the actor counts in its serverless pool's PoolActorsKey (it was allocated
+	// there and not freed since).
+	PoolSlot bool `json:"pool_slot,omitempty"`
+	// LimitRetries counts the allocations refused by the pool's max_concurrent_actors since
+	// LimitSinceTs, the first of them; both are cleared when the actor is placed.
+	LimitRetries uint32 `json:"limit_retries,omitempty"`
+	LimitSinceTs int64  `json:"limit_since_ts,omitempty"`
 	// HistorySeq is the sequence number of the next ActorHistoryKey entry.
 	HistorySeq uint64 `json:"history_seq,omitempty"`
 }
 
 // TimerTs is when the actor's timer must fire, or nil: the deadline of its phase, its
-// reschedule time, its pending limit, or its alarm while it sleeps.
+// reschedule time, its pending limit, or its alarm (or reschedule time) while it sleeps.
 func (s ActorState) TimerTs() *int64 {
 	var out *int64
 	pick := func(t *int64) {
@@ -157,6 +164,7 @@ func (s ActorState) TimerTs() *int64 {
 		pick(s.PendingUntil)
 	case PhaseSleeping:
 		pick(s.AlarmTs)
+		pick(s.RescheduleTs) // a retry after concurrent_actor_limit_reached
 	}
 	return out
 }

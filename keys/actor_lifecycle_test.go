@@ -36,6 +36,7 @@ func TestActorTimerTs(t *testing.T) {
 		{ActorState{Phase: PhaseStopping, Deadline: i64(10), LivenessTs: i64(8)}, i64(8)},
 		{ActorState{Phase: PhaseSleeping, AlarmTs: i64(5)}, i64(5)},
 		{ActorState{Phase: PhaseSleeping}, nil},
+		{ActorState{Phase: PhaseSleeping, AlarmTs: i64(9), RescheduleTs: i64(6)}, i64(6)}, // concurrent_actor_limit_reached
 		{ActorState{Phase: PhaseRescheduling, RescheduleTs: i64(7)}, i64(7)},
 		{ActorState{Phase: PhasePending, PendingUntil: i64(8)}, i64(8)},
 		{ActorState{Phase: PhasePending}, nil},

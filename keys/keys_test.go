@@ -150,9 +150,14 @@ func allKeyCases() []keyCase {
 		kc(SocketOwnerKey{Socket: EnvoySocket(ns1, ek)}, UnpackSocketOwnerKey),
 		kc(NodeSocketKey{NodeID: "n1", Socket: RunnerSocket(rid1)}, UnpackNodeSocketKey),
 		kc(NodeSocketKey{NodeID: "n1", Socket: EnvoySocket(ns1, ek)}, UnpackNodeSocketKey),
+		// Serverless pools.
+		kc(PoolActorsKey{Namespace: ns1, Name: "pool"}, UnpackPoolActorsKey),
 		// Keys across datacenters.
 		kc(KeyReservationKey{Namespace: ns1, Name: "counter", Key: "k"}, UnpackKeyReservationKey),
 		kc(KeyFenceKey{ActorID: aid1}, UnpackKeyFenceKey),
+		// Leases and serverless runner pools.
+		kc(LeaseKey{Name: "serverless/x"}, UnpackLeaseKey),
+		kc(ServerlessDemandKey{Namespace: ns1, Name: "sl"}, UnpackServerlessDemandKey),
 	}
 }
 

@@ -103,6 +103,12 @@ const (
 	tagSchemaVersion = 1051
 	// A runner pool's error (pool_error.go).
 	tagPoolError = 1060
+	// Leases held by one engine node at a time (lease.go).
+	tagLease = 1070
+	// A serverless runner pool's demand changes (serverless_demand.go).
+	tagServerlessDemand = 1080
+	// A serverless pool's count of allocated actors (pool_actors.go).
+	tagPoolActors = 1090
 	// An actor's recent lifecycle transitions (actor_history.go).
 	tagHistory = 1100
 )

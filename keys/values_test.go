@@ -52,6 +52,7 @@ func allValueCases() []valueCase {
 		vc(SchemaVersionKey{}, uint32(1), "00000001"),
 		vc(RunnerPoolErrorKey{}, PoolError{Error: json.RawMessage(`{"serverless_http_error":{"status_code":503}}`), Successes: 2},
 			"00000002"+hex.EncodeToString([]byte(`{"serverless_http_error":{"status_code":503}}`))),
+		vc(ServerlessDemandKey{}, 3, "0300000000000000"),
 		vc(NamespaceDisplayNameKey{}, "Default", ""),
 		vc(NamespaceCreateTsKey{}, 0x0102030405060708, "0102030405060708"),
 		vc(NamespaceByNameKey{}, ns1, idHex(ns1)),

@@ -24,20 +24,38 @@ const (
 	targetPlain = "plain"
 )
 
-// engineKind starts one engine: command writes its configuration into dir, with its data
-// there too, and returns the command serving the public API and the gateway on port.
+// engineKind starts one engine of one or more processes (nodes): command writes node i's
+// configuration into dir, with its data there too, and returns the command serving the public
+// API and the gateway on port, on the session's store st.
 type engineKind struct {
 	name, target string
-	command      func(dir string, port int) (*exec.Cmd, error)
+	nodes        int
+	command      func(dir string, port int, st sessionStore, i int) (*exec.Cmd, error)
 }
 
-func berthEngine(bin string) engineKind {
-	return engineKind{name: "berth", target: targetBerth, command: func(dir string, port int) (*exec.Cmd, error) {
+// sessionStore is where a session's engine keeps its data: its own embedded store in its data
+// folder, or a fresh PostgreSQL database (with a NATS server when it has several nodes).
+type sessionStore struct {
+	postgres string // the database's URL; "" for the embedded store
+	nats     string // the NATS server's URL, for several nodes
+}
+
+// berthEngine is berth with nodes processes; several share the PostgreSQL database and NATS.
+func berthEngine(bin string, nodes int) engineKind {
+	name, target := "berth", targetBerth
+	if nodes > 1 {
+		name, target = fmt.Sprintf("berth ×%d", nodes), fmt.Sprintf("%s_%dnodes", targetBerth, nodes)
+	}
+	return engineKind{name: name, target: target, nodes: nodes, command: func(dir string, port int, st sessionStore, i int) (*exec.Cmd, error) {
 		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		db := "file://" + filepath.Join(dir, "db")
+		if st.postgres != "" {
+			db = st.postgres
+		}
 		cfg := map[string]any{
 			"topology": map[string]any{"datacenter_label": 1, "datacenters": map[string]any{
 				"default": map[string]any{"datacenter_label": 1, "is_leader": true, "public_url": url,
@@ -48,7 +66,11 @@ func berthEngine(bin string) engineKind {
 			"guard":    map[string]any{"host": "127.0.0.1", "port": port, "trusted_proxies": []string{"127.0.0.1"}},
 			"api_peer": map[string]any{"host": "127.0.0.1", "port": ports[0]},
 			"metrics":  map[string]any{"host": "127.0.0.1", "port": 0},
-			"database": map[string]any{"url": "file://" + filepath.Join(dir, "db")},
+			"database": map[string]any{"url": db},
+		}
+		if nodes > 1 {
+			cfg["pubsub"] = map[string]any{"url": st.nats}
+			cfg["node"] = map[string]any{"id": fmt.Sprintf("n%d", i+1)}
 		}
 		b, err := json.Marshal(cfg)
 		if err != nil {
@@ -70,12 +92,18 @@ func berthEngine(bin string) engineKind {
 }
 
 func referenceEngine(bin string) engineKind {
-	return engineKind{name: "rivet " + sidebyside.RefVersion, target: targetRef, command: func(dir string, port int) (*exec.Cmd, error) {
+	return engineKind{name: "rivet " + sidebyside.RefVersion, target: targetRef, nodes: 1, command: func(dir string, port int, st sessionStore, _ int) (*exec.Cmd, error) {
 		ports, err := freePorts(2)
 		if err != nil {
 			return nil, err
 		}
-		return sidebyside.ReferenceCommand(bin, dir, port, ports[0], ports[1])
+		var extra []map[string]any
+		if st.postgres != "" {
+			// 2.3.19 reads its store's section at the top level of its configuration
+			// ("postgres" or "file_system"); a "database" key is refused as unknown.
+			extra = append(extra, map[string]any{"postgres": map[string]any{"url": st.postgres}})
+		}
+		return sidebyside.ReferenceCommand(bin, dir, port, ports[0], ports[1], extra...)
 	}}
 }
 
@@ -139,14 +167,55 @@ func (c *children) stopAll() {
 	}
 }
 
-// startEngine starts e with a fresh data folder under tmp and returns it once GET /health
-// answers 200, with how long that took from just before the process was started.
-func (w *workload) startEngine(ctx context.Context, e engineKind, dir string) (*proc.Proc, string, time.Duration, error) {
+// engine is a running engine: its nodes' processes and URLs.
+type engine struct {
+	procs []*proc.Proc
+	urls  []string
+}
+
+// pids are the engine's processes' ids.
+func (g *engine) pids() []int {
+	var out []int
+	for _, p := range g.procs {
+		out = append(out, p.PID())
+	}
+	return out
+}
+
+// startEngine starts e's nodes one after the other, node i with data folder dir/node-i (dir
+// itself for one node), on st, and returns the engine once each node's GET /health answered
+// 200, with how long the first node took from just before its process was started.
+func (w *workload) startEngine(ctx context.Context, e engineKind, dir string, st sessionStore) (*engine, time.Duration, error) {
+	g := &engine{}
+	var first time.Duration
+	for i := range e.nodes {
+		d := dir
+		if e.nodes > 1 {
+			d = filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return g, 0, err
+			}
+		}
+		p, url, took, err := w.startNode(ctx, e, d, st, i)
+		if err != nil {
+			return g, 0, err
+		}
+		if i == 0 {
+			first = took
+		}
+		g.procs, g.urls = append(g.procs, p), append(g.urls, url)
+	}
+	return g, first, nil
+}
+
+// startNode starts node i of e in dir and returns it once GET /health answers 200, with how
+// long that took from just before the process was started.
+func (w *workload) startNode(ctx context.Context, e engineKind, dir string, st sessionStore, i int) (*proc.Proc, string, time.Duration, error) {
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cmd, err := e.command(dir, ports[0])
+	cmd, err := e.command(dir, ports[0], st, i)
 	if err != nil {
 		return nil, "", 0, err
 	}

@@ -5,7 +5,10 @@
 // the ratio berth/reference and rewrites bench/RESULTS.md and bench/results.json. The
 // workload's steps (start, runner connect, cold start, gateway HTTP, WebSocket echo, wake,
 // lists, memory and CPU) are described in docs/benchmarks.md. Every child process runs in its
-// own process group and is killed when the program ends, fails or is interrupted.
+// own process group and is killed when the program ends, fails or is interrupted. With
+// -store postgres both engines run on one PostgreSQL server, a fresh database each, and step 9
+// creates 20,000 actors; with -nodes N berth on N nodes runs against berth on one instead of
+// the reference (docs/benchmarks.md).
 package main
 
 import (
@@ -33,8 +36,13 @@ type options struct {
 	out      string        // where RESULTS.md and results.json go
 	reps     int           // repetitions planned
 	budget   time.Duration // the whole run's time limit
-	creators int           // concurrent creates in step 7
+	creators int           // concurrent creates in steps 7 and 9
 	only     string        // targets to run, comma-separated
+	store    string        // storeEmbedded or storePostgres
+	postgres string        // the PostgreSQL server's admin URL
+	nodes    int           // berth nodes: more than 1 compares them with one node
+	large    int           // actors of step 9
+	largeFor time.Duration // budget of step 9's creates
 }
 
 func main() {
@@ -45,16 +53,71 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "repetitions (each runs every engine once); at least 2 so that each engine goes first once")
 	flag.DurationVar(&o.budget, "budget", 10*time.Minute, "time limit of the whole run; repetitions that would not fit are left out")
 	flag.IntVar(&o.creators, "creators", 16, "concurrent clients creating the 2,000 actors of step 7")
-	flag.StringVar(&o.only, "only", "plain,berth,reference", "targets to run, comma-separated (a partial run for trying things out)")
+	flag.StringVar(&o.only, "only", "", "targets to run, comma-separated (a partial run for trying things out); default plain,berth,reference, or berth,berth_Nnodes with -nodes N")
+	flag.StringVar(&o.store, "store", storeEmbedded, "the engines' store: embedded (each its own, in its data folder) or postgres (a fresh database each on the server of -postgres)")
+	flag.StringVar(&o.postgres, "postgres", os.Getenv("BERTH_TEST_POSTGRES_URL"), "with -store postgres: URL of a database on the PostgreSQL server, as a role that may create databases (`source .ci/postgres.sh` starts a server and sets BERTH_TEST_POSTGRES_URL)")
+	flag.IntVar(&o.nodes, "nodes", 1, "with -store postgres: more than 1 runs berth with that many nodes on one PostgreSQL database and NATS against berth with one node, instead of the reference")
+	flag.IntVar(&o.large, "large", -1, "actors of step 9 (0 leaves it out); default 20000 with -store postgres, else 0")
+	flag.DurationVar(&o.largeFor, "large-within", 2*time.Minute, "time limit of step 9's creates")
 	flag.Parse()
-	if o.reps < 1 {
-		fmt.Fprintln(os.Stderr, "-reps must be at least 1")
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-compare:", err)
 		os.Exit(1)
 	}
+}
+
+// check validates the options and fills in the defaults that depend on others.
+func (o *options) check() error {
+	if o.reps < 1 {
+		return errors.New("-reps must be at least 1")
+	}
+	switch o.store {
+	case storeEmbedded:
+		if o.nodes != 1 {
+			return errors.New("-nodes needs -store postgres: nodes share a PostgreSQL database")
+		}
+	case storePostgres:
+		if o.postgres == "" {
+			return errors.New("-store postgres needs -postgres URL or BERTH_TEST_POSTGRES_URL (`source .ci/postgres.sh`)")
+		}
+	default:
+		return fmt.Errorf("-store %q: want embedded or postgres", o.store)
+	}
+	if o.nodes < 1 || o.nodes > 9 {
+		return errors.New("-nodes must be 1 to 9")
+	}
+	if o.large < 0 {
+		o.large = 0
+		if o.store == storePostgres {
+			o.large = 20000
+		}
+	}
+	if o.largeFor <= 0 {
+		return errors.New("-large-within must be positive")
+	}
+	if o.only == "" {
+		o.only = strings.Join([]string{targetPlain, targetBerth, targetRef}, ",")
+		if o.nodes > 1 {
+			o.only = targetBerth + "," + berthEngine("", o.nodes).target
+		}
+	}
+	return nil
+}
+
+// outName is the results' file name for base (RESULTS, results): with -store postgres it ends
+// in -postgres, with several nodes also in -Nnodes.
+func (o *options) outName(base string) string {
+	if o.store == storePostgres {
+		base += "-postgres"
+	}
+	if o.nodes > 1 {
+		base += fmt.Sprintf("-%dnodes", o.nodes)
+	}
+	return base
 }
 
 func logf(format string, args ...any) {
@@ -97,11 +160,31 @@ func run(o options) error {
 	machine.Berth = berthVersion(berthBin)
 	machine.Node = commandOutput("node", "--version")
 
-	res := newResults()
-	w := &workload{npm: o.npm, tmp: tmp, kids: kids, creators: o.creators}
+	w := &workload{npm: o.npm, tmp: tmp, kids: kids, creators: o.creators, large: o.large, largeFor: o.largeFor}
+	kinds := []engineKind{berthEngine(berthBin, 1), referenceEngine(refBin)}
+	res := newResults(o.nodes)
+	machine.Store = "each engine's embedded store (berth: file store; reference: RocksDB), in a fresh data folder"
+	if o.store == storePostgres {
+		w.pg = &pgServer{admin: o.postgres}
+		version, err := w.pg.version(ctx)
+		if err != nil {
+			return fmt.Errorf("PostgreSQL at -postgres: %w", err)
+		}
+		machine.Store = "PostgreSQL " + version + " on loopback, a fresh database per session"
+	}
+	if o.nodes > 1 {
+		url, stopNATS, err := startNATS()
+		if err != nil {
+			return err
+		}
+		defer stopNATS()
+		w.nats = url
+		kinds = []engineKind{berthEngine(berthBin, 1), berthEngine(berthBin, o.nodes)}
+		machine.Store += fmt.Sprintf("; %d nodes share it and an in-process NATS server", o.nodes)
+	}
 	only := strings.Split(o.only, ",")
 	var engines []engineKind
-	for _, e := range []engineKind{berthEngine(berthBin), referenceEngine(refBin)} {
+	for _, e := range kinds {
 		if slices.Contains(only, e.target) {
 			engines = append(engines, e)
 		}
@@ -143,11 +226,18 @@ func run(o options) error {
 	res.Machine = machine
 	res.Failures = w.failures
 	res.Took = time.Since(started).Round(time.Second).String()
+	res.JSONName = o.outName("results") + ".json"
+	if o.store == storePostgres {
+		res.Make = " STORE=postgres"
+	}
+	if o.nodes > 1 {
+		res.Make += fmt.Sprintf(" NODES=%d", o.nodes)
+	}
 	res.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
 	res.finish()
 	table := res.markdown()
 	fmt.Println(table)
-	return res.write(o.out, table)
+	return res.write(o.out, o.outName("RESULTS")+".md", o.outName("results")+".json", table)
 }
 
 // repetition runs the floor (when plain) and a session of each engine in order and returns
@@ -240,6 +330,7 @@ type machine struct {
 	Berth        string `json:"berth"`
 	Reference    string `json:"reference"`
 	Runner       string `json:"runner"`
+	Store        string `json:"store"`
 }
 
 func readMachine() machine {

@@ -45,7 +45,11 @@ type workload struct {
 	npm      string
 	tmp      string
 	kids     *children
-	creators int // concurrent creates in step 7
+	creators int           // concurrent creates in steps 7 and 9
+	pg       *pgServer     // the PostgreSQL server of -store postgres; nil for the embedded stores
+	nats     string        // the NATS server's URL, for engines of several nodes
+	large    int           // actors of step 9 (0 leaves it out)
+	largeFor time.Duration // the budget of step 9's creates
 
 	failures []string // what went wrong in a session that still went on
 }
@@ -125,39 +129,104 @@ func (w *workload) session(ctx context.Context, e engineKind, rep int) (figures,
 		return f, err
 	}
 	defer os.RemoveAll(dir)
+	st := sessionStore{nats: w.nats}
+	var db string
+	if w.pg != nil {
+		db, st.postgres, err = w.pg.create(ctx, e.target)
+		if err != nil {
+			return f, err
+		}
+		defer func() {
+			if err := w.pg.drop(db); err != nil {
+				logf("  %s: drop database %s: %v", e.name, db, err)
+			}
+		}()
+	}
 	logf("  %s: start", e.name)
-	eng, base, took, err := w.startEngine(ctx, e, dir)
+	eng, took, err := w.startEngine(ctx, e, dir, st)
+	for _, p := range eng.procs {
+		defer w.kids.stop(p)
+	}
 	if err != nil {
 		return f, err
 	}
-	defer w.kids.stop(eng)
 	f["start_ms"] = ms(took)
-	pid := eng.PID()
-	a := &api{base: base, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: w.creators}}, ip: 20 + rep}
+	a := &api{bases: eng.urls, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: w.creators}}, ip: 20 + rep}
 	defer a.client.CloseIdleConnections()
-	err = w.steps(ctx, e, a, pid, rep, f)
+	s := &session{e: e, eng: eng, a: a, rep: rep, f: f, db: db}
+	err = w.steps(ctx, s)
 	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "engine.log"))
-		return f, fmt.Errorf("%w\n%s log (tail):\n%s", err, e.name, proc.Tail(log, 20))
+		var logs []string
+		for i := range eng.procs {
+			name := "engine.log"
+			if e.nodes > 1 {
+				name = filepath.Join(fmt.Sprintf("node-%d", i+1), name)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, name))
+			logs = append(logs, fmt.Sprintf("%s %s (tail):\n%s", e.name, name, proc.Tail(log, 20)))
+		}
+		return f, fmt.Errorf("%w\n%s", err, strings.Join(logs, "\n"))
 	}
 	return f, nil
 }
 
-func (w *workload) steps(ctx context.Context, e engineKind, a *api, pid, rep int, f figures) error {
-	// 8, at idle.
-	select {
-	case <-time.After(idleFor):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	f["rss_idle_mib"] = float64(proc.RSS(pid)) / (1 << 20)
-	f["cpu_idle_s"] = proc.CPUTime(pid).Seconds()
+// session is one engine's session: what its steps share.
+type session struct {
+	e      engineKind
+	eng    *engine
+	a      *api
+	rep    int
+	f      figures
+	db     string     // its PostgreSQL database; "" on the embedded store
+	runner *proc.Proc // the echo runner process, hosting every runner of the session
+}
 
-	runner, err := w.node(e.name+"-runner", "BERTH_ENDPOINT="+a.base, "RUNNER_NAME=bench", "RUNNER_SLOTS="+strconv.Itoa(benchSlots))
+// resident records the engine's resident memory, all nodes together, under key_mib, with its
+// private and file parts under key_anon_mib and key_file_mib.
+func (s *session) resident(key string) {
+	var m proc.Memory
+	for _, pid := range s.eng.pids() {
+		r := proc.Resident(pid)
+		m.Total, m.Anon, m.File = m.Total+r.Total, m.Anon+r.Anon, m.File+r.File
+	}
+	s.f[key+"_mib"] = float64(m.Total) / (1 << 20)
+	s.f[key+"_anon_mib"] = float64(m.Anon) / (1 << 20)
+	s.f[key+"_file_mib"] = float64(m.File) / (1 << 20)
+}
+
+// cpu is each node's CPU time so far.
+func (s *session) cpu() []time.Duration {
+	var out []time.Duration
+	for _, pid := range s.eng.pids() {
+		out = append(out, proc.CPUTime(pid))
+	}
+	return out
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+func (w *workload) steps(ctx context.Context, s *session) error {
+	e, a, f := s.e, s.a, s.f
+	// 8, at idle.
+	if err := sleep(ctx, idleFor); err != nil {
+		return err
+	}
+	s.resident("rss_idle")
+	f["cpu_idle_s"] = sum(s.cpu()).Seconds()
+
+	runner, err := w.node(e.name+"-runner", "BERTH_ENDPOINT="+a.bases[0], "BERTH_ENDPOINTS="+strings.Join(a.bases, ","),
+		"RUNNER_NAME=bench", "RUNNER_SLOTS="+strconv.Itoa(benchSlots))
 	if err != nil {
 		return err
 	}
 	defer w.kids.stop(runner)
+	s.runner = runner
 	if _, err := runner.AwaitEv("connected", 60*time.Second); err != nil {
 		return err
 	}
@@ -204,117 +273,172 @@ func (w *workload) steps(ctx context.Context, e engineKind, a *api, pid, rep int
 	}
 	f["cold_p50_ms"], f["cold_p99_ms"] = ms(sidebyside.Percentile(cold, 50)), ms(sidebyside.Percentile(cold, 99))
 
-	// 4 and 5. Gateway HTTP and WebSocket, on the first of those actors.
+	// 4 and 5. Gateway HTTP and WebSocket, on the first of those actors, through the first
+	// node. With several nodes the engine CPU per request is left out (it is one node's);
+	// step 9 reports every node's.
 	logf("  %s: gateway HTTP and WebSocket", e.name)
-	t := sidebyside.NewTarget(e.name, a.base+"/gateway/"+ids[0], pid, runner.PID(), 30+rep)
+	pid := s.eng.pids()[0]
+	if e.nodes > 1 {
+		pid = 0
+	}
+	t := sidebyside.NewTarget(e.name, a.bases[0]+"/gateway/"+ids[0], pid, runner.PID(), 30+s.rep)
 	if err := gateway(ctx, t, f); err != nil {
 		return err
 	}
 
 	// 6. Wake from sleep: sleep the next wakeActors actors, then wake each once.
 	logf("  %s: wake from sleep", e.name)
-	sleepers := ids[1 : 1+wakeActors]
-	for _, id := range sleepers {
-		// The runner asks (ActorIntentSleep): the reference engine's POST /actors/{id}/sleep
-		// does not reach a runner-protocol actor ("actor workflow not found").
-		if err := runner.Send("sleep " + id); err != nil {
-			return err
-		}
-	}
-	for _, id := range sleepers {
-		if err := a.poll(ctx, "actor asleep", 60*time.Second, func() (bool, error) { return a.asleep(ctx, id) }); err != nil {
-			return err
-		}
-	}
-	var wake []time.Duration
-	for _, id := range sleepers {
-		start := time.Now()
-		if err := a.firstAnswer(ctx, id); err != nil {
-			return err
-		}
-		wake = append(wake, time.Since(start))
+	wake, err := s.wake(ctx, ids[1:1+wakeActors])
+	if err != nil {
+		return err
 	}
 	f["wake_p50_ms"], f["wake_max_ms"] = ms(sidebyside.Percentile(wake, 50)), ms(sidebyside.Percentile(wake, 100))
 
 	// 7. Lists with 200 more runners and 2,000 actors.
 	logf("  %s: %d runners and %d actors", e.name, fleetRunners, fleetActors)
-	started0 := runner.Count("actorStart")
 	fleetStart := time.Now()
-	if err := runner.Send(fmt.Sprintf("connect fleet %d %d 20", fleetRunners, fleetSlots)); err != nil {
+	if err := s.connect("fleet", fleetRunners, fleetSlots); err != nil {
 		return err
-	}
-	for range fleetRunners {
-		if _, err := runner.Await("fleet runner connected", 90*time.Second, func(ev proc.Event) bool {
-			return ev.Ev == "connected" && ev.Name == "fleet"
-		}); err != nil {
-			return err
-		}
 	}
 	f["fleet_connect_s"] = time.Since(fleetStart).Seconds()
 	logf("  %s: %d runners connected in %.1f s; creating %d actors", e.name, fleetRunners, f["fleet_connect_s"], fleetActors)
 	// The creates are bounded (createsWithin): on a loaded machine the reference engine's
 	// workflow worker can fall behind until creates time out; what was created by then is
 	// listed, and the shortfall is a figure of its own.
-	createStart := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, createsWithin)
-	created, err := a.createMany(cctx, fleetActors, w.creators, func(n int) {
-		logf("  %s: %d actors created", e.name, n)
-	})
-	cancel()
-	f["fleet_created"] = float64(created)
-	f["fleet_creates_per_s"] = float64(created) / time.Since(createStart).Seconds()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
+	created, err := w.createAndStart(ctx, s, "fleet", fleetActors, createsWithin)
 	if err != nil {
-		w.failed(e, rep, fmt.Errorf("%d of %d creates in %v: %w", created, fleetActors, createsWithin, err))
+		return err
 	}
-	if created == 0 {
-		return errors.New("no actor created for the list figures")
-	}
-	// Wait (bounded) for the runners to have started them, so the memory figure holds them.
-	_ = a.poll(ctx, "fleet actors started", startedWithin, func() (bool, error) {
-		return runner.Count("actorStart")-started0 >= created, nil
-	})
-	f["fleet_started"] = float64(runner.Count("actorStart") - started0)
 	logf("  %s: lists", e.name)
 	for _, l := range []struct {
 		key, path, field string
 		want             int
 	}{
 		{"list_runners", "/runners?namespace=default&limit=100", "runners", 100},
-		{"list_actors", "/actors?namespace=default&name=listed&limit=100", "actors", min(100, created)},
+		{"list_actors", "/actors?namespace=default&name=listed-fleet&limit=100", "actors", min(100, len(created))},
 	} {
-		var d []time.Duration
-		for i := range 10 + listCalls {
-			start := time.Now()
-			n, err := a.count(ctx, l.path, l.field)
-			if err != nil {
-				return err
-			}
-			if n != l.want {
-				return fmt.Errorf("GET %s: %d %s, want %d", l.path, n, l.field, l.want)
-			}
-			if i >= 10 {
-				d = append(d, time.Since(start))
-			}
+		if err := a.listTimes(ctx, f, l.key, l.path, l.field, l.want); err != nil {
+			return err
 		}
-		f[l.key+"_p50_ms"], f[l.key+"_p99_ms"] = ms(sidebyside.Percentile(d, 50)), ms(sidebyside.Percentile(d, 99))
 	}
 
 	// 8, after step 7.
-	f["rss_after_mib"] = float64(proc.RSS(pid)) / (1 << 20)
-	f["cpu_after_s"] = proc.CPUTime(pid).Seconds()
-	return ctx.Err()
+	s.resident("rss_after")
+	f["cpu_after_s"] = sum(s.cpu()).Seconds()
+	if err := ctx.Err(); err != nil || w.large == 0 {
+		return err
+	}
+	return w.largeStep(ctx, s)
+}
+
+// connect starts n more runners of pool with slots each, 20 at a time, and waits (90 s
+// each at most) until every one has connected.
+func (s *session) connect(pool string, n, slots int) error {
+	if err := s.runner.Send(fmt.Sprintf("connect %s %d %d 20", pool, n, slots)); err != nil {
+		return err
+	}
+	for range n {
+		if _, err := s.runner.Await(pool+" runner connected", 90*time.Second, func(ev proc.Event) bool {
+			return ev.Ev == "connected" && ev.Name == pool
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createAndStart creates n actors named "listed-"+pool in pool with w.creators clients within
+// within, then waits (startedWithin at most) for the runners to have started them. It records
+// pool's created, creates_per_s and started figures and returns the actors' ids: a budget
+// that ran out is a failure noted, and what was created by then goes on.
+func (w *workload) createAndStart(ctx context.Context, s *session, pool string, n int, within time.Duration) ([]string, error) {
+	started0 := s.runner.Count("actorStart")
+	createStart := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, within)
+	ids, err := s.a.createMany(cctx, "listed-"+pool, pool, n, w.creators, func(k int) {
+		logf("  %s: %d actors created", s.e.name, k)
+	})
+	cancel()
+	s.f[pool+"_created"] = float64(len(ids))
+	s.f[pool+"_creates_per_s"] = float64(len(ids)) / time.Since(createStart).Seconds()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		w.failed(s.e, s.rep, fmt.Errorf("%s: %d of %d creates in %v: %w", pool, len(ids), n, within, err))
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no actor of pool %s created", pool)
+	}
+	// Bounded: a shortfall is a figure of its own.
+	_ = s.a.poll(ctx, pool+" actors started", startedWithin, func() (bool, error) {
+		return s.runner.Count("actorStart")-started0 >= len(ids), nil
+	})
+	s.f[pool+"_started"] = float64(s.runner.Count("actorStart") - started0)
+	return ids, ctx.Err()
+}
+
+// wake puts the actors ids to sleep (their runner asks, ActorIntentSleep: the reference
+// engine's POST /actors/{id}/sleep does not reach a runner-protocol actor), waits until GET
+// /actors shows each asleep, then wakes each with a gateway request and returns how long each
+// took until its first answer.
+func (s *session) wake(ctx context.Context, ids []string) ([]time.Duration, error) {
+	for _, id := range ids {
+		if err := s.runner.Send("sleep " + id); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		if err := s.a.poll(ctx, "actor asleep", 60*time.Second, func() (bool, error) { return s.a.asleep(ctx, id) }); err != nil {
+			return nil, err
+		}
+	}
+	var wake []time.Duration
+	for _, id := range ids {
+		start := time.Now()
+		if err := s.a.firstAnswer(ctx, id); err != nil {
+			return nil, err
+		}
+		wake = append(wake, time.Since(start))
+	}
+	return wake, nil
+}
+
+// listTimes calls GET path listCalls times (after 10 unrecorded), checks each answer holds
+// want to 100 items in field (a create cut off by its budget may still have been made), and
+// records key's p50 and p99.
+func (a *api) listTimes(ctx context.Context, f figures, key, path, field string, want int) error {
+	var d []time.Duration
+	for i := range 10 + listCalls {
+		start := time.Now()
+		n, err := a.count(ctx, path, field)
+		if err != nil {
+			return err
+		}
+		if n < want || n > 100 {
+			return fmt.Errorf("GET %s: %d %s, want %d to 100", path, n, field, want)
+		}
+		if i >= 10 {
+			d = append(d, time.Since(start))
+		}
+	}
+	f[key+"_p50_ms"], f[key+"_p99_ms"] = ms(sidebyside.Percentile(d, 50)), ms(sidebyside.Percentile(d, 99))
+	return nil
 }
 
 // api calls an engine's public API; every request comes from a new client address every
 // 1,000 requests (X-Forwarded-For), so that no per-IP limit answers instead of the engine.
 type api struct {
-	base   string
+	bases  []string // the engine's nodes, taken in turn
+	next   atomic.Uint64
 	client *http.Client
 	ip     int // this session's part of the addresses
 	n      atomic.Int64
+}
+
+// base is the URL of the node the next request goes to: each in turn.
+func (a *api) base() string {
+	return a.bases[(a.next.Add(1)-1)%uint64(len(a.bases))]
 }
 
 // call sends method path with body as JSON (nil for none) and decodes a 200 answer into out
@@ -328,7 +452,7 @@ func (a *api) call(ctx context.Context, method, path string, body, out any) erro
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, a.base()+path, rd)
 	if err != nil {
 		return err
 	}
@@ -427,10 +551,12 @@ func (a *api) create(ctx context.Context, name, key, pool string) (string, error
 	}
 }
 
-// createMany creates n actors named "listed" in pool fleet with c concurrent clients and
-// returns how many it created; progress is called after every 500.
-func (a *api) createMany(ctx context.Context, n, c int, progress func(int)) (int, error) {
-	var next, created atomic.Int64
+// createMany creates n actors named name (keys l-0, l-1, …) in pool with c concurrent clients
+// and returns the ids of those it created; progress is called after every 500.
+func (a *api) createMany(ctx context.Context, name, pool string, n, c int, progress func(int)) ([]string, error) {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var ids []string
 	var wg sync.WaitGroup
 	errs := make([]error, c)
 	for w := range c {
@@ -440,32 +566,36 @@ func (a *api) createMany(ctx context.Context, n, c int, progress func(int)) (int
 				if i >= int64(n) || ctx.Err() != nil {
 					return
 				}
-				if _, err := a.create(ctx, "listed", "l-"+strconv.FormatInt(i, 10), "fleet"); err != nil {
+				id, err := a.create(ctx, name, "l-"+strconv.FormatInt(i, 10), pool)
+				if err != nil {
 					errs[w] = err
 					return
 				}
-				if k := created.Add(1); k%500 == 0 {
-					progress(int(k))
+				mu.Lock()
+				ids = append(ids, id)
+				k := len(ids)
+				mu.Unlock()
+				if k%500 == 0 {
+					progress(k)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return int(created.Load()), err
+		return ids, err
 	}
-	return int(created.Load()), errors.Join(errs...)
+	return ids, errors.Join(errs...)
 }
 
 // firstAnswer sends GET /gateway/{id}/ready until the actor answers 200 "ok" (the engine
 // holds the first request of a starting or waking actor; an engine that answers an error
 // instead is asked again, within 60 s).
 func (a *api) firstAnswer(ctx context.Context, id string) error {
-	url := a.base + "/gateway/" + id + "/ready"
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		n := a.n.Add(1) / 1000
-		err := sidebyside.Get(ctx, a.client, url, fmt.Sprintf("10.%d.%d.%d", a.ip, n/250%250, n%250))
+		err := sidebyside.Get(ctx, a.client, a.base()+"/gateway/"+id+"/ready", fmt.Sprintf("10.%d.%d.%d", a.ip, n/250%250, n%250))
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}

@@ -102,29 +102,42 @@ func HTTPLatency(ctx context.Context, t *Target, c Client, warmup, n int) ([]tim
 
 // Load is the outcome of a throughput loop.
 type Load struct {
-	RPS           float64       // answered requests per second
-	Failed        int64         // requests that failed
-	FirstErr      error         // the first failure
-	CPUPerReq     time.Duration // the engine's CPU per answered request
-	NodeCPUPerReq time.Duration // the node process's CPU per answered request
+	RPS           float64         // answered requests per second
+	Failed        int64           // requests that failed
+	FirstErr      error           // the first failure
+	CPUPerReq     time.Duration   // the engine's CPU per answered request
+	NodeCPUPerReq time.Duration   // the node process's CPU per answered request
+	Latency       []time.Duration // every answered request's round trip
+	Answered      int64           // answered requests
 }
 
 // HTTPLoad runs conns closed loops of GET /bench, one keep-alive connection of kind cl
 // each, for d.
 func HTTPLoad(ctx context.Context, t *Target, cl Client, conns int, d time.Duration) Load {
+	return HTTPLoadSpread(ctx, []*Target{t}, cl, conns, d, func(int, int) string { return "/bench" })
+}
+
+// HTTPLoadSpread runs conns closed loops of GETs for d, one keep-alive connection of kind cl
+// each: connection c goes to ts[c%len(ts)] and its n-th request asks for path(c, n). The CPU
+// figures are those of ts[0]'s processes.
+func HTTPLoadSpread(ctx context.Context, ts []*Target, cl Client, conns int, d time.Duration, path func(c, n int) string) Load {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
+	lat := make([][]time.Duration, conns)
+	t := ts[0]
 	cpu0, node0 := proc.CPUTime(t.PID), proc.CPUTime(t.Node)
 	start := time.Now()
 	for c := range conns {
 		wg.Go(func() {
-			conn := cl.Dial(t)
+			tc := ts[c%len(ts)]
+			conn := cl.Dial(tc)
 			defer conn.Close()
 			for n := 0; ctx.Err() == nil; n++ {
-				if err := conn.Get(ctx, "/bench", t.XFF(c, n)); err != nil {
+				sent := time.Now()
+				if err := conn.Get(ctx, path(c, n), tc.XFF(c, n)); err != nil {
 					if ctx.Err() != nil {
 						return // cut off by the end of the loop
 					}
@@ -133,6 +146,7 @@ func HTTPLoad(ctx context.Context, t *Target, cl Client, conns int, d time.Durat
 					}
 					continue
 				}
+				lat[c] = append(lat[c], time.Since(sent))
 				ok.Add(1)
 			}
 		})
@@ -140,10 +154,13 @@ func HTTPLoad(ctx context.Context, t *Target, cl Client, conns int, d time.Durat
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, node1 := proc.CPUTime(t.PID), proc.CPUTime(t.Node)
-	l := Load{RPS: float64(ok.Load()) / elapsed.Seconds(), Failed: failed.Load()}
+	l := Load{RPS: float64(ok.Load()) / elapsed.Seconds(), Failed: failed.Load(), Answered: ok.Load()}
 	l.FirstErr, _ = firstErr.Load().(error)
 	if n := time.Duration(ok.Load()); n > 0 {
 		l.CPUPerReq, l.NodeCPUPerReq = (cpu1-cpu0)/n, (node1-node0)/n
+	}
+	for _, d := range lat {
+		l.Latency = append(l.Latency, d...)
 	}
 	return l
 }

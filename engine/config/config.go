@@ -249,12 +249,14 @@ type Node struct {
 	// LeaseMs is how long the node's lease lasts unless renewed (every third of it); a node
 	// killed without a shutdown counts as gone once it runs out. Default 10000.
 	LeaseMs uint32 `json:"lease_ms"`
-	// GCHeapFloorMiB is the heap, in MiB, that `berth start` lets Go's garbage collector
+	// GCHeapFloorMiB is the most heap, in MiB, that `berth start` lets Go's garbage collector
 	// reach before a cycle while the live heap is small. With GOGC=100 alone it runs each
 	// time a few MiB were allocated, ~30 times a second under gateway load on 2 cores
 	// (engine CPU per gateway request 112–132 µs, against 79–115 µs with a 64 MiB floor).
-	// The process may hold this much garbage. 0 turns it off; GOGC in the environment
-	// overrides it; GOMEMLIMIT still caps the heap. Default 64, at most 16384.
+	// The floor in effect follows the allocation rate (a quarter of a second of it, up to
+	// this), so an idle engine holds no garbage for it, and an engine that becomes idle gives
+	// its free heap back at once. 0 turns the floor off; GOGC in the environment overrides it;
+	// GOMEMLIMIT still caps the heap. Default 64, at most 16384.
 	GCHeapFloorMiB uint32 `json:"gc_heap_floor_mib"`
 	// Releases bounds the ownership releases in flight during a graceful drain (environment
 	// alias BERTH_RELEASES). Default 128.

@@ -3,14 +3,32 @@ package hostsock
 import (
 	"time"
 
+	"github.com/berthhq/berth/engine/internal/wsconn"
+	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
 )
 
 // Heartbeats cost no goroutine per socket: a socket's pings run on the runtime's timer heap
-// (wsconn.Heartbeat), every PingInterval plus 0–127 ms of jitter. A pong is recorded by a
+// (wsconn.Heartbeat), every PingInterval plus 0–127 ms of jitter. A pong is recorded by one
 // shared worker (wsconn.Batcher), several pongs to a transaction, so that the socket's
-// reader never runs a transaction for it.
+// reader never runs a transaction for it. After a batch the worker lingers (pongLinger), so
+// that a node commits its pongs about ten times per ping interval whatever its number of
+// sockets (up to 64 pongs a commit) rather than once per pong; docs/scaling.md has the
+// measured cost.
+
+// pongLinger is how long the pong worker lingers after a batch: a tenth of the ping
+// interval, but at most half of what is left of the eligible and lost thresholds once the
+// interval and its jitter are taken off, so that a host that answers every ping is still
+// recorded well inside them (a pong is recorded at most a linger later). Never under the
+// 0.5 ms that lets pongs arriving together share a commit.
+func pongLinger(runner, envoy Timing, cfg actor.Config) time.Duration {
+	linger := func(t Timing, eligible time.Duration) time.Duration {
+		slack := min(eligible, t.LostThreshold) - t.PingInterval - wsconn.MaxJitter
+		return min(t.PingInterval/10, slack/2)
+	}
+	return max(min(linger(runner, cfg.RunnerEligibleThreshold), linger(envoy, cfg.EnvoyEligibleThreshold)), 500*time.Microsecond)
+}
 
 // ping sends one ping, or closes the socket with ws.timed_out when no pong came for
 // PingTimeout; it reports whether to ping again.
@@ -50,6 +68,7 @@ type pongJob struct {
 	c     *conn
 	at    time.Time // when it arrived
 	rttMs uint32
+	began time.Time // when its batch's transaction began (after its wait in the queue)
 
 	// What recording it found (protocol.recordPong).
 	indexed    bool  // the host is in its pool's allocation index
@@ -63,6 +82,7 @@ type pongJob struct {
 // error without failing the others; a store error fails the whole batch, and each pong
 // gets it.
 func (s *Server) recordPongs(batch []pongJob) {
+	began := time.Now()
 	err := udb.Update(s.ctx, s.o.DB, func(tx udb.Transaction) error {
 		for i := range batch {
 			j := &batch[i]
@@ -74,6 +94,7 @@ func (s *Server) recordPongs(batch []pongJob) {
 		return nil
 	})
 	for i := range batch {
+		batch[i].began = began
 		if err != nil {
 			batch[i].err = err
 		}

@@ -170,7 +170,7 @@ func (*runnerProtocol) recordPong(ctx context.Context, tx udb.Transaction, j *po
 func (*runnerProtocol) afterPong(c *conn, j pongJob) {
 	m := c.s.o.Metrics
 	m.RunnerPingRTT.Observe(float64(j.rttMs) / 1000)
-	metrics.Since(m.RunnerPingTxn, j.at)
+	metrics.Since(m.RunnerPingTxn, j.began)
 	switch err := j.err; {
 	case err == nil:
 		eligible := c.s.o.Actors.Config().RunnerEligibleThreshold.Milliseconds()

@@ -143,7 +143,8 @@ func New(o Options) (*Server, error) {
 	o.Runner, o.Envoy = o.Runner.withDefaults(), o.Envoy.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, reg: o.Registry, ctx: ctx, cancel: cancel}
-	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Linger: 500 * time.Microsecond}
+	s.pongs = wsconn.Batcher[pongJob]{Run: s.recordPongs, WG: &s.wg, Workers: 1, Done: ctx.Done(),
+		Linger: pongLinger(o.Runner, o.Envoy, o.Actors.Config())}
 	return s, nil
 }
 
@@ -177,7 +178,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 	if !wsconn.CheckUpgrade(w, r, s.o.Auth, allow, s.o.Label) {
 		return
 	}
-	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame}, r, &websocket.AcceptOptions{
+	// rivetkit's envoy writes without TCP_NODELAY: its small frames wait for our ACKs.
+	quick := p.info().kind == kindEnvoy
+	ws, err := websocket.Accept(wsconn.SmallBuffers{ResponseWriter: w, MaxFrame: wsconn.MaxFrame, QuickAck: quick}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"rivet"},
 		OriginPatterns: []string{"*"}, // hosts are not browsers; Rivet checks no origin
 	})

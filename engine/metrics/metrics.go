@@ -15,7 +15,9 @@ import (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	// RunnerPingTxn is the duration of the transaction that records a runner's pong.
+	// RunnerPingTxn is the duration of the transaction that records a runner's pong (with
+	// the others of its batch), without the pong's wait in the queue before it: up to a
+	// linger of the pong worker (engine/hostsock/ping.go), by design.
 	RunnerPingTxn prometheus.Histogram
 	// RunnerSockets is the number of runner sockets past init on this node.
 	RunnerSockets prometheus.Gauge

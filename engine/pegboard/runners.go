@@ -116,9 +116,26 @@ func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) err
 	if err != nil {
 		return err
 	}
+	return p.drainAll(ctx, res, in.Name, in.Version)
+}
+
+// DrainOlder drains every connected runner of pool (ns, name) whose version is below
+// version: a serverless pool's /metadata announced a newer runner version.
+func (p *Runners) DrainOlder(ctx context.Context, ns id.ID, name string, version uint32) error {
+	res, err := udb.ReadTransact(ctx, p.o.DB, func(r udb.ReadTransaction) ([]id.ID, error) {
+		return oprunner.ListOlderVersions(ctx, r, ns, name, version)
+	})
+	if err != nil {
+		return err
+	}
+	return p.drainAll(ctx, res, name, version)
+}
+
+// drainAll drains runners rids of pool name, older than version.
+func (p *Runners) drainAll(ctx context.Context, rids []id.ID, name string, version uint32) error {
 	var errs []error
-	for _, rid := range res {
-		p.o.Log.Info("draining an older runner version", "runner_id", rid.String(), "name", in.Name, "new_version", in.Version)
+	for _, rid := range rids {
+		p.o.Log.Info("draining an older runner version", "runner_id", rid.String(), "name", name, "new_version", version)
 		if err := p.Drain(ctx, rid, id.ID{}); err != nil && !rerr.Is(err, rerr.CodeRunnerNotFound) {
 			errs = append(errs, err)
 		}

@@ -38,6 +38,12 @@ type Metadata struct {
 	// EnvoyProtocolVersion is set for an envoy pool (rivetkit ≥ 2.3), nil for
 	// a runner pool.
 	EnvoyProtocolVersion *uint16
+	// EnvoyVersion and RunnerVersion are envoy.version and runner.version, the
+	// version of the hosts the endpoint starts now (nil when absent or not a
+	// u32): older hosts of the pool are drained.
+	EnvoyVersion, RunnerVersion *uint32
+	// ActorNames are actorNames' names whose metadata is a JSON object, with it.
+	ActorNames map[string]json.RawMessage
 }
 
 // FetchError is a failed /metadata call, shaped as the reference's error
@@ -84,6 +90,10 @@ type metadataJSON struct {
 	Runtime              *string `json:"runtime"`
 	Version              *string `json:"version"`
 	EnvoyProtocolVersion *int64  `json:"envoyProtocolVersion"`
+	// Decoded apart (hostsOf): a bad shape there loses that part only.
+	Envoy      json.RawMessage `json:"envoy"`
+	Runner     json.RawMessage `json:"runner"`
+	ActorNames json.RawMessage `json:"actorNames"`
 }
 
 // Fetch calls GET {url without trailing /}/metadata with headers and checks
@@ -156,7 +166,8 @@ func (f Fetcher) Fetch(ctx context.Context, rawURL string, headers map[string]st
 		e.Meta["version"] = version
 		return Metadata{}, e
 	}
-	out := Metadata{Runtime: runtime, Version: version}
+	out := Metadata{Runtime: runtime, Version: version, EnvoyVersion: hostVersion(m.Envoy), RunnerVersion: hostVersion(m.Runner),
+		ActorNames: actorNames(m.ActorNames)}
 	if v := m.EnvoyProtocolVersion; v != nil {
 		if *v < 1 || *v > MaxEnvoyProtocolVersion {
 			e := fail(fmt.Sprintf("envoy protocol version %d is not supported (max supported: %d)", *v, MaxEnvoyProtocolVersion),

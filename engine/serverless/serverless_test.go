@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/keys"
+	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/outbound"
@@ -144,7 +145,11 @@ func TestPollTimings(t *testing.T) {
 }
 
 // store opens an empty store with a serverless pool "sl" of url in a namespace.
-func store(t *testing.T, url string) (udb.Database, id.ID) {
+func store(t *testing.T, url string) (udb.Database, id.ID) { return storeWith(t, url, "") }
+
+// storeWith opens an empty store with namespace "default" and its serverless pool "sl" of
+// url, with the config's extra fields (JSON text after a comma).
+func storeWith(t *testing.T, url, extra string) (udb.Database, id.ID) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := udb.Open(ctx, "mem://")
@@ -153,12 +158,16 @@ func store(t *testing.T, url string) (udb.Database, id.ID) {
 	}
 	t.Cleanup(func() { db.Close() })
 	ns := id.New(1)
-	cfg, err := runnerconfig.ParseRequest([]byte(`{"serverless":{"url":"`+url+`","request_lifespan":3600}}`), "", 0)
+	cfg, err := runnerconfig.ParseRequest([]byte(`{"serverless":{"url":"`+url+`","request_lifespan":3600`+extra+`}}`), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (runnerconfig.UpsertOutput, error) {
-		return runnerconfig.Upsert(ctx, tx, runnerconfig.UpsertInput{Namespace: ns, Name: "sl", Config: cfg})
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		if _, err := namespace.Create(ctx, tx, namespace.CreateInput{NamespaceID: ns, Name: "default", DisplayName: "Default"}); err != nil {
+			return struct{}{}, err
+		}
+		_, err := runnerconfig.Upsert(ctx, tx, runnerconfig.UpsertInput{Namespace: ns, Name: "sl", Config: cfg})
+		return struct{}{}, err
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,11 @@ type Service struct {
 	DB      udb.Database
 	Fetcher Fetcher
 	Log     *slog.Logger
+	// Hosts drains the hosts of pools (version upgrades, deleted configs); nil drains none.
+	Hosts PoolHosts
+	// NodeID names this node in the pools' poll leases (poll_lease.go); "" polls every
+	// pool without a lease.
+	NodeID string
 
 	wake chan struct{}
 }
@@ -76,6 +81,12 @@ func (s *Service) Written(ctx context.Context, ns id.ID, name string, cfg keys.R
 	if err := s.fetchApply(ctx, ns, name, *cfg.Serverless); err != nil {
 		s.logFailure(ns, name, err)
 	}
+	s.Deleted()
+}
+
+// Deleted is called after a config was deleted: the poller looks at once, and drains
+// the pool's hosts if it was serverless (gone).
+func (s *Service) Deleted() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -88,20 +99,13 @@ func (s *Service) logFailure(ns id.ID, name string, err *FetchError) {
 		"kind", err.Kind(), "error", err.Error())
 }
 
-// fetchApply fetches the pool's /metadata and stores its protocol version.
+// fetchApply fetches the pool's /metadata and applies it (apply).
 func (s *Service) fetchApply(ctx context.Context, ns id.ID, name string, cfg keys.ServerlessRunnerConfig) *FetchError {
 	m, ferr := s.Fetcher.Fetch(ctx, cfg.URL, cfg.Headers)
 	if ferr != nil {
 		return ferr
 	}
-	if m.EnvoyProtocolVersion == nil {
-		return nil
-	}
-	if _, err := udb.Transact(ctx, s.DB, func(tx udb.Transaction) (bool, error) {
-		return runnerconfig.SetProtocolVersion(ctx, tx, ns, name, cfg.URL, *m.EnvoyProtocolVersion)
-	}); err != nil {
-		s.Log.Warn("serverless: storing the protocol version failed", "pool", name, "error", err.Error())
-	}
+	s.apply(ctx, ns, name, cfg, m)
 	return nil
 }
 
@@ -117,6 +121,7 @@ type poolState struct {
 	failures int
 	busy     bool
 	seen     bool
+	held     bool // this node held the pool's poll lease at its last try
 }
 
 // PollInterval is a pool's poll interval: metadata_poll_interval (ms), or
@@ -135,15 +140,24 @@ func Backoff(interval time.Duration, failures int) time.Duration {
 	return interval << min(max(failures-1, 0), maxBackoffExponent)
 }
 
-// Run polls every serverless pool of the datacenter until ctx ends. Each
-// node polls every pool (no lease yet: see docs/serverless.md, "berth").
+// Run polls every serverless pool of the datacenter until ctx ends: a pool
+// whose poll lease this node holds (one node at a time), every interval.
 func (s *Service) Run(ctx context.Context) {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		pools = map[poolKey]*poolState{}
 	)
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		var held []poolKey
+		for k, st := range pools {
+			if st.held {
+				held = append(held, k)
+			}
+		}
+		s.releasePolls(held)
+	}()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	var lastScan time.Time
@@ -151,8 +165,12 @@ func (s *Service) Run(ctx context.Context) {
 		now := time.Now()
 		if now.Sub(lastScan) >= scanEvery {
 			lastScan = now
-			if err := s.scan(ctx, &mu, pools, now); err != nil && ctx.Err() == nil {
+			gone, err := s.scan(ctx, &mu, pools, now)
+			if err != nil && ctx.Err() == nil {
 				s.Log.Warn("serverless: listing pools failed", "error", err.Error())
+			}
+			for _, k := range gone {
+				wg.Go(func() { s.gone(ctx, k.ns, k.name) })
 			}
 		}
 		mu.Lock()
@@ -162,13 +180,21 @@ func (s *Service) Run(ctx context.Context) {
 			}
 			st.busy = true
 			wg.Add(1)
-			go func(k poolKey, cfg keys.ServerlessRunnerConfig) {
+			go func(k poolKey, cfg keys.ServerlessRunnerConfig, failures int) {
 				defer wg.Done()
-				ferr := s.fetchApply(ctx, k.ns, k.name, cfg)
+				interval := PollInterval(cfg)
+				held, err := s.takePoll(ctx, k, interval, failures)
+				var ferr *FetchError
+				if held {
+					ferr = s.fetchApply(ctx, k.ns, k.name, cfg)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				st.busy = false
-				interval := PollInterval(cfg)
+				st.held = held || (err != nil && st.held)
+				if err != nil && ctx.Err() == nil {
+					s.Log.Warn("serverless: taking a poll lease failed", "pool", k.name, "error", err.Error())
+				}
 				if ferr != nil && ctx.Err() == nil {
 					st.failures++
 					s.logFailure(k.ns, k.name, ferr)
@@ -177,7 +203,7 @@ func (s *Service) Run(ctx context.Context) {
 				}
 				st.failures = 0
 				st.next = time.Now().Add(interval)
-			}(k, st.cfg)
+			}(k, st.cfg, st.failures)
 		}
 		mu.Unlock()
 		select {
@@ -191,8 +217,9 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // scan refreshes the set of pools from the store: new pools are due now,
-// pools whose url or headers changed too, deleted pools are dropped.
-func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*poolState, now time.Time) error {
+// pools whose url or headers changed too, pools no longer serverless are
+// dropped and returned.
+func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*poolState, now time.Time) (gone []poolKey, err error) {
 	var all []runnerconfig.Pool
 	var after *runnerconfig.Pool
 	for {
@@ -200,7 +227,7 @@ func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*p
 			return runnerconfig.ListServerless(ctx, r, after, scanPage)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		all = append(all, page...)
 		if len(page) < scanPage {
@@ -225,9 +252,10 @@ func (s *Service) scan(ctx context.Context, mu *sync.Mutex, pools map[poolKey]*p
 	for k, st := range pools {
 		if !st.seen && !st.busy {
 			delete(pools, k)
+			gone = append(gone, k)
 		}
 	}
-	return nil
+	return gone, nil
 }
 
 func sameHeaders(a, b map[string]string) bool {

@@ -14,9 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
-	"github.com/berthhq/berth/engine"
-	"github.com/berthhq/berth/engine/config"
-	_ "github.com/berthhq/berth/pkg/udb/driver/embedded"
+	"github.com/berthhq/berth/engine/enginetest"
 	"github.com/berthhq/berth/sdk/client"
 )
 
@@ -140,28 +138,11 @@ func TestCounterOnTheEngine(t *testing.T) {
 	}
 }
 
-// startEngine starts an engine in process on loopback ports with an in-memory store and
-// admin token token ("" for none), shut down when the test ends; it returns its public URL.
+// startEngine starts an engine in process (enginetest.Start) with admin token token ("" for
+// none) and returns its public URL.
 func startEngine(t *testing.T, token string) string {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Database.URL = "mem://"
-	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
-	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
-	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	cfg.Auth.AdminToken = token
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return "http://" + e.PublicAddr().String()
+	return enginetest.URL(enginetest.Start(t, testLogger(), enginetest.AdminToken(token)))
 }
 
 // syncBuffer is a log destination the test reads while the runner writes.

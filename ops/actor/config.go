@@ -28,6 +28,9 @@ type Config struct {
 	RetryResetDuration           time.Duration
 	RescheduleBackoffMaxExponent int
 	BackoffJitter                time.Duration
+	// ActorRetryDurationThreshold: an actor refused by its serverless pool's
+	// max_concurrent_actors is retried until this long after the first refusal, then sleeps.
+	ActorRetryDurationThreshold time.Duration
 	// WakePendingTimeout: a woken sleep-policy actor waits this long for capacity, then
 	// sleeps again.
 	WakePendingTimeout time.Duration
@@ -51,6 +54,7 @@ func DefaultConfig() Config {
 		RetryResetDuration:                  10 * time.Minute,
 		RescheduleBackoffMaxExponent:        8,
 		BackoffJitter:                       500 * time.Millisecond,
+		ActorRetryDurationThreshold:         5 * time.Minute,
 		WakePendingTimeout:                  time.Minute,
 		HibernatingRequestEligibleThreshold: 90 * time.Second,
 	}

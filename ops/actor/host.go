@@ -162,7 +162,12 @@ func (m *machine) pick(a *actor) (h Host, ok bool, none string, err error) {
 			return Host{}, false, "", corrupt.Mark("runner_config", err)
 		}
 		if cfg.Serverless != nil {
-			// The pool's endpoint starts it, whatever envoys are connected (docs/serverless.md § 4.1).
+			// The pool's endpoint starts it, whatever envoys are connected (docs/serverless.md
+			// § 4.1), unless the pool has max_concurrent_actors allocated already (§ 4.7).
+			ok, err := m.takePoolSlot(a, cfg.Serverless.MaxConcurrentActors)
+			if err != nil || !ok {
+				return Host{}, false, LimitReached, err
+			}
 			return ServerlessHost(st.Namespace, a.id, st.NextGeneration), true, "", nil
 		}
 		h, ok, err = m.pickEnvoy(a)
@@ -170,6 +175,23 @@ func (m *machine) pick(a *actor) (h Host, ok bool, none string, err error) {
 	}
 	h, ok, err = m.pickRunner(a)
 	return h, ok, "no_capacity", err
+}
+
+// takePoolSlot counts a in its serverless pool's allocated actors unless limit are
+// already; the count is read serializably, so concurrent allocations in the pool conflict
+// rather than overshoot the limit. deallocate gives the slot back.
+func (m *machine) takePoolSlot(a *actor, limit uint64) (bool, error) {
+	k := keys.PoolActorsKey{Namespace: a.st.Namespace, Name: a.st.Selector}
+	n, _, err := keys.Get(m.ctx, m.tx, k)
+	if err != nil {
+		return false, corrupt.Mark("runner_config", err)
+	}
+	if n >= 0 && uint64(n) >= limit {
+		return false, nil
+	}
+	keys.Add(m.tx, k, 1)
+	a.st.PoolSlot = true
+	return true, nil
 }
 
 func (m *machine) pickEnvoy(a *actor) (Host, bool, error) {

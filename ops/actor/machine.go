@@ -99,7 +99,35 @@ func (m *machine) place(a *actor, force, fromQueue bool) error {
 	if ok {
 		return m.start(a, h)
 	}
+	if none == LimitReached {
+		return m.limitReached(a)
+	}
 	return m.noCapacity(a, force, none)
+}
+
+// LimitReached is the Actor error of an actor its serverless pool's max_concurrent_actors
+// refused (docs/serverless.md § 4.7).
+const LimitReached = "concurrent_actor_limit_reached"
+
+// limitReached puts a, refused by its pool's max_concurrent_actors, to sleep with error
+// LimitReached and a retry at reschedule_ts, 2 s · 2^n after the n-th refusal in a row (4,
+// 8, 16, 32 s…, Rivet's Reallocating without jitter); a refusal
+// ActorRetryDurationThreshold after the first leaves it asleep until woken.
+func (m *machine) limitReached(a *actor) error {
+	st := &a.st
+	if st.LimitRetries == 0 {
+		st.LimitSinceTs = m.now
+	}
+	st.LimitRetries++
+	if err := m.sleep(a, errorJSON(LimitReached)); err != nil {
+		return err
+	}
+	if m.now-st.LimitSinceTs >= m.cfg.ActorRetryDurationThreshold.Milliseconds() {
+		st.LimitRetries, st.LimitSinceTs = 0, 0
+		return nil
+	}
+	st.RescheduleTs = ptr(m.now + m.cfg.BaseRetryTimeout.Milliseconds()<<min(st.LimitRetries, uint32(m.cfg.RescheduleBackoffMaxExponent)))
+	return nil
 }
 
 // noCapacity handles an actor no host can take now: a sleep-policy actor sleeps with
@@ -160,6 +188,7 @@ func (m *machine) start(a *actor, h Host) error {
 	st.StopReason = ""
 	st.WillWake = false
 	st.SleepTs, st.RescheduleTs, st.PendingUntil = nil, nil, nil
+	st.LimitRetries, st.LimitSinceTs = 0, 0
 	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold.Milliseconds())
 	st.LivenessTs = m.livenessDeadline(h)
 	st.Error = nil
@@ -275,6 +304,10 @@ func (m *machine) deallocate(a *actor) error {
 	}
 	if err := m.release(a, h); err != nil {
 		return err
+	}
+	if st.PoolSlot {
+		keys.Add(m.tx, keys.PoolActorsKey{Namespace: st.Namespace, Name: st.Selector}, -1)
+		st.PoolSlot = false
 	}
 	clearHost(st)
 	st.ConnectableTs = nil

@@ -42,6 +42,8 @@ func Sleep(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 			m.sendStop(a, keys.StopSleep)
 		case keys.PhasePending, keys.PhaseRescheduling:
 			return m.sleep(a, nil)
+		case keys.PhaseSleeping:
+			a.st.RescheduleTs = nil // no more retries after concurrent_actor_limit_reached
 		}
 		return nil
 	})
@@ -240,8 +242,10 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 			return m.place(a, true, false)
 		case keys.PhasePending:
 			return m.sleep(a, nil)
-		case keys.PhaseSleeping:
-			a.st.AlarmTs = nil
+		case keys.PhaseSleeping: // its alarm, or a retry after concurrent_actor_limit_reached
+			if a.st.AlarmTs != nil && *a.st.AlarmTs <= m.now {
+				a.st.AlarmTs = nil
+			}
 			return m.wake(a)
 		}
 		return nil
@@ -253,12 +257,15 @@ func Timer(ctx context.Context, tx udb.Transaction, in Input) (Effects, error) {
 }
 
 // ServerlessFailed handles a serverless pool's /start that failed for generation
-// generation of actor aid (docs/serverless.md § 4.6): poolErr (a runner_pool_error value)
-// becomes the pool's error, and the actor sleeps at once, with no error, if it still waits
-// on its placeholder; the next request or alarm places it again.
+// generation of actor aid (docs/serverless.md § 4.6), or that the engine closed (the
+// pool's config was deleted; poolErr nil): poolErr (a runner_pool_error value) becomes the
+// pool's error, and the actor sleeps at once, with no error, if it still waits on its
+// placeholder; the next request or alarm places it again.
 func ServerlessFailed(ctx context.Context, tx udb.Transaction, aid id.ID, generation uint32, poolErr json.RawMessage, now int64, cfg Config) (Effects, error) {
 	return transition(ctx, tx, Input{ActorID: aid, NowMs: now, Config: cfg}, func(m *machine, a *actor) error {
-		runnerconfig.SetPoolError(tx, a.st.Namespace, a.st.Selector, poolErr)
+		if poolErr != nil {
+			runnerconfig.SetPoolError(tx, a.st.Namespace, a.st.Selector, poolErr)
+		}
 		if a.st.Generation != generation || !hostedOn(a.st, ServerlessHost(a.st.Namespace, aid, generation)) {
 			return nil
 		}

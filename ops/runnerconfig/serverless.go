@@ -1,7 +1,9 @@
 package runnerconfig
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/corrupt"
@@ -64,5 +66,32 @@ func SetProtocolVersion(ctx context.Context, tx udb.Transaction, ns id.ID, name,
 		return false, nil
 	}
 	keys.Set(tx, k, pv)
+	return true, nil
+}
+
+// SetDowngrade records err (the downgrade runner_pool_error) as pool (namespace, name)'s
+// error when its endpoint at url stopped reporting an envoy protocol version while the
+// pool has one (docs/serverless.md § 3.2), unless that is its error already. It reports
+// whether it wrote.
+func SetDowngrade(ctx context.Context, tx udb.Transaction, ns id.ID, name, url string, downgrade json.RawMessage) (bool, error) {
+	cfg, found, err := keys.Get(ctx, tx, keys.RunnerConfigDataKey{Namespace: ns, Name: name})
+	if err != nil {
+		return false, corrupt.Mark("runner config", err)
+	}
+	if !found || cfg.Serverless == nil || cfg.Serverless.URL != url {
+		return false, nil
+	}
+	_, had, err := keys.Get(ctx, tx.Snapshot(), keys.RunnerConfigProtocolVersionKey{Namespace: ns, Name: name})
+	if err != nil || !had {
+		return false, corrupt.Mark("runner config", err)
+	}
+	cur, found, err := keys.Get(ctx, tx, keys.RunnerPoolErrorKey{Namespace: ns, Name: name})
+	if err != nil {
+		return false, corrupt.Mark("runner pool", err)
+	}
+	if found && bytes.Equal(cur.Error, downgrade) {
+		return false, nil
+	}
+	SetPoolError(tx, ns, name, downgrade)
 	return true, nil
 }

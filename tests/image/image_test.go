@@ -6,7 +6,6 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,24 +108,6 @@ func pickRuntime(t *testing.T, ctx context.Context, image string) string {
 	}
 	t.Skipf("podman cannot run a container on this machine (the image was built):\n%s", strings.Join(tried, "\n"))
 	return ""
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // call sends a request with the admin token and returns the status and body; a transport
@@ -262,22 +242,10 @@ func TestImage(t *testing.T) {
 	}
 
 	// The Go example runner, outside the container, through the published port.
-	startRunner := func(name string) *syncBuffer {
+	startRunner := func(name string) *harness.Proc {
 		t.Helper()
-		var out syncBuffer
 		cmd := exec.Command(harness.Build(t, counterPkg), "-endpoint", base, "-token", token, "-pool", "counter")
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
-			if t.Failed() {
-				t.Logf("%s:\n%s", name, harness.Tail([]byte(out.String()), 40))
-			}
-		})
-		return &out
+		return harness.StartProc(t, name, cmd)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -340,7 +308,7 @@ func TestImage(t *testing.T) {
 		t.Errorf("drain did not end cleanly: %q\n%s", drained, harness.Tail([]byte(l), 20))
 	}
 	await(t, "the runner told its socket closed with 1011 ws.going_away", 10*time.Second, func() (bool, string) {
-		return strings.Contains(runnerLog.String(), "ws.going_away"), "not in the runner's log"
+		return strings.Contains(string(runnerLog.Stderr()), "ws.going_away"), "not in the runner's log"
 	})
 	if stopped > 20*time.Second {
 		t.Errorf("podman stop took %v: the drain ran into its deadline", stopped)

@@ -135,7 +135,9 @@ func reachThroughEveryNode(t *testing.T, c *cluster, pool string) {
 // dialEcho opens a WebSocket to actor aid through node n and checks one echo.
 func dialEcho(t *testing.T, n *node, aid string) *websocket.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// As long as traffic gets to flow again (rollingRestart): the actor's host may still be
+	// reconnecting from the previous node's restart, and the gateway waits 30 s for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(n.url, "http")+"/gateway/"+aid+"/ws", nil)
 	if err != nil {

@@ -5,6 +5,8 @@
 //
 // Configuration, from the environment:
 //   BERTH_ENDPOINT   engine URL (http://127.0.0.1:PORT); without it no runner starts
+//   BERTH_ENDPOINTS  comma-separated engine URLs (the nodes of one engine): the runners that
+//                    `connect` starts take them in turn; default BERTH_ENDPOINT
 //   BERTH_NAMESPACE  namespace, default "default"
 //   RUNNER_NAME      runner name (pool), default "bench"
 //   RUNNER_SLOTS     total slots of that runner, default 10
@@ -59,6 +61,10 @@ const logger = {
 // hosts maps each started actor's id to its runner.
 const hosts = new Map();
 
+// endpoints are the engine URLs the runners that `connect` starts take in turn.
+const endpoints = (process.env.BERTH_ENDPOINTS ?? process.env.BERTH_ENDPOINT ?? "").split(",").filter(Boolean);
+let nextEndpoint = 0;
+
 const commands = createInterface({ input: process.stdin });
 commands.on("close", () => process.exit(0));
 commands.on("line", async (line) => {
@@ -75,7 +81,7 @@ commands.on("line", async (line) => {
 		const batch = [];
 		for (let j = i; j < Math.min(Number(count), i + Number(parallel)); j++) {
 			emit("connecting", { name });
-			batch.push(startRunner(name, Number(slots)));
+			batch.push(startRunner(name, Number(slots), endpoints[nextEndpoint++ % endpoints.length]));
 		}
 		await Promise.all(batch);
 	}
@@ -93,12 +99,13 @@ if (process.env.PLAIN_PORT) {
 	server.listen(Number(process.env.PLAIN_PORT), "127.0.0.1", () => emit("plain"));
 }
 
-// startRunner starts one echo runner in pool name and resolves once it has connected.
-function startRunner(name, slots) {
+// startRunner starts one echo runner in pool name on endpoint and resolves once it has
+// connected.
+function startRunner(name, slots, endpoint) {
 	return new Promise((resolve) => {
 		const runner = new Runner({
 			logger: process.env.RUNNER_LOG === "warn" ? logger : undefined,
-			endpoint: process.env.BERTH_ENDPOINT,
+			endpoint,
 			namespace: process.env.BERTH_NAMESPACE ?? "default",
 			runnerName: name,
 			version: 1,
@@ -133,5 +140,5 @@ function startRunner(name, slots) {
 }
 
 if (process.env.BERTH_ENDPOINT) {
-	await startRunner(process.env.RUNNER_NAME ?? "bench", Number(process.env.RUNNER_SLOTS ?? 10));
+	await startRunner(process.env.RUNNER_NAME ?? "bench", Number(process.env.RUNNER_SLOTS ?? 10), process.env.BERTH_ENDPOINT);
 }

@@ -124,6 +124,13 @@ func (p *Proc) read(stdout io.Reader) {
 // Exited is closed once the process has exited and its output is read.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
+// ExitCode waits until the process has exited and returns its exit status (-1 when a signal
+// ended it).
+func (p *Proc) ExitCode() int {
+	<-p.exited
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // PID is the process's id.
 func (p *Proc) PID() int { return p.cmd.Process.Pid }
 

@@ -41,8 +41,17 @@ func TestStat(t *testing.T) {
 	if RSS(os.Getpid()) <= 0 {
 		t.Fatal("RSS of this process is not positive")
 	}
-	if CPUTime(0) != 0 || RSS(-1) != 0 {
+	if CPUTime(0) != 0 || RSS(-1) != 0 || Resident(-1) != (Memory{}) {
 		t.Fatal("pid 0 or a missing process must read as 0")
+	}
+	// The kernel's VmRSS is the sum of the three parts; a test binary has both code pages
+	// of its file and private heap.
+	m := Resident(os.Getpid())
+	if m.Anon <= 0 || m.File <= 0 {
+		t.Fatalf("resident memory %+v: want both private and file pages", m)
+	}
+	if d := m.Total - (m.Anon + m.File + m.Shmem); d < -64<<10 || d > 64<<10 {
+		t.Fatalf("resident memory %+v: VmRSS is not the sum of its parts", m)
 	}
 }
 

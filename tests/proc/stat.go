@@ -36,19 +36,35 @@ func CPUTime(pid int) time.Duration {
 
 // RSS is the resident memory of process pid in bytes (VmRSS in /proc/PID/status; 0 if it
 // cannot be read).
-func RSS(pid int) int64 {
+func RSS(pid int) int64 { return Resident(pid).Total }
+
+// Memory is a process's resident memory in bytes, split as /proc/PID/status splits it.
+type Memory struct {
+	Total int64 // VmRSS: the sum of the three below
+	Anon  int64 // RssAnon: private memory (heap, stacks, written copies of the binary's pages)
+	File  int64 // RssFile: pages of mapped files (the binary's code and read-only data) in the page cache
+	Shmem int64 // RssShmem: shared memory
+}
+
+// Resident reads process pid's resident memory (zeros if it cannot be read).
+func Resident(pid int) Memory {
+	var m Memory
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return m
 	}
+	fields := map[string]*int64{"VmRSS:": &m.Total, "RssAnon:": &m.Anon, "RssFile:": &m.File, "RssShmem:": &m.Shmem}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v) // "123456 kB"
-			if len(f) == 2 && f[1] == "kB" {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
-			}
+		name, v, ok := strings.Cut(line, "\t")
+		dst := fields[name]
+		if !ok || dst == nil {
+			continue
+		}
+		f := strings.Fields(v) // "123456 kB"
+		if len(f) == 2 && f[1] == "kB" {
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
+			*dst = kb << 10
 		}
 	}
-	return 0
+	return m
 }

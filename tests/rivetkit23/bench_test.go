@@ -54,17 +54,13 @@ import (
 // sidebyside.ReferenceBinary); it fails when tests/npm23 is not installed.
 func BenchmarkRivetkit23SideBySide(b *testing.B) {
 	needRivetkit23Bench(b)
-	refBin, err := sidebyside.ReferenceBinary(b.Logf)
-	if err != nil {
-		b.Skip(err)
-	}
 	load0 := loadAverage()
+	refURL, refPID := harness.StartReference(b)
 
 	be := harness.NewEngine(b, harness.Settings{}, "file://"+b.TempDir())
 	be.Start()
 	nosync := harness.NewEngine(b, harness.Settings{}, "file://"+b.TempDir()+"?sync=false")
 	nosync.Start()
-	refURL, refPID := startReferenceEngine(b, refBin)
 	engines := []*benchEngine{
 		newBenchEngine(b, "berth", be.URL, be.PID(), 1),
 		newBenchEngine(b, "berth nosync", nosync.URL, nosync.PID(), 2),
@@ -409,40 +405,6 @@ func needRivetkit23Bench(b *testing.B) {
 	for _, p := range []string{node22, filepath.Join(npm23Dir, "node_modules", "rivetkit", "package.json")} {
 		if _, err := os.Stat(p); err != nil {
 			b.Fatalf("%s is missing: run `npm install --prefix tests/npm --no-save` and `npm install --prefix tests/npm23 --no-save` (%v)", p, err)
-		}
-	}
-}
-
-// startReferenceEngine runs the Rivet engine (sidebyside.ReferenceCommand) on loopback ports
-// with its store in a temporary directory and waits until it answers; it returns its URL and
-// process id.
-func startReferenceEngine(b *testing.B, bin string) (string, int) {
-	b.Helper()
-	ports := harness.FreePorts(b, 3)
-	cmd, err := sidebyside.ReferenceCommand(bin, b.TempDir(), ports[0], ports[1], ports[2])
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := harness.StartProc(b, "rivet-engine", cmd)
-	u := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	client := &http.Client{Timeout: time.Second}
-	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(stepWithin)
-	for {
-		res, err := client.Get(u + "/metadata")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return u, p.PID()
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("rivet-engine does not answer /metadata after %v (last error %v)", stepWithin, err)
-		}
-		select {
-		case <-p.Exited():
-			b.Fatalf("rivet-engine exited before it answered:\n%s", harness.Tail(p.Stderr(), 30))
-		case <-time.After(50 * time.Millisecond): // polling interval
 		}
 	}
 }

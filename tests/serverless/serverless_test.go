@@ -31,7 +31,11 @@ func needApps(t testing.TB) {
 }
 
 // startLoopbackEngine starts berth allowing serverless calls to loopback.
-func startLoopbackEngine(t testing.TB) *harness.Engine {
+func startLoopbackEngine(t testing.TB) *harness.Engine { return startLoopbackEngineWith(t, nil) }
+
+// startLoopbackEngineWith is startLoopbackEngine with more settings: more edits the
+// configuration and its pegboard section.
+func startLoopbackEngineWith(t testing.TB, more func(cfg, pegboard map[string]any)) *harness.Engine {
 	return harness.StartEngine(t, harness.Settings{Configure: func(cfg map[string]any) {
 		pb, _ := cfg["pegboard"].(map[string]any)
 		if pb == nil {
@@ -39,6 +43,9 @@ func startLoopbackEngine(t testing.TB) *harness.Engine {
 			cfg["pegboard"] = pb
 		}
 		pb["serverless"] = map[string]any{"allowed_cidrs": []string{"127.0.0.0/8", "::1/128"}}
+		if more != nil {
+			more(cfg, pb)
+		}
 	}})
 }
 

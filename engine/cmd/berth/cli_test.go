@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 
-	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/enginetest"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/sdk/client"
@@ -45,24 +45,7 @@ func startEngine(t *testing.T, token string) string {
 // startEngineWith is startEngine with the configuration set by set.
 func startEngineWith(t *testing.T, set func(*config.Config)) string {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Database.URL = "mem://"
-	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
-	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
-	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	set(cfg)
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return "http://" + e.PublicAddr().String()
+	return enginetest.URL(enginetest.Start(t, quiet, set))
 }
 
 type result struct {

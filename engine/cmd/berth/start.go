@@ -136,7 +136,7 @@ serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
 			if err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
-			defer gcfloor.Start(uint64(cfg.Node.GCHeapFloorMiB)<<20, c.environ)()
+			defer gcfloor.Start(uint64(cfg.Node.GCHeapFloorMiB)<<20, c.environ, func() { log.Debug("idle: free heap memory given back") })()
 			// SIGHUP reads the TLS certificate files again (systemctl reload) instead of
 			// ending the process, Go's default.
 			hup := make(chan os.Signal, 1)

@@ -90,6 +90,9 @@ type conn struct {
 	release func()
 }
 
+// NetConn is the connection counted, for those who need its socket.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()

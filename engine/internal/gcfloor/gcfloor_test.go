@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 func TestPercent(t *testing.T) {
@@ -29,39 +30,72 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-var sink []byte
-
-// churn allocates n bytes of garbage in 4 KiB pieces and returns how many collections ran
-// meanwhile.
-func churn(n int) uint64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	before := s[0].Value.Uint64()
-	for range n / 4096 {
-		sink = make([]byte, 4096)
+func TestFloor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		rate       float64
+		most, want uint64
+	}{
+		{0, 64 * mib, 0},
+		{-5, 64 * mib, 0},
+		{10 * mib, 64 * mib, 10 * mib / 4}, // a quarter of a second of allocation
+		{120 * mib, 64 * mib, 30 * mib},
+		{1000 * mib, 64 * mib, 64 * mib}, // at most the configured floor
+	} {
+		if got := Floor(c.rate, c.most); got != c.want {
+			t.Errorf("Floor(%v, %d) = %d, want %d", c.rate, c.most, got, c.want)
+		}
 	}
-	metrics.Read(s)
-	return s[0].Value.Uint64() - before
 }
 
-// TestFloor checks that with a floor far above the live heap, 64 MiB of garbage takes a
-// couple of collections instead of the dozens GOGC=100 runs, and that stop restores GOGC.
-func TestFloor(t *testing.T) {
-	runtime.GC()
-	without := churn(64 << 20)
-	stop := Start(512<<20, nil)
-	runtime.GC() // the first cycle under the tuner sets its target
-	with := churn(64 << 20)
+var sink []byte
+
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestFollowsRate checks that a steady allocation rate raises GOGC (the floor follows the
+// rate), that the engine going idle gives the heap's free memory back and lowers GOGC again,
+// and that stop restores GOGC.
+func TestFollowsRate(t *testing.T) {
+	idle := make(chan uint64, 10)
+	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	stop := Start(512<<20, nil, func() {
+		metrics.Read(free)
+		idle <- free[0].Value.Uint64()
+	})
+	defer stop()
+	<-idle // the release after start-up
+
+	deadline := time.Now().Add(10 * time.Second)
+	raised := 0
+	for raised <= 100 && time.Now().Before(deadline) {
+		for range 256 {
+			sink = make([]byte, 4096)
+		}
+		raised = gogc()
+	}
+	if raised <= 100 {
+		t.Fatalf("GOGC is %d after allocating for 10 s, want it raised above 100", raised)
+	}
+	sink = nil
+	select {
+	case f := <-idle:
+		t.Logf("GOGC %d while allocating; %d KiB of free heap kept when idle", raised, f>>10)
+		if f > 1<<20 {
+			t.Errorf("%d KiB of free heap kept when idle, want it given back", f>>10)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no idle release within 30 s of the allocations' end")
+	}
+	if got := gogc(); got != 100 {
+		t.Errorf("GOGC is %d when idle, want 100 (no floor)", got)
+	}
 	stop()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC after stop = %d, want 100 restored", got)
-	}
-	t.Logf("collections for 64 MiB of garbage: %d without the floor, %d with a 512 MiB floor", without, with)
-	if without < 4 {
-		t.Fatalf("only %d collections without the floor: the test's heap is too large to show the difference", without)
-	}
-	if with > 1 {
-		t.Errorf("%d collections with a 512 MiB floor, want at most 1", with)
 	}
 }
 
@@ -80,7 +114,10 @@ func TestOperatorGOGC(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			debug.SetGCPercent(c.gogc)
 			defer debug.SetGCPercent(100)
-			stop := Start(c.floor, c.environ)
+			stop := Start(c.floor, c.environ, nil)
+			for range 64 << 10 {
+				sink = make([]byte, 4096)
+			}
 			runtime.GC()
 			if got := debug.SetGCPercent(c.gogc); got != c.gogc {
 				t.Errorf("GOGC = %d after Start, want %d untouched", got, c.gogc)
@@ -98,8 +135,13 @@ func TestFollowsLiveHeap(t *testing.T) {
 		metrics.Read(s)
 		return int(s[0].Value.Uint64()), s[1].Value.Uint64()
 	}
-	stop := Start(512<<20, nil)
-	defer stop()
+	// A tuner without its sampling loop, whose floor stays at 512 MiB (its last sample is
+	// in the future, so no rate is taken).
+	tu := &tuner{most: 512 << 20, base: 100, last: 100, floorOn: true, floor: 512 << 20,
+		at: time.Now().Add(time.Hour), done: make(chan struct{}),
+		sample: []metrics.Sample{{Name: liveHeap}, {Name: heapAllocs}}}
+	tu.arm()
+	defer tu.stop()
 	runtime.GC()
 	small, _ := read()
 	keep := make([]byte, 64<<20)

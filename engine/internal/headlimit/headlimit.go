@@ -90,6 +90,10 @@ type Conn struct {
 	last              byte
 }
 
+// NetConn is the connection read (the TLS connection with TLS), for those who need its
+// socket; reads must still go through c.
+func (c *Conn) NetConn() net.Conn { return c.Conn }
+
 // Arm starts counting a new request's head: at the connection's start and whenever net/http
 // waits for its next request (StateIdle).
 func (c *Conn) Arm() {

@@ -22,6 +22,8 @@ type Batcher[T any] struct {
 	// (fewer commits and fsyncs) for at most Linger more latency. A lone job is never
 	// delayed.
 	Linger time.Duration
+	// Done, when set, cuts a linger short once closed (its owner is closing).
+	Done <-chan struct{}
 
 	mu      sync.Mutex
 	notFull *sync.Cond // on mu; signalled when jobs are taken
@@ -85,7 +87,17 @@ func (q *Batcher[T]) work() {
 		}
 		q.Run(batch)
 		if q.Linger > 0 && len(batch) < or(q.Batch, 64) {
-			time.Sleep(q.Linger)
+			q.linger()
 		}
+	}
+}
+
+// linger waits Linger, or until Done is closed.
+func (q *Batcher[T]) linger() {
+	t := time.NewTimer(q.Linger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-q.Done:
 	}
 }

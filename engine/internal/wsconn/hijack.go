@@ -18,9 +18,13 @@ const HijackBufferSize = 512
 // of net/http's, which are dropped. With MaxFrame set, what the client sends is read through
 // a frameGuard first: a frame no client may send, or one over MaxFrame bytes, ends the socket
 // with ws.protocol_error or ws.message_too_big.
+//
+// With QuickAck set, every read of the connection is followed by a TCP_QUICKACK, so that
+// what the client sent is acknowledged at once (see quickAckConn).
 type SmallBuffers struct {
 	http.ResponseWriter
 	MaxFrame uint64
+	QuickAck bool
 }
 
 func (w SmallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -33,6 +37,9 @@ func (w SmallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err := brw.Writer.Flush(); err != nil {
 		_ = nc.Close()
 		return nil, nil, err
+	}
+	if w.QuickAck {
+		nc = withQuickAck(nc)
 	}
 	var ahead []byte // bytes the client sent past the request
 	if n := brw.Reader.Buffered(); n > 0 {

@@ -206,3 +206,25 @@ func TestBatcherLinger(t *testing.T) {
 	wg.Done()
 	wg.Wait()
 }
+
+// Closing Done ends a linger at once: a worker that lingers an hour lets its owner close.
+func TestBatcherLingerEndsWithDone(t *testing.T) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	ran := make(chan int, 1)
+	q := &Batcher[int]{WG: &wg, Workers: 1, Linger: time.Hour, Done: done, Run: func(b []int) { ran <- len(b) }}
+	wg.Add(1)
+	q.Push(1)
+	if n := <-ran; n != 1 {
+		t.Fatalf("batch of %d jobs, want 1", n)
+	}
+	wg.Done()
+	close(done)
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker still lingers after Done closed")
+	}
+}

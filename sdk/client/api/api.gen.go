@@ -631,7 +631,7 @@ type RunnerConfigServerless struct {
 	// Headers At most 16; names of at most 128 bytes, values of at most 4096.
 	Headers *map[string]string `json:"headers,omitempty"`
 
-	// MaxConcurrentActors Default max_runners.
+	// MaxConcurrentActors Most actors of the pool allocated at once (envoy pools); beyond it an actor sleeps with error `concurrent_actor_limit_reached` and is retried at its `reschedule_ts`. Default `max_runners` when given, else 1000.
 	MaxConcurrentActors *int64 `json:"max_concurrent_actors,omitempty"`
 
 	// MaxRunners Default 1000.
@@ -1849,7 +1849,12 @@ type ClientInterface interface {
 	// RunnerConfigsDelete Delete the config of a runner name in every datacenter.
 	//
 	// A datacenter without a config for the name answers `{}` too. The request fails if any
-	// datacenter fails, with `metadata.datacenter` naming the first that did.
+	// datacenter fails, with `metadata.datacenter` naming the first that did. Deleting a
+	// serverless config drains the hosts its endpoint started: its envoys are drained
+	// (their actors stop, then wait for a host of the pool like any actor of a pool
+	// without hosts) and open
+	// `/start` requests are closed, their actors sleeping at once (the Rivet engine
+	// leaves them running: docs/serverless.md, § 2.6).
 	//
 	// Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
 	RunnerConfigsDelete(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1875,6 +1880,16 @@ type ClientInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+	// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+	// `runner` version there above that of the pool's connected hosts drains the older
+	// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+	// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+	// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+	// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+	// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+	// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 	//
 	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 	// later) starts its actors on demand: each start, wake or move of an actor is a
@@ -1910,6 +1925,16 @@ type ClientInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+	// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+	// `runner` version there above that of the pool's connected hosts drains the older
+	// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+	// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+	// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+	// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+	// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+	// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 	//
 	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 	// later) starts its actors on demand: each start, wake or move of an actor is a
@@ -2574,7 +2599,12 @@ func (c *Client) RunnerConfigsServerlessHealthCheck(ctx context.Context, params 
 // RunnerConfigsDelete Delete the config of a runner name in every datacenter.
 //
 // A datacenter without a config for the name answers `{}` too. The request fails if any
-// datacenter fails, with `metadata.datacenter` naming the first that did.
+// datacenter fails, with `metadata.datacenter` naming the first that did. Deleting a
+// serverless config drains the hosts its endpoint started: its envoys are drained
+// (their actors stop, then wait for a host of the pool like any actor of a pool
+// without hosts) and open
+// `/start` requests are closed, their actors sleeping at once (the Rivet engine
+// leaves them running: docs/serverless.md, § 2.6).
 //
 // Corresponds with DELETE /runner-configs/{runner_name} (the `RunnerConfigsDelete` operationId).
 func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNamePath, params *RunnerConfigsDeleteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2610,6 +2640,16 @@ func (c *Client) RunnerConfigsDelete(ctx context.Context, runnerName RunnerNameP
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+// `runner` version there above that of the pool's connected hosts drains the older
+// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 //
 // A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 // later) starts its actors on demand: each start, wake or move of an actor is a
@@ -2655,6 +2695,16 @@ func (c *Client) RunnerConfigsUpsertWithBody(ctx context.Context, runnerName Run
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+// `runner` version there above that of the pool's connected hosts drains the older
+// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 //
 // A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 // later) starts its actors on demand: each start, wake or move of an actor is a
@@ -4806,7 +4856,12 @@ type ClientWithResponsesInterface interface {
 	// RunnerConfigsDeleteWithResponse Delete the config of a runner name in every datacenter.
 	//
 	// A datacenter without a config for the name answers `{}` too. The request fails if any
-	// datacenter fails, with `metadata.datacenter` naming the first that did.
+	// datacenter fails, with `metadata.datacenter` naming the first that did. Deleting a
+	// serverless config drains the hosts its endpoint started: its envoys are drained
+	// (their actors stop, then wait for a host of the pool like any actor of a pool
+	// without hosts) and open
+	// `/start` requests are closed, their actors sleeping at once (the Rivet engine
+	// leaves them running: docs/serverless.md, § 2.6).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4834,6 +4889,16 @@ type ClientWithResponsesInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+	// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+	// `runner` version there above that of the pool's connected hosts drains the older
+	// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+	// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+	// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+	// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+	// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+	// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 	//
 	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 	// later) starts its actors on demand: each start, wake or move of an actor is a
@@ -4869,6 +4934,16 @@ type ClientWithResponsesInterface interface {
 	// fetch gives. The request fails if any datacenter fails, with the first failure in
 	// topology order and `metadata.datacenter` naming that datacenter; the others keep what
 	// they wrote, and sending the request again converges.
+	//
+	// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+	// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+	// `runner` version there above that of the pool's connected hosts drains the older
+	// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+	// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+	// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+	// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+	// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+	// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 	//
 	// A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 	// later) starts its actors on demand: each start, wake or move of an actor is a
@@ -7721,7 +7796,12 @@ func (c *ClientWithResponses) RunnerConfigsServerlessHealthCheckWithResponse(ctx
 // RunnerConfigsDeleteWithResponse Delete the config of a runner name in every datacenter.
 //
 // A datacenter without a config for the name answers `{}` too. The request fails if any
-// datacenter fails, with `metadata.datacenter` naming the first that did.
+// datacenter fails, with `metadata.datacenter` naming the first that did. Deleting a
+// serverless config drains the hosts its endpoint started: its envoys are drained
+// (their actors stop, then wait for a host of the pool like any actor of a pool
+// without hosts) and open
+// `/start` requests are closed, their actors sleeping at once (the Rivet engine
+// leaves them running: docs/serverless.md, § 2.6).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7755,6 +7835,16 @@ func (c *ClientWithResponses) RunnerConfigsDeleteWithResponse(ctx context.Contex
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+// `runner` version there above that of the pool's connected hosts drains the older
+// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 //
 // A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 // later) starts its actors on demand: each start, wake or move of an actor is a
@@ -7796,6 +7886,16 @@ func (c *ClientWithResponses) RunnerConfigsUpsertWithBodyWithResponse(ctx contex
 // fetch gives. The request fails if any datacenter fails, with the first failure in
 // topology order and `metadata.datacenter` naming that datacenter; the others keep what
 // they wrote, and sending the request again converges.
+//
+// A serverless pool's `/metadata` is then polled every `metadata_poll_interval` by one
+// engine node at a time. With `drain_on_version_upgrade` (the default), an `envoy` or
+// `runner` version there above that of the pool's connected hosts drains the older
+// ones (their actors move to hosts the endpoint starts next); an endpoint that stops
+// reporting its envoy protocol sets the pool's `runner_pool_error` to `downgrade`;
+// its `actorNames` join the namespace's actor names. An actor allocation beyond the
+// pool's `max_concurrent_actors` makes no request: the actor sleeps with error
+// `concurrent_actor_limit_reached` and a `reschedule_ts`, retried 4, 8, 16, 32 s… apart
+// for 5 minutes (docs/serverless.md, §§ 3.2, 4.7 and 11).
 //
 // A serverless pool whose endpoint reported an envoy protocol (rivetkit 2.3 and
 // later) starts its actors on demand: each start, wake or move of an actor is a

@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "560ea1aa223f011a094c7283dbbb99053a9c8c09b0ccfac2d13117692b486f1b"
+const SpecSHA256 = "1579dc10a946562f8432dc50d6d92a21af7cd619cd5c1f7920bcbfff99988c50"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine"
-	"github.com/berthhq/berth/engine/config"
+	"github.com/berthhq/berth/engine/enginetest"
 	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/ops/namespace"
@@ -32,24 +32,7 @@ import (
 
 func startEngine(t *testing.T, token string) *engine.Engine {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Database.URL = "mem://"
-	cfg.Guard.Host, cfg.Guard.Port = "127.0.0.1", 0
-	cfg.APIPeer.Host, cfg.APIPeer.Port = "127.0.0.1", 0
-	cfg.Metrics.Host, cfg.Metrics.Port = "127.0.0.1", 0
-	cfg.Auth.AdminToken = token
-	e, err := engine.Start(context.Background(), engine.Options{Config: cfg, Log: runnertest.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), runnertest.Wait)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("engine Shutdown: %v", err)
-		}
-	})
-	return e
+	return enginetest.Start(t, runnertest.Logger(), enginetest.AdminToken(token))
 }
 
 func TestRegistersWithTheEngine(t *testing.T) {

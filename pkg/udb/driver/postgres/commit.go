@@ -26,21 +26,26 @@ const notifyChannel = "berth_udb_commit"
 const pruneEvery = time.Second
 
 // A commit is one PostgreSQL transaction at READ COMMITTED, so that each
-// statement sees every commit finished before it:
+// statement sees every commit finished before it, sent in two round trips
+// after BEGIN so that the lock is held for as little as possible:
 //
 //  1. lockSQL locks the udb_meta row, which serialises commits of every
 //     process, and reads the last commit version and the horizon. The
 //     commit version is above both the last one and every read version
 //     handed out (those are committed versions), and follows the clock.
+//     In the same round trip, once the lock is held: whether a read
+//     conflict range was written after the read version (conflictSQL), and
+//     the newest values of the keys that atomic operations change.
 //  2. A read version below the horizon or older than the window fails with
-//     transaction_too_old; a read conflict range written after the read
-//     version (conflictSQL) fails with not_committed.
-//  3. The newest values of the keys that atomic operations change are read,
-//     the mutations are folded in transaction order into a final value per
-//     key plus the cleared ranges, and everything is written in one batch:
-//     cleared ranges, point writes, the write ranges' new versions in
-//     udb_writes, the new last version, pruning when due, and a NOTIFY.
-//  4. COMMIT. Only its failure leaves the outcome unknown (1021).
+//     transaction_too_old, a conflict with not_committed.
+//  3. The mutations are folded in transaction order into a final value per
+//     key plus the cleared ranges, and everything is written in one batch
+//     that ends with COMMIT: cleared ranges, point writes, the write ranges'
+//     new versions in udb_writes, the new last version, pruning when due,
+//     and a NOTIFY.
+//
+// Only a failure of that last batch other than an error the server reports
+// (which rolls the transaction back) leaves the outcome unknown (1021).
 const lockSQL = `SELECT version, horizon, ` + clockSQL + ` + $1::bigint FROM udb_meta WHERE id = 1 FOR UPDATE`
 
 // conflictSQL reports whether a range in ($2, $3) was written after version
@@ -76,14 +81,16 @@ INSERT INTO udb_kv (key, version, value)
 SELECT w.key, $1, w.value FROM w WHERE w.value IS NOT NULL OR w.key IN (SELECT key FROM old)`
 
 // The write ranges ($1, $2), disjoint and not adjacent, become written at
-// version $3 in the step function. versionAtSQL reads, before any change,
-// the version that holds at each range's end; the step at each end keeps it
-// (writesEndSQL), the steps inside go, and each begin gets the new version.
+// version $3 in the step function. writesEndSQL, before any change, gives
+// each range's end a step holding the version that held there (nothing if
+// one is there already); writesClearSQL drops the steps inside the ranges
+// and writesBeginSQL gives each begin the new version.
 const (
-	versionAtSQL = `
-SELECT coalesce((SELECT w.version FROM udb_writes w WHERE w.key <= e ORDER BY w.key DESC LIMIT 1), 0)
-FROM unnest($1::bytea[]) WITH ORDINALITY AS x(e, i) ORDER BY i`
-	writesEndSQL   = `INSERT INTO udb_writes (key, version) SELECT * FROM unnest($1::bytea[], $2::bigint[]) ON CONFLICT (key) DO NOTHING`
+	writesEndSQL = `
+INSERT INTO udb_writes (key, version)
+SELECT e, coalesce((SELECT w.version FROM udb_writes w WHERE w.key <= e ORDER BY w.key DESC LIMIT 1), 0)
+FROM unnest($1::bytea[]) AS e
+ON CONFLICT (key) DO NOTHING`
 	writesClearSQL = `DELETE FROM udb_writes w USING unnest($1::bytea[], $2::bytea[]) AS r(b, e) WHERE w.key >= r.b AND w.key < r.e`
 	writesBeginSQL = `
 INSERT INTO udb_writes (key, version) SELECT b, $2 FROM unnest($1::bytea[]) AS b
@@ -174,61 +181,33 @@ func isCode(err error) bool {
 	return errors.As(err, &e)
 }
 
-// commitOn runs the commit transaction on c. sentCommit reports that COMMIT
-// was sent, after which a lost connection leaves the outcome unknown.
+// commitOn runs the commit transaction on c. sentCommit reports that the
+// batch ending with COMMIT was sent, after which a lost connection leaves the
+// outcome unknown.
 func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest) (res txn.CommitResult, sentCommit bool, err error) {
-	tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
+	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
 		return res, false, err
 	}
-	defer func() {
-		if !sentCommit {
+	defer func() { // a failure the server saw, or one of ours, leaves c usable once rolled back
+		if err != nil && (isCode(err) || !connBroken(err)) && c.PgConn().TxStatus() != 'I' {
 			rctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			_ = tx.Rollback(rctx)
+			_, _ = c.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
 	}()
 
+	// The lock, then the reads that need it, in one round trip: the conflict
+	// check and the newest values atomic operations need.
 	var last, horizon, now int64
-	if err := tx.QueryRow(ctx, lockSQL, db.advanced.Load()).Scan(&last, &horizon, &now); err != nil {
-		return res, false, err
-	}
-	cv := max(last+1, now)
-	if req.ReadVersion < horizon || cv-req.ReadVersion > udb.MVCCWindowVersions {
-		return res, false, udb.Error{Code: udb.CodeTransactionTooOld}
-	}
-	stamp := stampOf(cv)
-	writes := req.WriteConflicts
-	for _, m := range req.Mutations {
-		if m.Op == txn.OpAtomic && m.Atomic == udb.MutationSetVersionstampedKey && !m.NoWriteConflict {
-			k := stampedKey(m.Key, stamp)
-			writes = append(writes, txn.KeyRange{Begin: k, End: udb.KeyAfter(k)})
-		}
-	}
-	writes = mergeRanges(writes)
-	wbs, wes := splitRanges(writes)
-
-	// The reads, in one round trip: the conflict check, the version at each
-	// write range's end, and the newest values atomic operations need.
 	reads := &pgx.Batch{}
+	reads.Queue(lockSQL, db.advanced.Load()).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&last, &horizon, &now)
+	})
 	var conflict bool
 	if len(req.ReadConflicts) > 0 {
 		bs, es := splitRanges(req.ReadConflicts)
 		reads.Queue(conflictSQL, req.ReadVersion, bs, es).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&conflict)
-		})
-	}
-	endVersions := make([]int64, 0, len(wes))
-	if len(wes) > 0 {
-		reads.Queue(versionAtSQL, wes).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var v int64
-				if err := rows.Scan(&v); err != nil {
-					return err
-				}
-				endVersions = append(endVersions, v)
-			}
-			return rows.Err()
 		})
 	}
 	stored := map[string][]byte{} // the present ones among atomic operations' keys
@@ -246,21 +225,29 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest)
 			return rows.Err()
 		})
 	}
-	if reads.Len() > 0 {
-		if err := tx.SendBatch(ctx, reads).Close(); err != nil {
-			return res, false, err
-		}
+	if err := c.SendBatch(ctx, reads).Close(); err != nil {
+		return res, false, err
+	}
+	cv := max(last+1, now)
+	if req.ReadVersion < horizon || cv-req.ReadVersion > udb.MVCCWindowVersions {
+		return res, false, udb.Error{Code: udb.CodeTransactionTooOld}
 	}
 	if conflict {
 		return res, false, udb.Error{Code: udb.CodeNotCommitted}
-	}
-	if len(endVersions) != len(wes) {
-		return res, false, fmt.Errorf("read %d versions for %d write ranges", len(endVersions), len(wes))
 	}
 	code, applied := db.takeInjected()
 	if code != 0 && !applied {
 		return res, false, udb.Error{Code: code}
 	}
+	stamp := stampOf(cv)
+	writes := req.WriteConflicts
+	for _, m := range req.Mutations {
+		if m.Op == txn.OpAtomic && m.Atomic == udb.MutationSetVersionstampedKey && !m.NoWriteConflict {
+			k := stampedKey(m.Key, stamp)
+			writes = append(writes, txn.KeyRange{Begin: k, End: udb.KeyAfter(k)})
+		}
+	}
+	writes = mergeRanges(writes)
 
 	w := fold(req.Mutations, stored, stamp)
 	b := &pgx.Batch{}
@@ -272,7 +259,8 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest)
 		b.Queue(pointSQL, cv, w.keys, w.values)
 	}
 	if len(writes) > 0 {
-		b.Queue(writesEndSQL, wes, endVersions)
+		wbs, wes := splitRanges(writes)
+		b.Queue(writesEndSQL, wes)
 		b.Queue(writesClearSQL, wbs, wes)
 		b.Queue(writesBeginSQL, wbs, cv)
 	}
@@ -293,14 +281,11 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, req *txn.CommitRequest)
 		b.Queue(pruneHorizonSQL, h)
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, strconv.FormatInt(cv, 10))
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return res, false, err
-	}
+	b.Queue("COMMIT")
 	if db.beforeCommit != nil {
 		db.beforeCommit(c)
 	}
-	sentCommit = true
-	if err := tx.Commit(ctx); err != nil {
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return res, true, err
 	}
 	if code != 0 {

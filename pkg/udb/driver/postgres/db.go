@@ -34,9 +34,14 @@ const (
 
 // tickVersions is how stale the last commit version may be before taking a
 // read version advances it to the clock: on an idle database versions still
-// move with time, as FoundationDB's do, so new transactions get their whole
-// 5 s window. 10 ms of versions.
-const tickVersions = udb.VersionsPerSecond / 100
+// move with time, as FoundationDB's do, so new transactions get at least
+// 4.5 s of their 5 s window. An advance is a write to udb_meta: it takes the
+// lock every commit takes and waits behind them. With 10 ms, 16 clients
+// creating actors on a loaded 2-core machine (a commit every 10-80 ms) took
+// about two read versions per create (pg_stat_statements: 1,000-1,200 for
+// 500-600 creates, 1.2-3 ms each against 0.03 ms for a read), and each that
+// advanced queued for the lock like a commit. 500 ms of versions.
+const tickVersions = udb.VersionsPerSecond / 2
 
 // clockSQL is the version clock: microseconds since the epoch on the
 // server's clock, the same for every process sharing the database.
