@@ -35,14 +35,15 @@ func ActorKVPath(c echo.Context) (id.ID, []byte, error) {
 	if err != nil {
 		return id.ID{}, nil, rerr.BadRequest("key", "malformed percent-encoding")
 	}
-	key, err := decodeKVKey(raw)
+	key, err := DecodeKVKey(raw)
 	if err != nil {
 		return id.ID{}, nil, rerr.BadRequest("key", "not base64")
 	}
 	return aid, key, nil
 }
 
-func decodeKVKey(s string) ([]byte, error) {
+// DecodeKVKey decodes a KV key given in base64, standard or URL-safe, padded or not.
+func DecodeKVKey(s string) ([]byte, error) {
 	var err error
 	for _, enc := range kvKeyEncodings {
 		var key []byte

@@ -5,9 +5,20 @@ import (
 	"strings"
 
 	apipeer "github.com/berthhq/berth/api-peer"
+	"github.com/berthhq/berth/engine/reqlog"
 	"github.com/berthhq/berth/engine/ui"
+	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
 )
+
+var _ guard.RequestObserver = (*reqlog.Log)(nil)
+
+// gatewayTelemetry is the gateway's telemetry, with the inspector's request log.
+func (e *Engine) gatewayTelemetry() guard.Telemetry {
+	t := e.obs.gateway()
+	t.Requests = &e.requests
+	return t
+}
 
 // dashboard is the configuration of /ui: the engine's auth, the public API it reads in
 // process, and clients seen as the gateway sees them (guard.trusted_proxies), so that its
@@ -15,7 +26,7 @@ import (
 // TLS-terminating proxy (X-Forwarded-Proto: https).
 func (e *Engine) dashboard(api http.Handler, peer *apipeer.Server, label uint16) ui.Options {
 	return ui.Options{
-		Auth: e.auth, ResolveNamespace: peer.ResolveNamespace, API: api, DB: e.db, Label: label,
+		Auth: e.auth, ResolveNamespace: peer.ResolveNamespace, API: api, DB: e.db, Label: label, Requests: &e.requests,
 		ClientIP: func(r *http.Request) string { return core.ClientIP(r, e.trusted) },
 		SecureCookie: func(r *http.Request) bool {
 			return r.TLS != nil || e.trusted.Sent(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")

@@ -19,6 +19,7 @@ import (
 	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/engine/internal/connlimit"
 	"github.com/berthhq/berth/engine/pegboard"
+	"github.com/berthhq/berth/engine/reqlog"
 	"github.com/berthhq/berth/engine/serverless"
 	"github.com/berthhq/berth/guard"
 	"github.com/berthhq/berth/guard/core"
@@ -66,6 +67,9 @@ type Options struct {
 
 // Engine is a running berth node. Its listeners serve until Shutdown.
 type Engine struct {
+	// requests is the inspector's live request log: this node's gateway requests, handed
+	// to whoever watches their actor.
+	requests  reqlog.Log
 	log       *slog.Logger
 	db        udb.Database
 	peers     *apihttp.PeerClient
@@ -307,7 +311,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 		ResolveQueryTimeout:  config.Ms(cfg.Guard.RoutePegboardResolveQuery),
 		ResponseStartTimeout: config.Ms(cfg.Guard.GatewayResponseStartTimeout),
 		WebSocketOpenTimeout: config.Ms(cfg.Guard.GatewayWebSocketOpenTimeout),
-		Telemetry:            e.obs.gateway(),
+		Telemetry:            e.gatewayTelemetry(),
 	})
 	// WebSockets are counted per client before anything else looks at them.
 	sockets := connlimit.NewSockets(int(cfg.Guard.MaxWebSocketsPerClient), func(r *http.Request) string { return core.ClientIP(r, e.trusted) })

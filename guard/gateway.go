@@ -273,6 +273,8 @@ func (g *Gateway) serveResolved(w http.ResponseWriter, r *http.Request, ray stri
 		g.serveWebSocket(w, r, ray, req)
 		return
 	}
+	w, done := g.observed(w, r, req)
+	defer done()
 	release, ok := g.perActor.Acquire(req.ActorID)
 	if !ok {
 		g.fail(w, r, ray, rerr.GuardActorOverloaded(g.o.MaxRequestsPerActor))

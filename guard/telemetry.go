@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -29,7 +30,59 @@ type Telemetry struct {
 	// runner, waking it if needed), "response" (the tunnel round trip to the actor's whole
 	// response), "websocket_open" (resolve and open, until the actor accepted).
 	Phase func(phase string, d time.Duration)
+	// Requests, when set, is told of the HTTP requests served to the actors it watches
+	// (the inspector's live request log); for others it costs one Watching call.
+	Requests RequestObserver
 }
+
+// RequestObserver watches the HTTP requests the gateway serves to some actors.
+type RequestObserver interface {
+	Watching(aid id.ID) bool
+	// Served reports a request to actor aid: its method, the path the actor saw, the
+	// status answered and how long it took.
+	Served(aid id.ID, method, path string, status int, d time.Duration)
+}
+
+// observed returns w wrapped to report the request to Telemetry.Requests when it watches
+// the actor, and the func to call when the request is done.
+func (g *Gateway) observed(w http.ResponseWriter, r *http.Request, req actorRequest) (http.ResponseWriter, func()) {
+	obs := g.o.Telemetry.Requests
+	if obs == nil || !obs.Watching(req.ActorID) {
+		return w, func() {}
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	start := time.Now()
+	return sw, func() {
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		obs.Served(req.ActorID, r.Method, req.Path, status, time.Since(start))
+	}
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer (flushes).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // span starts a child span when tracing is on; end records err and ends it.
 func (g *Gateway) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, func(error)) {

@@ -138,6 +138,8 @@ type ActorState struct {
 	// LimitSinceTs, the first of them; both are cleared when the actor is placed.
 	LimitRetries uint32 `json:"limit_retries,omitempty"`
 	LimitSinceTs int64  `json:"limit_since_ts,omitempty"`
+	// HistorySeq is the sequence number of the next ActorHistoryKey entry.
+	HistorySeq uint64 `json:"history_seq,omitempty"`
 }
 
 // TimerTs is when the actor's timer must fire, or nil: the deadline of its phase, its

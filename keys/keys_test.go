@@ -98,6 +98,7 @@ func allKeyCases() []keyCase {
 		kc(RunnerCommandKey{RunnerID: rid1, ActorID: testID(9), Generation: 1<<32 - 1, Index: 7}, UnpackRunnerCommandKey),
 		kc(ActorStateKey{ActorID: testID(9)}, UnpackActorStateKey),
 		kc(HibernatingRequestKey{ActorID: testID(9), GatewayID: [4]byte{0xff, 1, 2, 3}, RequestID: [4]byte{4, 5, 6, 0xff}}, UnpackHibernatingRequestKey),
+		kc(ActorHistoryKey{ActorID: testID(9), Slot: 63}, UnpackActorHistoryKey),
 		kc(ActorTimerKey{DueTs: 1700000000123, ActorID: testID(9)}, UnpackActorTimerKey),
 		kc(PendingActorKey{Namespace: ns1, Selector: "pool", Ts: 5, ActorID: testID(9)}, UnpackPendingActorKey),
 		kc(RunnerPingIdxKey{LastPingTs: 1700000000123, RunnerID: rid1}, UnpackRunnerPingIdxKey),

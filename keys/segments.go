@@ -109,6 +109,8 @@ const (
 	tagServerlessDemand = 1080
 	// A serverless pool's count of allocated actors (pool_actors.go).
 	tagPoolActors = 1090
+	// An actor's recent lifecycle transitions (actor_history.go).
+	tagHistory = 1100
 )
 
 // Subspaces, as in Rivet: pegboard (RIVET, PEGBOARD) holds actor, runner,

@@ -3,16 +3,16 @@ package ui
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/berthhq/berth/engine/reqlog"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -48,6 +48,9 @@ type Options struct {
 	API http.Handler
 	// DB is this datacenter's store, for /ui/actor-states.
 	DB udb.Database
+	// Requests is this node's live request log (the gateway records to it); nil streams
+	// nothing.
+	Requests *reqlog.Log
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
 	// ClientIP is the address a request counts as, for the failed-login limit; nil means the
@@ -87,8 +90,15 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/                 the page (index.html)
 //	GET  /ui/app.js, …        the page's other static files: public, even with auth on
 //	GET  /ui/api/<path>       GET <path> of the public API, with the caller's token
+//	POST, DELETE /ui/api/…    the inspector's actions (isAction), likewise
 //	GET  /ui/actor-states     ?actor_ids=a,b: {id: {state, generation}} for this datacenter's
 //	                          actors (the public actor object has neither)
+//	GET  /ui/actor-detail     ?actor_id=: host, alarm, hibernating WebSockets and lifecycle
+//	                          history of an actor of this datacenter
+//	GET  /ui/actor-kv         ?actor_id=&prefix=&cursor=&limit=: a page of its KV entries
+//	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
+//	                          one's rows, read-only (admin tokens only)
+//	GET  /ui/actor-requests   ?actor_id=: the actor's gateway requests on this node, live (SSE)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -100,7 +110,8 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 // SessionLifetime; its cookie is the session id signed with a key made at start, HttpOnly,
 // SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
 // proved stays server side: /ui/api/ sends it to the API, so page scripts never see it.
-// /ui/api/ passes only GET, so the dashboard cannot write.
+// /ui/api/ passes GET and the inspector's actions only (create, sleep, reschedule and
+// destroy an actor, drain a runner): the API checks the token's role for each.
 //
 // Whether or not auth is on, requests other than GET, HEAD and OPTIONS are refused (403
 // api.forbidden) when they come from another site: Sec-Fetch-Site, else Origin, else
@@ -112,6 +123,9 @@ func Handler(o Options) http.Handler {
 	ses := newSessions(o.SessionLifetime, o.MaxSessions, o.now)
 	if o.now == nil {
 		o.now = time.Now
+	}
+	if o.Requests == nil {
+		o.Requests = &reqlog.Log{}
 	}
 	limiter := newLoginLimiter(o.now)
 	if o.ClientIP == nil {
@@ -161,7 +175,12 @@ func Handler(o Options) http.Handler {
 		http.SetCookie(w, cookie(r, "", -1))
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
-	mux.HandleFunc("GET /ui/api/", func(w http.ResponseWriter, r *http.Request) {
+	proxy := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && !isAction(r.Method, strings.TrimPrefix(r.URL.Path, "/ui/api")) {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, r, rerr.APIMethodNotAllowed())
+			return
+		}
 		out := r.Clone(r.Context())
 		out.URL.Path = strings.TrimPrefix(r.URL.Path, "/ui/api")
 		out.URL.RawPath = ""
@@ -172,9 +191,24 @@ func Handler(o Options) http.Handler {
 			out.Header.Set("Authorization", "Bearer "+tok)
 		}
 		o.API.ServeHTTP(w, out)
-	})
+	}
+	mux.HandleFunc("GET /ui/api/", proxy)
+	mux.HandleFunc("POST /ui/api/", proxy)
+	mux.HandleFunc("DELETE /ui/api/", proxy)
 	mux.HandleFunc("GET /ui/actor-states", func(w http.ResponseWriter, r *http.Request) {
 		actorStates(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-detail", func(w http.ResponseWriter, r *http.Request) {
+		serveActorDetail(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-kv", func(w http.ResponseWriter, r *http.Request) {
+		serveActorKV(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-sqlite", func(w http.ResponseWriter, r *http.Request) {
+		serveActorSQLite(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/actor-requests", func(w http.ResponseWriter, r *http.Request) {
+		serveActorRequests(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
@@ -237,6 +271,18 @@ func Handler(o Options) http.Handler {
 		ctx := auth.WithGrant(context.WithValue(r.Context(), tokenKey{}, tok), g)
 		mux.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// actionPaths are the API calls the inspector's action buttons make, by method.
+var actionPaths = map[string]*regexp.Regexp{
+	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/runners/[^/]+/drain$`),
+	http.MethodDelete: regexp.MustCompile(`^/actors/[^/]+$`),
+}
+
+// isAction reports whether method path (of the public API) is one of the inspector's actions.
+func isAction(method, path string) bool {
+	re := actionPaths[method]
+	return re != nil && re.MatchString(path)
 }
 
 // IsPath reports whether path belongs to the dashboard.
@@ -330,24 +376,19 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 	}
 	out := make(map[string]actorState, len(ids))
-	var scope id.ID // the namespace of a grant limited to one
-	if g := auth.FromContext(r.Context()); !g.Global() {
-		ns, err := o.ResolveNamespace(r.Context(), g.Namespace)
-		if err != nil {
-			writeError(w, r, rerr.Public(err))
-			return
-		}
-		scope = ns.NamespaceID
+	sc, err := scope(r, o)
+	if err != nil {
+		fail(w, r, "resolving the namespace", err)
+		return
 	}
-	err := udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
+	err = udb.View(r.Context(), o.DB, func(rt udb.ReadTransaction) error {
 		clear(out)
 		for _, aid := range ids {
-			if scope != (id.ID{}) {
-				ns, found, err := actor.NamespaceOf(r.Context(), rt.Snapshot(), aid)
-				if err != nil {
-					return err
-				}
-				if !found || ns != scope {
+			if sc != (id.ID{}) {
+				if ok, err := visible(r.Context(), rt, aid, sc); !ok || err != nil {
+					if err != nil {
+						return err
+					}
 					continue
 				}
 			}
@@ -364,10 +405,8 @@ func actorStates(w http.ResponseWriter, r *http.Request, o Options) {
 		return nil
 	})
 	if err != nil {
-		apihttp.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: reading actor states failed", slog.Any("error", err))
-		writeError(w, r, rerr.Public(rerr.Internal(err)))
+		fail(w, r, "reading actor states", err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	writeJSON(w, out)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +110,7 @@ func wantError(t *testing.T, what string, res *http.Response, status int, key st
 // data paths are not.
 func TestUIStaticAssetsArePublic(t *testing.T) {
 	h := newHandler(t, testToken)
-	for path, contains := range map[string]string{"/ui/style.css": "main.login", "/ui/app.js": "refresh"} {
+	for path, contains := range map[string]string{"/ui/style.css": "main.login", "/ui/app.js": "hashchange"} {
 		res := do(h, "GET", path, "")
 		if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, contains) {
 			t.Errorf("GET %s without auth: %d %.80q", path, res.StatusCode, body)
@@ -120,11 +121,11 @@ func TestUIStaticAssetsArePublic(t *testing.T) {
 	if res.StatusCode != 401 || !strings.Contains(body, `name="token"`) || !strings.Contains(body, `<link rel="stylesheet" href="/ui/style.css">`) {
 		t.Errorf("GET /ui/ without auth: %d %q; want 401 with the login form and the stylesheet", res.StatusCode, body)
 	}
-	if strings.Contains(body, `id="actors"`) {
+	if strings.Contains(body, `id="view"`) {
 		t.Errorf("the login page shows the dashboard")
 	}
 	res = do(h, "GET", "/ui/index.html", "")
-	if body := bodyOf(t, res); strings.Contains(body, `id="actors"`) {
+	if body := bodyOf(t, res); strings.Contains(body, `id="view"`) {
 		t.Errorf("GET /ui/index.html without auth shows the dashboard: %d", res.StatusCode)
 	}
 	wantError(t, "GET /ui/api/namespaces", do(h, "GET", "/ui/api/namespaces", ""), 401, "api.unauthorized")
@@ -171,7 +172,7 @@ func TestUILoginStartsASession(t *testing.T) {
 		t.Errorf("the API saw %v; want the admin token as bearer and no cookie", got)
 	}
 	res = do(h, "GET", "/ui/", "", withCookie(c))
-	if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, `id="actors"`) {
+	if body := bodyOf(t, res); res.StatusCode != 200 || !strings.Contains(body, `id="view"`) {
 		t.Errorf("GET /ui/ with the session: %d", res.StatusCode)
 	}
 }
@@ -290,7 +291,7 @@ func TestUIBearerToken(t *testing.T) {
 // Without an admin token the dashboard is open, as before.
 func TestUIWithoutAuth(t *testing.T) {
 	h := newHandler(t, "")
-	if res := do(h, "GET", "/ui/", ""); res.StatusCode != 200 || !strings.Contains(bodyOf(t, res), `id="actors"`) {
+	if res := do(h, "GET", "/ui/", ""); res.StatusCode != 200 || !strings.Contains(bodyOf(t, res), `id="view"`) {
 		t.Errorf("GET /ui/: %d", res.StatusCode)
 	}
 	res := do(h, "GET", "/ui/api/namespaces", "")
@@ -430,4 +431,58 @@ func TestUISecureCookie(t *testing.T) {
 			t.Errorf("login over %s: cookies %+v", proto, cookies)
 		}
 	}
+}
+
+// /ui/api/ passes the inspector's actions (and only those) to the API with the session's
+// token; a cross-site action is refused before it reaches the API.
+func TestUIActionsThroughTheProxy(t *testing.T) {
+	h := newHandler(t, testToken)
+	c := login(t, h, testToken)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"POST", "/ui/api/actors?namespace=default", 200},
+		{"POST", "/ui/api/actors/abc/sleep?namespace=default", 200},
+		{"POST", "/ui/api/actors/abc/reschedule", 200},
+		{"DELETE", "/ui/api/actors/abc?namespace=default", 200},
+		{"POST", "/ui/api/runners/abc/drain", 200},
+		{"POST", "/ui/api/namespaces", 405},
+		{"POST", "/ui/api/actors/abc/kv/keys/a", 405},
+		{"DELETE", "/ui/api/runner-configs/pool", 405},
+		{"DELETE", "/ui/api/actors/abc/sleep", 405},
+		{"PUT", "/ui/api/actors", 405},
+	} {
+		res := do(h, tc.method, tc.path, "", withCookie(c), "Sec-Fetch-Site: same-origin")
+		body := bodyOf(t, res)
+		if res.StatusCode != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, res.StatusCode, body, tc.status)
+			continue
+		}
+		if tc.status == 200 && !strings.Contains(body, `"authorization":"Bearer `+testToken+`"`) {
+			t.Errorf("%s %s reached the API as %s", tc.method, tc.path, body)
+		}
+	}
+	wantError(t, "cross-site POST", do(h, "POST", "/ui/api/actors/abc/sleep", "", withCookie(c), "Sec-Fetch-Site: cross-site"), 403, "api.forbidden")
+	wantError(t, "POST /ui/api/namespaces", do(h, "POST", "/ui/api/namespaces", "", withCookie(c), "Sec-Fetch-Site: same-origin"), 405, "api.method_not_allowed")
+}
+
+// SQLite rows are application data: a read token may not read them (admin tokens only),
+// whatever the query.
+func TestUISQLiteNeedsAnAdminToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	readTok := auth.NewToken()
+	if err := auth.WriteFile(path, auth.File{Tokens: []auth.Entry{{ID: "dash", Namespace: "prod", Role: auth.RoleRead, SHA256: auth.Hash(readTok)}}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Options{AdminToken: testToken, TokensFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(Options{Auth: a, API: fakeAPI})
+	for _, q := range []string{"", "?actor_id=x", "?actor_id=x&table=t"} {
+		wantError(t, "read token: /ui/actor-sqlite"+q, do(h, "GET", "/ui/actor-sqlite"+q, "", "Authorization: Bearer "+readTok), 403, "api.forbidden")
+	}
+	// The admin token passes the role check (and fails on the malformed id).
+	wantError(t, "admin token", do(h, "GET", "/ui/actor-sqlite?actor_id=x", "", "Authorization: Bearer "+testToken), 400, "api.bad_request")
 }

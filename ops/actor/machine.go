@@ -64,6 +64,7 @@ func (m *machine) save(a *actor) {
 	if a.st.Phase != keys.PhaseSleeping {
 		a.st.SleepTs = nil
 	}
+	m.record(a)
 	keys.Set(m.tx, keys.ActorStateKey{ActorID: a.id}, a.st)
 	oldT, newT := a.old.TimerTs(), a.st.TimerTs()
 	if oldT != nil && (newT == nil || *oldT != *newT) {

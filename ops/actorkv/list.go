@@ -116,3 +116,23 @@ func List(ctx context.Context, r udb.ReadTransaction, in ListInput) ([]Entry, er
 	}
 	return out, nil
 }
+
+// ListPrefixAfter selects the keys that start with Prefix and sort after After (every
+// such key for an empty After): the pages of a prefix search whose last key was After.
+type ListPrefixAfter struct{ Prefix, After []byte }
+
+func (q ListPrefixAfter) rows(aid id.ID) ([]byte, []byte, error) {
+	if keySize(q.Prefix) > MaxKeySize {
+		return nil, nil, errKeyTooLong("prefix key")
+	}
+	if keySize(q.After) > MaxKeySize {
+		return nil, nil, errKeyTooLong("after key")
+	}
+	b, e := keys.ActorKVPrefixRange(aid, q.Prefix)
+	if len(q.After) > 0 {
+		if _, past := keys.ActorKVKeyRange(aid, q.After); string(past) > string(b) {
+			b = past
+		}
+	}
+	return b, e, nil
+}

@@ -69,6 +69,9 @@ type ExecInput struct {
 	Script     string
 	Statements []Statement
 	NowMs      int64
+	// ReadOnly runs the SQL read-only whatever the actor's placement (inspection): a write
+	// fails with sqlite.read_only.
+	ReadOnly bool
 }
 
 // ExecOutput holds one Result per statement (one for a script) and the head after the run.
@@ -95,6 +98,9 @@ func (s *Store) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	})
 	if err != nil {
 		return ExecOutput{}, err
+	}
+	if in.ReadOnly {
+		snap.writable = false
 	}
 	pageSize := 4096
 	if p1 := snap.pages[1]; len(p1) >= 100 {

@@ -133,3 +133,24 @@ func TestExecLargeWriteStaged(t *testing.T) {
 		t.Fatalf("read back: %v %+v", err, out)
 	}
 }
+
+// ReadOnly makes a run read-only even where it could write (the actor sleeps).
+func TestExecReadOnly(t *testing.T) {
+	db := opstest.Open(t)
+	s := &Store{DB: db}
+	aid := id.New(1)
+	place(t, db, aid, 0, keys.PhaseSleeping)
+	f := Fence{ActorID: aid}
+	if _, err := s.Exec(bg, ExecInput{Fence: f, Script: "CREATE TABLE t (v); INSERT INTO t VALUES (1)"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Exec(bg, ExecInput{Fence: f, Script: "SELECT v FROM t", ReadOnly: true})
+	if err != nil || !out.ReadOnly || out.Results[0].Rows[0][0] != int64(1) {
+		t.Fatalf("read-only read: %v %+v", err, out)
+	}
+	_, err = s.Exec(bg, ExecInput{Fence: f, Script: "INSERT INTO t VALUES (2)", ReadOnly: true})
+	wantCode(t, err, rerr.CodeSQLiteReadOnly)
+	if h := head(t, db, aid).HeadTxid; h != out.HeadTxid {
+		t.Fatalf("a refused write moved the head: %d to %d", out.HeadTxid, h)
+	}
+}
