@@ -33,6 +33,7 @@ type echoRunner struct {
 	// drop: WebSocket messages are dropped unanswered and unacknowledged, as a runner drops
 	// those that reach it as their actor stops.
 	drop      bool
+	dropped   chan struct{} // one per message dropped
 	sockets   map[proto.RequestID]string
 	lastIndex map[proto.RequestID]uint16
 	gateway   proto.GatewayID
@@ -44,6 +45,7 @@ type echoRunner struct {
 func newEchoRunner(t *testing.T, ctx context.Context, e *Engine) *echoRunner {
 	c, _ := connectRunner(t, ctx, e.PublicAddr(), "echo-"+id.New(1).String(), "tok")
 	r := &echoRunner{t: t, c: c, idx: map[proto.ActorCheckpoint]int64{}, starts: make(chan proto.ActorCheckpoint, 16),
+		dropped: make(chan struct{}, 16),
 		sockets: map[proto.RequestID]string{}, lastIndex: map[proto.RequestID]uint16{}}
 	go r.serve(ctx)
 	return r
@@ -129,7 +131,10 @@ func (r *echoRunner) tunnel(ctx context.Context, m proto.ToClientTunnelMessage) 
 	case proto.ToClientWebSocketMessage:
 		r.mu.Lock()
 		_, open := r.sockets[m.MessageID.RequestID]
-		open = open && !r.drop
+		if open && r.drop {
+			open = false
+			r.dropped <- struct{}{}
+		}
 		last, seen := r.lastIndex[m.MessageID.RequestID]
 		dup := seen && int16(m.MessageID.MessageIndex-last) <= 0
 		if open && !dup {
@@ -406,6 +411,11 @@ func TestGatewayHibernationResendsDropped(t *testing.T) {
 	r.mu.Unlock()
 	if err := ws.Write(ctx, websocket.MessageText, []byte("dropped")); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-r.dropped:
+	case <-ctx.Done():
+		t.Fatal("the message never reached the runner")
 	}
 	r.mu.Lock()
 	r.drop = false
