@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	proto "github.com/berthhq/berth/sdk/protocol/runner"
 )
@@ -50,39 +51,16 @@ func (g *Gateway) observed(w http.ResponseWriter, r *http.Request, req actorRequ
 	if obs == nil || !obs.Watching(req.ActorID) {
 		return w, func() {}
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &apihttp.StatusRecorder{ResponseWriter: w}
 	start := time.Now()
 	return sw, func() {
-		status := sw.status
+		status := sw.Status()
 		if status == 0 {
 			status = http.StatusOK
 		}
 		obs.Served(req.ActorID, r.Method, req.Path, status, time.Since(start))
 	}
 }
-
-// statusWriter remembers the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer (flushes).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // span starts a child span when tracing is on; end records err and ends it.
 func (g *Gateway) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, func(error)) {

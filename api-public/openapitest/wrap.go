@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/berthhq/berth/pkg/apihttp"
 )
 
 type uncheckedKey struct{}
@@ -145,37 +147,24 @@ func Handler(t testing.TB, h http.Handler) http.Handler {
 			reqBody = b
 			req.Body = io.NopCloser(bytes.NewReader(b))
 		}
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{StatusRecorder: apihttp.StatusRecorder{ResponseWriter: w}}
 		h.ServeHTTP(rec, req)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
+		status := rec.Status()
+		if status == 0 {
+			status = http.StatusOK
 		}
-		resp := &http.Response{StatusCode: rec.status, Header: w.Header().Clone(), Request: req}
+		resp := &http.Response{StatusCode: status, Header: w.Header().Clone(), Request: req}
 		report(t, req, reqBody, resp, rec.body.Bytes())
 	})
 }
 
 // recorder forwards a response to the client and keeps a copy of its status and body.
 type recorder struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
+	apihttp.StatusRecorder
+	body bytes.Buffer
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
 	r.body.Write(b)
-	return r.ResponseWriter.Write(b)
+	return r.StatusRecorder.Write(b)
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer (Flush, deadlines).
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

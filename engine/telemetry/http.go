@@ -1,10 +1,8 @@
 package telemetry
 
 import (
-	"bufio"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -63,18 +61,15 @@ func Handler(next http.Handler, o HTTPOptions) http.Handler {
 				trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
 					attribute.String("berth.request_id", ri.ID)))
 		}
-		rec := &recorder{ResponseWriter: w}
+		rec := &apihttp.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 
 		route := ri.Route
 		if route == "" {
 			route = defaultRoute(r.URL.Path)
 		}
-		status := rec.status
-		switch {
-		case status == 0 && rec.hijacked:
-			status = http.StatusSwitchingProtocols
-		case status == 0:
+		status := rec.Status()
+		if status == 0 {
 			status = http.StatusOK
 		}
 		elapsed := time.Since(start)
@@ -129,38 +124,3 @@ func requestID(given string) string {
 func badIDRune(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-')
 }
-
-// recorder remembers the status written; it passes hijacking and flushing through, so
-// WebSocket upgrades and streamed responses work behind it.
-type recorder struct {
-	http.ResponseWriter
-	status   int
-	hijacked bool
-}
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *recorder) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err == nil {
-		w.hijacked = true
-	}
-	return c, brw, err
-}
-
-// Unwrap lets http.ResponseController reach the server's writer.
-func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
