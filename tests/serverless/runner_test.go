@@ -119,6 +119,10 @@ func TestRunnerPoolStartsOnDemand(t *testing.T) {
 	if got := increment(t, e, aid, 5); got != 5 {
 		t.Fatalf("first increment: %d, want 5", got)
 	}
+	// Its runner was told the drain grace at init, as the reference tells it.
+	if md := runnerInit(t, app); md.ServerlessDrainGracePeriod == nil || *md.ServerlessDrainGracePeriod != runnerGraceMs {
+		t.Errorf("runner init metadata %+v, want serverlessDrainGracePeriod %d", md, runnerGraceMs)
+	}
 	if got := increment(t, e, aid, 2); got != 7 {
 		t.Fatalf("second increment: %d, want 7", got)
 	}
@@ -129,6 +133,33 @@ func TestRunnerPoolStartsOnDemand(t *testing.T) {
 	sleepActor(t, e, aid)
 	st.awaitNoneOpen(app, 3*within)
 	t.Logf("%d /start requests in all", st.total)
+}
+
+// initMetadata is the protocol metadata a runner logs on ToClientInit.
+type initMetadata struct {
+	RunnerLostThreshold        int64  `json:"runnerLostThreshold"`
+	ActorStopThreshold         int64  `json:"actorStopThreshold"`
+	ServerlessDrainGracePeriod *int64 `json:"serverlessDrainGracePeriod"`
+}
+
+// runnerInit returns the metadata of the first init app's runner logged ("received init",
+// rivetkit's log on its stderr). The log has no event to await, so it is read again until
+// the line is there.
+func runnerInit(t *testing.T, app *harness.Proc) initMetadata {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(string(app.Stderr()), "\n") {
+			var l struct {
+				Msg              string       `json:"msg"`
+				ProtocolMetadata initMetadata `json:"protocolMetadata"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "received init" {
+				return l.ProtocolMetadata
+			}
+		}
+	}
+	t.Fatalf("the app's runner logged no init within %v", within)
+	return initMetadata{}
 }
 
 // sleepActor asks actor aid to sleep and waits until the API shows it asleep.
