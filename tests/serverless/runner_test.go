@@ -339,3 +339,51 @@ func TestRunnerPoolMinRunners(t *testing.T) {
 		t.Errorf("%d /start requests, want 2", st.total)
 	}
 }
+
+// A new url or new headers replace the pool's open requests at once, as on the reference:
+// the runner of the older request is drained (its actor moves to the new runner with its
+// state) and its request closes a drain grace later, long before its lifespan.
+func TestRunnerPoolEndpointChangeDrains(t *testing.T) {
+	needApps(t)
+	e := startRunnerEngine(t, nil)
+	url, app := startApp(t, "rivetkit 2.2.1", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+e.URL)
+	st := newStarts()
+	long := map[string]any{"min_runners": 1, "request_lifespan": 600}
+	putRunnerPool(t, e, "moved", url, long)
+	first := st.awaitStart(app, within)
+	aid := createCounter(t, e, "moved", "m1")
+	if got := increment(t, e, aid, 3); got != 3 {
+		t.Fatalf("increment on the first runner: %d, want 3", got)
+	}
+
+	// Another slot count is no endpoint change: nothing is replaced (the count of /start
+	// requests at the end would show a replacement).
+	long["slots_per_runner"] = 2
+	putRunnerPool(t, e, "moved", url, long)
+	if got := increment(t, e, aid, 1); got != 4 {
+		t.Fatalf("increment after a slots change: %d, want 4", got)
+	}
+
+	long["headers"] = map[string]string{"x-secret": "rotated"}
+	putRunnerPool(t, e, "moved", url, long)
+	st.awaitStart(app, within)
+	var firstID struct {
+		ID any `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(first.Line), &firstID); err != nil {
+		t.Fatal(err)
+	}
+	app.Await("the first /start closed", within, func(ev harness.Event) bool {
+		st.see(ev)
+		var l struct {
+			ID any `json:"id"`
+		}
+		return ev.Ev == "closed" && json.Unmarshal([]byte(ev.Line), &l) == nil && fmt.Sprint(l.ID) == fmt.Sprint(firstID.ID)
+	})
+	if got := increment(t, e, aid, 1); got != 5 {
+		t.Fatalf("increment after the endpoint change: %d, want 5", got)
+	}
+	if st.total != 2 || len(st.open) != 1 {
+		t.Errorf("%d /start requests, %d open, want 2 and 1", st.total, len(st.open))
+	}
+}
