@@ -143,9 +143,6 @@ type poolLoop struct {
 type runnerReq struct {
 	// endpoint is the url and headers it was made with (endpointOf).
 	endpoint string
-	// drainNow drains its runner now rather than at its drain time, and closes the
-	// request a drain grace later.
-	drainNow func()
 }
 
 // endpointOf is what a config change must alter for the pool's open requests to be
@@ -158,15 +155,15 @@ func endpointOf(cfg keys.ServerlessRunnerConfig) string {
 	return string(b)
 }
 
-// drainOutdated drains the counted requests made with another url or headers than cfg's;
-// they no longer count, so that replacements are started with cfg's.
-func (p *poolLoop) drainOutdated(cfg keys.ServerlessRunnerConfig) {
+// replaceOutdated stops counting the requests made with another url or headers than
+// cfg's, so that replacements are started with cfg's at once; as on the reference, the
+// older ones live on to their drain and lifespan.
+func (p *poolLoop) replaceOutdated(cfg keys.ServerlessRunnerConfig) {
 	cur := endpointOf(cfg)
 	for req, counted := range p.open {
 		if counted && req.endpoint != cur {
 			p.open[req] = false
-			p.s.Log.Info("serverless scaler: draining a runner of an older endpoint", "pool", p.key.name)
-			req.drainNow()
+			p.s.Log.Info("serverless scaler: replacing a request of an older endpoint", "pool", p.key.name)
 		}
 	}
 }
@@ -217,7 +214,7 @@ func (p *poolLoop) run(ctx context.Context) {
 		want := uint64(0)
 		if cfg := rd.demand.Config; cfg != nil {
 			want = DesiredRunners(*cfg, min(rd.demand.Slots, MaxDesiredSlots(*cfg)))
-			p.drainOutdated(*cfg)
+			p.replaceOutdated(*cfg)
 		}
 		next := time.Time{}
 		if want > 0 || len(p.open) > 0 {
@@ -364,19 +361,11 @@ func (p *poolLoop) release() {
 
 // start opens one request for in: its runner is drained DrainGrace before the request's
 // lifespan ends (a replacement is then started if still wanted), and the request is closed
-// at its lifespan (docs/serverless.md § 5.3). A drain made sooner (drainNow) closes the
-// request as long after it.
+// at its lifespan (docs/serverless.md § 5.3).
 func (p *poolLoop) start(in RunnerStart) {
-	lifespan := time.Duration(in.Config.RequestLifespan) * time.Second
-	drainAt := drainAfter(lifespan, p.s.DrainGrace)
-	ready := make(chan struct{})
 	req := &runnerReq{endpoint: endpointOf(in.Config)}
-	var drain *time.Timer
-	req.drainNow = func() {
-		<-ready
-		drain.Reset(0)
-	}
 	p.open[req] = true
+	lifespan := time.Duration(in.Config.RequestLifespan) * time.Second
 	notify := func(ev reqEvent) {
 		select {
 		case p.events <- ev:
@@ -387,44 +376,29 @@ func (p *poolLoop) start(in RunnerStart) {
 		ctx, cancel := context.WithTimeout(p.life, lifespan)
 		defer cancel()
 		var (
-			mu       sync.Mutex
-			runner   id.ID
-			draining bool // a runner that reports after the drain is drained at once
-			once     sync.Once
+			mu     sync.Mutex
+			runner id.ID
 		)
-		drainRunner := func(rid id.ID) {
-			if err := p.s.Drain(ctx, rid); err != nil && ctx.Err() == nil {
-				p.s.Log.Warn("serverless scaler: draining a runner failed", "runner_id", rid.String(), "error", err.Error())
-			}
-		}
-		drain = time.AfterFunc(drainAt, func() {
-			once.Do(func() {
-				time.AfterFunc(lifespan-drainAt, cancel)
-				notify(reqEvent{req: req, draining: true})
-				mu.Lock()
-				rid := runner
-				draining = true
-				mu.Unlock()
-				if !rid.IsZero() {
-					drainRunner(rid)
+		drain := time.AfterFunc(drainAfter(lifespan, p.s.DrainGrace), func() {
+			notify(reqEvent{req: req, draining: true})
+			mu.Lock()
+			rid := runner
+			mu.Unlock()
+			if !rid.IsZero() {
+				if err := p.s.Drain(ctx, rid); err != nil && ctx.Err() == nil {
+					p.s.Log.Warn("serverless scaler: draining a runner failed", "runner_id", rid.String(), "error", err.Error())
 				}
-			})
+			}
 		})
-		close(ready)
 		err := p.s.Starter.StartRunner(ctx, in, func(raw string) {
 			if rid, err := id.Parse(raw); err == nil {
 				mu.Lock()
 				runner = rid
-				late := draining
 				mu.Unlock()
-				if late {
-					drainRunner(rid)
-				}
 			}
 			p.poolSuccess(ctx)
 		})
 		drained := !drain.Stop()
-		once.Do(func() {}) // a drainNow from here on finds the request ended
 		if drained && errors.Is(err, ErrEndedEarly) {
 			err = nil // the runner was drained: its stream may end
 		}
