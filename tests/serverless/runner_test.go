@@ -135,6 +135,22 @@ func TestRunnerPoolStartsOnDemand(t *testing.T) {
 	t.Logf("%d /start requests in all", st.total)
 }
 
+// The reference tells a runner of a serverless pool its drain grace at init too (its
+// pegboard.serverless_drain_grace_period, 10 000 ms by default), as berth does above.
+func TestRunnerPoolInitDrainGraceReference(t *testing.T) {
+	needApps(t)
+	ref, _ := harness.StartReference(t)
+	e := &harness.Engine{URL: ref, Client: http.DefaultClient}
+	url, app := startApp(t, "rivetkit 2.2.1", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+e.URL)
+	putRunnerPool(t, e, "graced", url, nil)
+	if got := increment(t, e, createCounter(t, e, "graced", "g1"), 1); got != 1 {
+		t.Fatalf("increment: %d, want 1", got)
+	}
+	if md := runnerInit(t, app); md.ServerlessDrainGracePeriod == nil || *md.ServerlessDrainGracePeriod != 10000 {
+		t.Errorf("runner init metadata %+v, want serverlessDrainGracePeriod 10000", md)
+	}
+}
+
 // initMetadata is the protocol metadata a runner logs on ToClientInit.
 type initMetadata struct {
 	RunnerLostThreshold        int64  `json:"runnerLostThreshold"`
