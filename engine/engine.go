@@ -281,10 +281,11 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	e.hosts, err = hostsock.New(hostsock.Options{
 		DB: e.db, Label: topo.Local, Auth: e.auth, Log: log, Metrics: m, Version: build.Version,
 		Registry: registry, Cluster: e.cluster, Actors: lc.Actors, Runners: lc.Runners, Envoys: lc.Envoys,
-		ResolveNamespace:   peer.ResolveNamespace,
-		Runner:             hostsock.Timing{PingInterval: config.Ms(pb.RunnerUpdatePingIntervalMs), PingTimeout: config.Ms(pb.RunnerPingTimeoutMs), LostThreshold: config.Ms(pb.RunnerLostThreshold)},
-		Envoy:              hostsock.Timing{PingInterval: config.Ms(pb.EnvoyUpdatePingInterval), PingTimeout: config.Ms(pb.EnvoyPingTimeout), LostThreshold: config.Ms(pb.EnvoyLostThreshold)},
-		ActorStopThreshold: config.Ms(pb.ActorStopThreshold),
+		ResolveNamespace:     peer.ResolveNamespace,
+		Runner:               hostsock.Timing{PingInterval: config.Ms(pb.RunnerUpdatePingIntervalMs), PingTimeout: config.Ms(pb.RunnerPingTimeoutMs), LostThreshold: config.Ms(pb.RunnerLostThreshold)},
+		Envoy:                hostsock.Timing{PingInterval: config.Ms(pb.EnvoyUpdatePingInterval), PingTimeout: config.Ms(pb.EnvoyPingTimeout), LostThreshold: config.Ms(pb.EnvoyLostThreshold)},
+		ActorStopThreshold:   config.Ms(pb.ActorStopThreshold),
+		ServerlessDrainGrace: config.Ms(pb.ServerlessDrainGracePeriodMs),
 	})
 	if err != nil {
 		e.peers.Close()

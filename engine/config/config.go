@@ -317,7 +317,7 @@ type Pegboard struct {
 	EnvoyPlacement string `json:"envoy_placement"`
 	// ServerlessDrainGracePeriodMs is how long before the end of a serverless runner pool's
 	// GET /start request its runner is drained and a replacement requested (at most half the
-	// request's lifespan). Default 10000.
+	// request's lifespan); the runners of serverless pools are told it at init. Default 10000.
 	ServerlessDrainGracePeriodMs uint32 `json:"serverless_drain_grace_period_ms"`
 	// Serverless is where the engine may call serverless pools' endpoints.
 	Serverless PegboardServerless `json:"serverless"`

@@ -98,7 +98,8 @@ func (*runnerProtocol) register(c *conn, ns id.ID, key string, init proto.ToServ
 	}
 	// The pool's config exists before the runner is told it is connected (on Rivet a create
 	// right after the first connect could find none).
-	if err := c.s.o.Runners.Registered(c.s.ctx, in); err != nil {
+	serverless, err := c.s.o.Runners.Registered(c.s.ctx, in)
+	if err != nil {
 		return c.storeErr("after registration", err)
 	}
 	c.pool = actor.Pool{Namespace: ns, Selector: init.Name}
@@ -107,6 +108,8 @@ func (*runnerProtocol) register(c *conn, ns id.ID, key string, init proto.ToServ
 		Metadata: proto.ProtocolMetadata{
 			RunnerLostThreshold: c.t.LostThreshold.Milliseconds(),
 			ActorStopThreshold:  c.s.o.ActorStopThreshold.Milliseconds(),
+			// As on Rivet, every runner of a serverless pool is told it, however it started.
+			ServerlessDrainGracePeriod: c.s.o.serverlessDrainGrace(serverless),
 		},
 	}, c.version)
 	if err != nil {

@@ -150,6 +150,33 @@ func TestPoolConfigAndVersionUpgradeDrain(t *testing.T) {
 	send(t, newer, proto.ToServerPong{Ts: time.Now().UnixMilli()})
 }
 
+// Every runner of a serverless pool is told the serverless drain grace period at init, as
+// on Rivet (whether or not a GET /start started it); runners of a normal pool are not.
+func TestServerlessRunnerToldDrainGrace(t *testing.T) {
+	for _, c := range []struct {
+		grace time.Duration
+		want  int64
+	}{{0, 10000}, {7 * time.Second, 7000}} {
+		e := start(t, hostsocktest.Config{ServerlessDrainGrace: c.grace})
+		ns := defaultNamespace(t, e)
+		sl, err := runnerconfig.ParseRequest([]byte(`{"serverless":{"url":"http://app.example/api","request_lifespan":3600,"drain_grace_period":30}}`), "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, e, func(tx udb.Transaction) error {
+			_, err := runnerconfig.Upsert(context.Background(), tx, runnerconfig.UpsertInput{Namespace: ns, Name: "sl", Config: sl})
+			return err
+		})
+		_, ci := connect(t, e, "sl", "k")
+		if g := ci.Metadata.ServerlessDrainGracePeriod; g == nil || *g != c.want {
+			t.Fatalf("grace %v: serverlessDrainGracePeriod %v, want %d", c.grace, g, c.want)
+		}
+		if _, ci := connect(t, e, "plain", "k2"); ci.Metadata.ServerlessDrainGracePeriod != nil {
+			t.Fatalf("a runner of a normal pool was told %d", *ci.Metadata.ServerlessDrainGracePeriod)
+		}
+	}
+}
+
 func defaultNamespace(t *testing.T, e *env) id.ID {
 	t.Helper()
 	res, err := udb.ReadTransact(context.Background(), e.db, func(tx udb.ReadTransaction) (namespace.Namespace, error) {

@@ -29,6 +29,9 @@ const (
 	DefaultPingTimeout        = 15 * time.Second
 	DefaultLostThreshold      = 15 * time.Second
 	DefaultActorStopThreshold = 30 * time.Minute
+	// DefaultServerlessDrainGrace is how long before the end of its GET /start request a
+	// serverless runner is drained (pegboard.serverless_drain_grace_period_ms).
+	DefaultServerlessDrainGrace = 10 * time.Second
 	// MaxResponsePayload is the largest payload a host may send in one message; envoys are
 	// told it at init (envoy_max_response_payload_size).
 	MaxResponsePayload = 20 << 20
@@ -102,6 +105,9 @@ type Options struct {
 	Runner, Envoy Timing
 	// ActorStopThreshold is told to the hosts at init; zero means the default.
 	ActorStopThreshold time.Duration
+	// ServerlessDrainGrace is told at init to the runners of serverless pools (the
+	// ToClientInit field serverlessDrainGracePeriod); zero means the default.
+	ServerlessDrainGrace time.Duration
 	// InitTimeout bounds the wait for a host's first message; zero means the default.
 	InitTimeout time.Duration
 }
@@ -139,6 +145,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.ActorStopThreshold <= 0 {
 		o.ActorStopThreshold = DefaultActorStopThreshold
+	}
+	if o.ServerlessDrainGrace <= 0 {
+		o.ServerlessDrainGrace = DefaultServerlessDrainGrace
 	}
 	o.Runner, o.Envoy = o.Runner.withDefaults(), o.Envoy.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,3 +239,13 @@ func (s *Server) CloseSockets() {
 
 // Active is how many socket handlers are running, their disconnects and releases included.
 func (s *Server) Active() int64 { return s.active.Load() }
+
+// serverlessDrainGrace is the serverlessDrainGracePeriod told to a runner at init: the
+// grace in ms for a runner of a serverless pool, none for any other.
+func (o *Options) serverlessDrainGrace(serverless bool) *int64 {
+	if !serverless {
+		return nil
+	}
+	ms := o.ServerlessDrainGrace.Milliseconds()
+	return &ms
+}

@@ -104,19 +104,26 @@ type transition struct {
 
 // Registered runs what follows a runner's registration: the pool's config
 // is created if it has none, and when it asks for drain_on_version_upgrade,
-// every connected runner of the pool with an older version is drained.
-func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) error {
-	res, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) ([]id.ID, error) {
+// every connected runner of the pool with an older version is drained. It
+// reports whether the pool's config is serverless (its runners are told the
+// serverless drain grace period at init).
+func (p *Runners) Registered(ctx context.Context, in oprunner.RegisterInput) (serverless bool, err error) {
+	type ensured struct {
+		serverless bool
+		older      []id.ID
+	}
+	res, err := udb.Transact(ctx, p.o.DB, func(tx udb.Transaction) (ensured, error) {
 		cfg, err := runnerconfig.Ensure(ctx, tx, runnerconfig.EnsureInput{Namespace: in.Namespace, Name: in.Name})
 		if err != nil || !cfg.Common().DrainOnVersionUpgrade {
-			return []id.ID(nil), err
+			return ensured{serverless: cfg.Serverless != nil}, err
 		}
-		return oprunner.ListOlderVersions(ctx, tx, in.Namespace, in.Name, in.Version)
+		older, err := oprunner.ListOlderVersions(ctx, tx, in.Namespace, in.Name, in.Version)
+		return ensured{serverless: cfg.Serverless != nil, older: older}, err
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
-	return p.drainAll(ctx, res, in.Name, in.Version)
+	return res.serverless, p.drainAll(ctx, res.older, in.Name, in.Version)
 }
 
 // DrainOlder drains every connected runner of pool (ns, name) whose version is below

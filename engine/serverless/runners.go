@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/berthhq/berth/engine/hostsock"
 	"github.com/berthhq/berth/keys"
 )
 
@@ -13,8 +14,8 @@ import (
 // Runner-pool timings (docs/serverless.md §§ 5.3, 5.4).
 const (
 	// DefaultRunnerDrainGrace is how long before the end of its request a runner is
-	// drained (pegboard.serverless_drain_grace_period_ms).
-	DefaultRunnerDrainGrace = 10 * time.Second
+	// drained (pegboard.serverless_drain_grace_period_ms); its runner is told it at init.
+	DefaultRunnerDrainGrace = hostsock.DefaultServerlessDrainGrace
 	runnerRetryBase         = 2 * time.Second
 	runnerRetryJitter       = 500 * time.Millisecond
 	runnerRetryReset        = 10 * time.Minute

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/lease"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/ops/runnerconfig"
@@ -139,7 +140,33 @@ type poolLoop struct {
 }
 
 // runnerReq is one open GET /start request.
-type runnerReq struct{}
+type runnerReq struct {
+	// endpoint is the url and headers it was made with (endpointOf).
+	endpoint string
+}
+
+// endpointOf is what a config change must alter for the pool's open requests to be
+// replaced: the url and the headers, as on the reference (docs/serverless.md § 5.3).
+func endpointOf(cfg keys.ServerlessRunnerConfig) string {
+	b, _ := json.Marshal(struct {
+		URL     string
+		Headers map[string]string
+	}{cfg.URL, cfg.Headers}) // map keys are sorted
+	return string(b)
+}
+
+// replaceOutdated stops counting the requests made with another url or headers than
+// cfg's, so that replacements are started with cfg's at once; as on the reference, the
+// older ones live on to their drain and lifespan.
+func (p *poolLoop) replaceOutdated(cfg keys.ServerlessRunnerConfig) {
+	cur := endpointOf(cfg)
+	for req, counted := range p.open {
+		if counted && req.endpoint != cur {
+			p.open[req] = false
+			p.s.Log.Info("serverless scaler: replacing a request of an older endpoint", "pool", p.key.name)
+		}
+	}
+}
 
 // reqEvent is news of a request: it began draining its runner, or it ended (err: how it
 // failed, nil when closed at its lifespan or after its drain).
@@ -187,6 +214,7 @@ func (p *poolLoop) run(ctx context.Context) {
 		want := uint64(0)
 		if cfg := rd.demand.Config; cfg != nil {
 			want = DesiredRunners(*cfg, min(rd.demand.Slots, MaxDesiredSlots(*cfg)))
+			p.replaceOutdated(*cfg)
 		}
 		next := time.Time{}
 		if want > 0 || len(p.open) > 0 {
@@ -335,7 +363,7 @@ func (p *poolLoop) release() {
 // lifespan ends (a replacement is then started if still wanted), and the request is closed
 // at its lifespan (docs/serverless.md § 5.3).
 func (p *poolLoop) start(in RunnerStart) {
-	req := &runnerReq{}
+	req := &runnerReq{endpoint: endpointOf(in.Config)}
 	p.open[req] = true
 	lifespan := time.Duration(in.Config.RequestLifespan) * time.Second
 	notify := func(ev reqEvent) {

@@ -119,6 +119,10 @@ func TestRunnerPoolStartsOnDemand(t *testing.T) {
 	if got := increment(t, e, aid, 5); got != 5 {
 		t.Fatalf("first increment: %d, want 5", got)
 	}
+	// Its runner was told the drain grace at init, as the reference tells it.
+	if md := runnerInit(t, app); md.ServerlessDrainGracePeriod == nil || *md.ServerlessDrainGracePeriod != runnerGraceMs {
+		t.Errorf("runner init metadata %+v, want serverlessDrainGracePeriod %d", md, runnerGraceMs)
+	}
 	if got := increment(t, e, aid, 2); got != 7 {
 		t.Fatalf("second increment: %d, want 7", got)
 	}
@@ -129,6 +133,49 @@ func TestRunnerPoolStartsOnDemand(t *testing.T) {
 	sleepActor(t, e, aid)
 	st.awaitNoneOpen(app, 3*within)
 	t.Logf("%d /start requests in all", st.total)
+}
+
+// The reference tells a runner of a serverless pool its drain grace at init too (its
+// pegboard.serverless_drain_grace_period, 10 000 ms by default), as berth does above.
+func TestRunnerPoolInitDrainGraceReference(t *testing.T) {
+	needApps(t)
+	ref, _ := harness.StartReference(t)
+	e := &harness.Engine{URL: ref, Client: http.DefaultClient}
+	url, app := startApp(t, "rivetkit 2.2.1", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+e.URL)
+	putRunnerPool(t, e, "graced", url, nil)
+	if got := increment(t, e, createCounter(t, e, "graced", "g1"), 1); got != 1 {
+		t.Fatalf("increment: %d, want 1", got)
+	}
+	if md := runnerInit(t, app); md.ServerlessDrainGracePeriod == nil || *md.ServerlessDrainGracePeriod != 10000 {
+		t.Errorf("runner init metadata %+v, want serverlessDrainGracePeriod 10000", md)
+	}
+}
+
+// initMetadata is the protocol metadata a runner logs on ToClientInit.
+type initMetadata struct {
+	RunnerLostThreshold        int64  `json:"runnerLostThreshold"`
+	ActorStopThreshold         int64  `json:"actorStopThreshold"`
+	ServerlessDrainGracePeriod *int64 `json:"serverlessDrainGracePeriod"`
+}
+
+// runnerInit returns the metadata of the first init app's runner logged ("received init",
+// rivetkit's log on its stderr). The log has no event to await, so it is read again until
+// the line is there.
+func runnerInit(t *testing.T, app *harness.Proc) initMetadata {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(string(app.Stderr()), "\n") {
+			var l struct {
+				Msg              string       `json:"msg"`
+				ProtocolMetadata initMetadata `json:"protocolMetadata"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "received init" {
+				return l.ProtocolMetadata
+			}
+		}
+	}
+	t.Fatalf("the app's runner logged no init within %v", within)
+	return initMetadata{}
 }
 
 // sleepActor asks actor aid to sleep and waits until the API shows it asleep.
@@ -306,5 +353,48 @@ func TestRunnerPoolMinRunners(t *testing.T) {
 	st.awaitNoneOpen(app, 3*runnerLifespan*time.Second)
 	if st.total != 2 {
 		t.Errorf("%d /start requests, want 2", st.total)
+	}
+}
+
+// A new url or new headers replace the pool's open requests at once, on berth as on the
+// reference (run side by side; the reference observed so): a /start with the new endpoint
+// opens right after the write, while the older request stays open (to its drain and
+// lifespan, 600 s here) and its actor keeps its state. Other fields replace nothing.
+func TestRunnerPoolEndpointChangeReplaces(t *testing.T) {
+	needApps(t)
+	t.Run("berth", func(t *testing.T) { endpointChangeReplaces(t, startRunnerEngine(t, nil)) })
+	t.Run("reference", func(t *testing.T) {
+		ref, _ := harness.StartReference(t)
+		endpointChangeReplaces(t, &harness.Engine{URL: ref, Client: http.DefaultClient})
+	})
+}
+
+func endpointChangeReplaces(t *testing.T, e *harness.Engine) {
+	url, app := startApp(t, "rivetkit 2.2.1", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+e.URL)
+	st := newStarts()
+	long := map[string]any{"min_runners": 1, "request_lifespan": 600}
+	putRunnerPool(t, e, "moved", url, long)
+	st.awaitStart(app, within)
+	aid := createCounter(t, e, "moved", "m1")
+	if got := increment(t, e, aid, 3); got != 3 {
+		t.Fatalf("increment on the first runner: %d, want 3", got)
+	}
+
+	// Another slot count is no endpoint change: nothing is replaced (the count of /start
+	// requests below would show a replacement).
+	long["slots_per_runner"] = 2
+	putRunnerPool(t, e, "moved", url, long)
+	if got := increment(t, e, aid, 1); got != 4 {
+		t.Fatalf("increment after a slots change: %d, want 4", got)
+	}
+
+	long["headers"] = map[string]string{"x-secret": "rotated"}
+	putRunnerPool(t, e, "moved", url, long)
+	st.awaitStart(app, within)
+	if st.total != 2 || len(st.open) != 2 {
+		t.Fatalf("after the header change: %d /start requests, %d open, want 2 and 2", st.total, len(st.open))
+	}
+	if got := increment(t, e, aid, 1); got != 5 {
+		t.Fatalf("increment after the header change: %d, want 5", got)
 	}
 }

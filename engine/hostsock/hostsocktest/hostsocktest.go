@@ -34,8 +34,8 @@ type Config struct {
 	Actor *actor.Config
 	// Runner and Envoy are the hosts' heartbeats and lost thresholds.
 	Runner, Envoy hostsock.Timing
-	// InitTimeout and ActorStopThreshold are hostsock.Options'.
-	InitTimeout, ActorStopThreshold time.Duration
+	// InitTimeout, ActorStopThreshold and ServerlessDrainGrace are hostsock.Options'.
+	InitTimeout, ActorStopThreshold, ServerlessDrainGrace time.Duration
 	// MaxTunnels bounds the tunnels of one socket (hostsock.NewRegistry); 0: no bound.
 	MaxTunnels int
 }
@@ -89,6 +89,7 @@ func Start(t testing.TB, db udb.Database, c Config) *Node {
 			})
 		},
 		Runner: c.Runner, Envoy: c.Envoy, InitTimeout: c.InitTimeout, ActorStopThreshold: c.ActorStopThreshold,
+		ServerlessDrainGrace: c.ServerlessDrainGrace,
 	})
 	if err != nil {
 		t.Fatal(err)
