@@ -359,6 +359,7 @@ func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
 	e.loops.Go(func() { e.serverless.Run(loopCtx) })
 	e.loops.Go(func() { e.scaler.Run(loopCtx) })
 	e.loops.Go(func() { e.obs.runCensus(loopCtx, e.db, censusInterval) })
+	e.loops.Go(func() { e.obs.samples.Run(loopCtx) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/engine/census"
 	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/engine/samples"
 	"github.com/berthhq/berth/engine/telemetry"
 	"github.com/berthhq/berth/engine/ui"
 	"github.com/berthhq/berth/guard"
@@ -23,6 +24,9 @@ type ObservabilityOptions struct {
 	SpanExporter telemetry.SpanExporter
 	// CensusInterval is how often the store gauges are recounted (census.DefaultInterval).
 	CensusInterval time.Duration
+	// SampleInterval is how often the inspector's charts sample the metrics
+	// (samples.DefaultInterval).
+	SampleInterval time.Duration
 }
 
 // observability is the engine's logs, tracing and metrics wiring.
@@ -30,6 +34,8 @@ type observability struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	tracing *telemetry.Tracing
+	// samples is the metrics history the inspector charts.
+	samples *samples.Sampler
 }
 
 // newObservability builds the logger (opts.Log, else log.format and log.level on stderr),
@@ -49,7 +55,9 @@ func newObservability(opts Options) (*observability, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observability{log: log, metrics: metrics.New(), tracing: tr}, nil
+	m := metrics.New()
+	smp := samples.New(samples.Options{Gatherer: m.Gatherer(), Interval: opts.Observability.SampleInterval, Log: log})
+	return &observability{log: log, metrics: m, tracing: tr, samples: smp}, nil
 }
 
 func batchTimeout(opts Options) time.Duration {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/reqlog"
+	"github.com/berthhq/berth/engine/samples"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -51,6 +52,10 @@ type Options struct {
 	// Requests is this node's live request log (the gateway records to it); nil streams
 	// nothing.
 	Requests *reqlog.Log
+	// Samples is this node's metrics history, for /ui/samples; nil answers no samples.
+	Samples *samples.Sampler
+	// Node is this node's id, named on the charts.
+	Node string
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
 	// ClientIP is the address a request counts as, for the failed-login limit; nil means the
@@ -99,6 +104,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
 //	                          one's rows, read-only (admin tokens only)
 //	GET  /ui/actor-requests   ?actor_id=: the actor's gateway requests on this node, live (SSE)
+//	GET  /ui/samples          this node's metrics history for the charts (global tokens)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -209,6 +215,9 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/actor-requests", func(w http.ResponseWriter, r *http.Request) {
 		serveActorRequests(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/samples", func(w http.ResponseWriter, r *http.Request) {
+		serveSamples(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })

@@ -4,6 +4,7 @@ import { api, namespace } from "./api.js";
 import * as actors from "./actors.js";
 import * as hosts from "./hosts.js";
 import * as cluster from "./cluster.js";
+import { renderCharts } from "./charts.js";
 import { stop as stopLiveRequests } from "./requests.js";
 
 const routes = {
@@ -14,6 +15,7 @@ const routes = {
   "runner-configs": cluster.renderRunnerConfigs,
   namespaces: cluster.renderNamespaces,
   datacenters: cluster.renderDatacenters,
+  charts: renderCharts,
 };
 
 // route parses location.hash: "#/actor/<id>?a=b" is {page: "actor", arg: "<id>", params}.
