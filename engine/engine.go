@@ -315,6 +315,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	})
 	// WebSockets are counted per client before anything else looks at them.
 	sockets := connlimit.NewSockets(int(cfg.Guard.MaxWebSocketsPerClient), func(r *http.Request) string { return core.ClientIP(r, e.trusted) })
+	e.obs.newSampler(e.sampleHosts)
 	svc.public = e.obs.public(sockets.Wrap(gateway.Wrap(e.hosts.Wrap(api))), e.dashboard(api, peer, topo.Local))
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil

@@ -34,8 +34,14 @@ type observability struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	tracing *telemetry.Tracing
-	// samples is the metrics history the inspector charts.
-	samples *samples.Sampler
+	// samples is the metrics history the inspector charts (newSampler).
+	samples        *samples.Sampler
+	sampleInterval time.Duration
+}
+
+// newSampler sets up the inspector's metrics history, with the hosts' slots from hosts.
+func (o *observability) newSampler(hosts samples.HostsFunc) {
+	o.samples = samples.New(samples.Options{Gatherer: o.metrics.Gatherer(), Hosts: hosts, Interval: o.sampleInterval, Log: o.log})
 }
 
 // newObservability builds the logger (opts.Log, else log.format and log.level on stderr),
@@ -55,9 +61,7 @@ func newObservability(opts Options) (*observability, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New()
-	smp := samples.New(samples.Options{Gatherer: m.Gatherer(), Interval: opts.Observability.SampleInterval, Log: log})
-	return &observability{log: log, metrics: m, tracing: tr, samples: smp}, nil
+	return &observability{log: log, metrics: metrics.New(), tracing: tr, sampleInterval: opts.Observability.SampleInterval}, nil
 }
 
 func batchTimeout(opts Options) time.Duration {

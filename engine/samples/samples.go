@@ -25,9 +25,10 @@ const (
 	requestDuration = "berth_http_request_duration_seconds"
 )
 
-// Host is one runner's or envoy's slots at a sample.
+// Host is one runner's or envoy's slots at a sample: Used of Total for a runner; for an
+// envoy, which has no slot bound, Used is its actors and Total 0.
 type Host struct {
-	Free  int64 `json:"free"`
+	Used  int64 `json:"used"`
 	Total int64 `json:"total"`
 }
 

@@ -24,7 +24,7 @@ func registry() (*prometheus.Registry, *prometheus.GaugeVec, *prometheus.Counter
 func TestSamples(t *testing.T) {
 	ctx := context.Background()
 	reg, actors, trans, dur := registry()
-	hosts := map[string]Host{"r1": {Free: 3, Total: 4}}
+	hosts := map[string]Host{"r1": {Used: 1, Total: 4}}
 	s := New(Options{Gatherer: reg, Keep: 3, Hosts: func(context.Context) (map[string]Host, error) { return hosts, nil }})
 	t0 := time.UnixMilli(1_000_000)
 
@@ -35,7 +35,7 @@ func TestSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := s.Samples()
-	if len(first) != 1 || first[0].Actors["running"] != 2 || first[0].CreatesPerSec != 0 || first[0].GatewayLatency != nil || first[0].Hosts["r1"].Free != 3 {
+	if len(first) != 1 || first[0].Actors["running"] != 2 || first[0].CreatesPerSec != 0 || first[0].GatewayLatency != nil || first[0].Hosts["r1"].Used != 1 {
 		t.Fatalf("first sample: %+v", first)
 	}
 

@@ -104,6 +104,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
 //	                          one's rows, read-only (admin tokens only)
 //	GET  /ui/actor-requests   ?actor_id=: the actor's gateway requests on this node, live (SSE)
+//	GET  /ui/host-actors      ?runner_id= or ?namespace=&envoy_key=: the actors on a host
 //	GET  /ui/samples          this node's metrics history for the charts (global tokens)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
@@ -215,6 +216,9 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/actor-requests", func(w http.ResponseWriter, r *http.Request) {
 		serveActorRequests(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/host-actors", func(w http.ResponseWriter, r *http.Request) {
+		serveHostActors(w, r, o)
 	})
 	mux.HandleFunc("GET /ui/samples", func(w http.ResponseWriter, r *http.Request) {
 		serveSamples(w, r, o)

@@ -21,7 +21,7 @@ const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: "2-digit", min
 export function lineChart(id, title, series, unit) {
   const pts = series.flatMap((s) => s.points.filter((p) => p[1] !== null && p[1] !== undefined));
   const t0 = Math.min(...pts.map((p) => p[0])), t1 = Math.max(...pts.map((p) => p[0]));
-  const top = Math.max(1e-9, ...pts.map((p) => p[1])) * 1.1;
+  const top = (Math.max(0, ...pts.map((p) => p[1])) || 1) * 1.1;
   const x = (t) => L + (t1 > t0 ? ((t - t0) / (t1 - t0)) * (W - L - R) : (W - L - R) / 2);
   const y = (v) => T + (1 - v / top) * (H - T - B);
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": title });
