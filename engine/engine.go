@@ -273,7 +273,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	})
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: scaledPools{e.serverless, e.scaler},
+		Runners: lc.Runners, Envoys: lc.Envoys, Actors: lc.Actors, Bodies: bodies, Serverless: scaledPools{e.serverless, e.scaler},
 	})
 	peerAPI := peer.Handler()
 	var err error

@@ -99,6 +99,16 @@ func TestInspectorHostPages(t *testing.T) {
 				t.Errorf("envoy's actors: %q, want none", rows)
 			}
 			in.shot("envoy")
+
+			// Drain the envoy from its page (berth's POST /envoys/{key}/drain).
+			in.click("button.drain")
+			in.wait(`document.querySelector("dialog#confirm[open]")`)
+			in.shot("envoy-drain-dialog")
+			in.click("dialog#confirm button.confirm")
+			in.wait(`!document.querySelector("dialog#confirm") && document.querySelector('#host-fields dd[data-field="Drain"]')?.textContent.startsWith("since ")`)
+			if b := eval[bool](in, `!!document.querySelector("button.drain")`); b {
+				t.Errorf("a drained envoy still offers Drain")
+			}
 		})
 	}
 }

@@ -118,7 +118,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 // SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
 // proved stays server side: /ui/api/ sends it to the API, so page scripts never see it.
 // /ui/api/ passes GET and the inspector's actions only (create, sleep, reschedule and
-// destroy an actor, drain a runner): the API checks the token's role for each.
+// destroy an actor, drain a runner or an envoy): the API checks the token's role for each.
 //
 // Whether or not auth is on, requests other than GET, HEAD and OPTIONS are refused (403
 // api.forbidden) when they come from another site: Sec-Fetch-Site, else Origin, else
@@ -288,7 +288,7 @@ func Handler(o Options) http.Handler {
 
 // actionPaths are the API calls the inspector's action buttons make, by method.
 var actionPaths = map[string]*regexp.Regexp{
-	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/runners/[^/]+/drain$`),
+	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/(runners|envoys)/[^/]+/drain$`),
 	http.MethodDelete: regexp.MustCompile(`^/actors/[^/]+$`),
 }
 

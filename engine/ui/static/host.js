@@ -3,7 +3,7 @@
 import { api, ui, query, namespace } from "./api.js";
 import { el, badge, link, table, kv, ago, when } from "./dom.js";
 import { hostState } from "./hosts.js";
-import { drainButton } from "./actions.js";
+import { drainButton, drainEnvoyButton } from "./actions.js";
 import { lineChart } from "./svg.js";
 
 // slotsChart draws the host named sampleId in the samples: used slots, and the total for a
@@ -54,6 +54,7 @@ export async function renderEnvoy(view, key) {
   if (!e) throw new Error("envoy " + key + " not found in namespace " + namespace());
   view.replaceChildren(
     el("h2", {}, "Envoy " + e.envoy_key),
+    hostState(e) === "active" ? el("div", { class: "actions" }, drainEnvoyButton(e)) : null,
     kv("host-fields", [["Pool", e.pool_name], ["Key", e.envoy_key], ["State", badge(hostState(e))], ["Actors", e.slots],
       ["Last ping", ago(e.last_ping_ts)], ["RTT", e.last_rtt + " ms"], ["Drain", e.stop_ts ? "since " + when(e.stop_ts) : "no"],
       ["Version", e.version], ["Datacenter", e.datacenter], ["Created", when(e.create_ts)]]),

@@ -2,7 +2,7 @@
 // behind a filter.
 import { api, query, namespace } from "./api.js";
 import { el, badge, link, table, ago, when, Pager } from "./dom.js";
-import { drainButton } from "./actions.js";
+import { drainButton, drainEnvoyButton } from "./actions.js";
 
 // hostState names where a runner or envoy is.
 export function hostState(h) {
@@ -50,7 +50,7 @@ export function renderRunners(view, _arg, params) {
 
 export function renderEnvoys(view, _arg, params) {
   return hostList(view, params, "envoys",
-    ["Pool", "Key", "State", "Slots", "Last ping", "RTT", "Version", "Datacenter", "Created"],
+    ["Pool", "Key", "State", "Slots", "Last ping", "RTT", "Version", "Datacenter", "Created", ""],
     (e) => [e.pool_name, link("/envoy/" + encodeURIComponent(e.envoy_key), e.envoy_key, "host-link"), badge(hostState(e)), e.slots, ago(e.last_ping_ts), e.last_rtt + " ms",
-      e.version, e.datacenter, when(e.create_ts)]);
+      e.version, e.datacenter, when(e.create_ts), hostState(e) === "active" ? drainEnvoyButton(e) : ""]);
 }
