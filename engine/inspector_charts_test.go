@@ -8,7 +8,6 @@ import (
 
 	"github.com/berthhq/berth/engine/samples"
 	"github.com/berthhq/berth/ops/actor"
-	"github.com/berthhq/berth/pkg/apihttp"
 )
 
 // startSampledEngine is startEngine with the census and the charts' sampler every 50 ms,
@@ -17,19 +16,23 @@ func startSampledEngine(t *testing.T, token string) *Engine {
 	t.Helper()
 	cfg := testConfig(token)
 	cfg.Auth.AllowAnonymous = token == ""
-	e, err := Start(context.Background(), Options{Config: cfg, Log: quiet, Build: apihttp.BuildInfo{Version: "test"},
+	return startEngineOpts(t, Options{Config: cfg,
 		Observability: ObservabilityOptions{CensusInterval: 50 * time.Millisecond, SampleInterval: 50 * time.Millisecond}})
+}
+
+// sampledActor starts a sampled engine (startSampledEngine), an echo runner and an actor
+// named name running on it.
+func sampledActor(t *testing.T, ctx context.Context, token, name string) (*Engine, actor.Actor) {
+	t.Helper()
+	e := startSampledEngine(t, token)
+	r := newEchoRunner(t, ctx, e)
+	a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
+		Name: name, Selector: "pool", CrashPolicy: actor.CrashSleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return e
+	<-r.starts
+	return e, a
 }
 
 // sampled waits until one of e's samples satisfies ok, checking at each new sample.
@@ -56,16 +59,9 @@ func sampled(t *testing.T, ctx context.Context, e *Engine, what string, ok func(
 func TestInspectorCharts(t *testing.T) {
 	for _, token := range []string{"tok", ""} {
 		t.Run("token="+token, func(t *testing.T) {
-			e := startSampledEngine(t, token)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			r := newEchoRunner(t, ctx, e)
-			a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
-				Name: "charted", Selector: "pool", CrashPolicy: actor.CrashSleep})
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-r.starts
+			e, a := sampledActor(t, ctx, token, "charted")
 			sampled(t, ctx, e, "a create", func(s samples.Sample) bool { return s.CreatesPerSec > 0 })
 			for range 5 {
 				res, err := http.Get("http://" + e.PublicAddr().String() + "/gateway/" + a.ActorID.String() + "/hello")

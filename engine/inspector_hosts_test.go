@@ -20,16 +20,9 @@ import (
 func TestInspectorHostPages(t *testing.T) {
 	for _, token := range []string{"tok", ""} {
 		t.Run("token="+token, func(t *testing.T) {
-			e := startSampledEngine(t, token)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			r := newEchoRunner(t, ctx, e)
-			a, err := e.lifecycle.Actors.Create(ctx, actor.CreateInput{Namespace: defaultNS(t, e), NamespaceName: "default",
-				Name: "hosted", Selector: "pool", CrashPolicy: actor.CrashSleep})
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-r.starts
+			e, a := sampledActor(t, ctx, token, "hosted")
 			rid := waitRunnerOf(t, ctx, e, a.ActorID)
 			sampled(t, ctx, e, "the runner's slot in use", func(s samples.Sample) bool { return s.Hosts[rid].Used == 1 })
 			sampled(t, ctx, e, "two samples of the runner", func(s samples.Sample) bool {
