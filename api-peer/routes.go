@@ -28,6 +28,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/runners/:runner_id/drain", s.drainRunner)
 	e.GET("/actors/:actor_id/kv/keys/:key", s.getActorKV)
 	e.GET("/envoys", s.listEnvoys)
+	e.POST("/envoys/:envoy_key/drain", s.drainEnvoy)
 	e.GET("/runner-configs", s.listRunnerConfigs)
 	e.PUT("/runner-configs/:runner_name", s.upsertRunnerConfig, large)
 	e.DELETE("/runner-configs/:runner_name", s.deleteRunnerConfig)

@@ -31,6 +31,9 @@ type Deps struct {
 	// Runners is this datacenter's runner lifecycle (engine/pegboard.Runners), which drains
 	// go through; nil answers them with core.internal_error.
 	Runners RunnersService
+	// Envoys is this datacenter's envoy lifecycle (engine/pegboard.Envoys), which envoy
+	// drains go through; nil answers them with core.internal_error.
+	Envoys EnvoysService
 	// Actors is this datacenter's actor lifecycle (engine/pegboard.Actors), which the actor
 	// writes go through; nil answers them with core.internal_error.
 	Actors ActorsService

@@ -27,6 +27,7 @@ func (e *Engine) gatewayTelemetry() guard.Telemetry {
 func (e *Engine) dashboard(api http.Handler, peer *apipeer.Server, label uint16) ui.Options {
 	return ui.Options{
 		Auth: e.auth, ResolveNamespace: peer.ResolveNamespace, API: api, DB: e.db, Label: label, Requests: &e.requests,
+		Samples: e.obs.samples, Node: e.cluster.ID(),
 		ClientIP: func(r *http.Request) string { return core.ClientIP(r, e.trusted) },
 		SecureCookie: func(r *http.Request) bool {
 			return r.TLS != nil || e.trusted.Sent(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")

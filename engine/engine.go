@@ -273,7 +273,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	})
 	peer := apipeer.New(apipeer.Deps{
 		DB: e.db, Topology: topo, Peers: e.peers, Build: build, Auth: e.auth, Log: log,
-		Runners: lc.Runners, Actors: lc.Actors, Bodies: bodies, Serverless: scaledPools{e.serverless, e.scaler},
+		Runners: lc.Runners, Envoys: lc.Envoys, Actors: lc.Actors, Bodies: bodies, Serverless: scaledPools{e.serverless, e.scaler},
 	})
 	peerAPI := peer.Handler()
 	var err error
@@ -316,6 +316,7 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	})
 	// WebSockets are counted per client before anything else looks at them.
 	sockets := connlimit.NewSockets(int(cfg.Guard.MaxWebSocketsPerClient), func(r *http.Request) string { return core.ClientIP(r, e.trusted) })
+	e.obs.newSampler(e.sampleHosts)
 	svc.public = e.obs.public(sockets.Wrap(gateway.Wrap(e.hosts.Wrap(api))), e.dashboard(api, peer, topo.Local))
 	svc.peer = e.obs.peer(e.shutdownHandler(cfg.Auth.AdminToken, peerAPI))
 	return svc, nil
@@ -360,6 +361,7 @@ func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
 	e.loops.Go(func() { e.serverless.Run(loopCtx) })
 	e.loops.Go(func() { e.scaler.Run(loopCtx) })
 	e.loops.Go(func() { e.obs.runCensus(loopCtx, e.db, censusInterval) })
+	e.loops.Go(func() { e.obs.samples.Run(loopCtx) })
 	for _, l := range []*listener{e.public, e.peer, e.metrics} {
 		go func() {
 			if err := l.serve(); err != nil {

@@ -37,8 +37,14 @@ func testConfig(token string) *config.Config {
 
 func startEngine(t *testing.T, cfg *config.Config) *Engine {
 	t.Helper()
-	e, err := Start(context.Background(), Options{Config: cfg, Log: quiet,
-		Build: apihttp.BuildInfo{Version: "test", GitSHA: "abc", BuildTimestamp: "now", GoVersion: "go1.26"}})
+	return startEngineOpts(t, Options{Config: cfg})
+}
+
+// startEngineOpts is startEngine with opts (their Log and Build set here).
+func startEngineOpts(t *testing.T, opts Options) *Engine {
+	t.Helper()
+	opts.Log, opts.Build = quiet, apihttp.BuildInfo{Version: "test", GitSHA: "abc", BuildTimestamp: "now", GoVersion: "go1.26"}
+	e, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthhq/berth/engine/census"
 	"github.com/berthhq/berth/engine/metrics"
+	"github.com/berthhq/berth/engine/samples"
 	"github.com/berthhq/berth/engine/telemetry"
 	"github.com/berthhq/berth/engine/ui"
 	"github.com/berthhq/berth/guard"
@@ -23,6 +24,9 @@ type ObservabilityOptions struct {
 	SpanExporter telemetry.SpanExporter
 	// CensusInterval is how often the store gauges are recounted (census.DefaultInterval).
 	CensusInterval time.Duration
+	// SampleInterval is how often the inspector's charts sample the metrics
+	// (samples.DefaultInterval).
+	SampleInterval time.Duration
 }
 
 // observability is the engine's logs, tracing and metrics wiring.
@@ -30,6 +34,14 @@ type observability struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	tracing *telemetry.Tracing
+	// samples is the metrics history the inspector charts (newSampler).
+	samples        *samples.Sampler
+	sampleInterval time.Duration
+}
+
+// newSampler sets up the inspector's metrics history, with the hosts' slots from hosts.
+func (o *observability) newSampler(hosts samples.HostsFunc) {
+	o.samples = samples.New(samples.Options{Gatherer: o.metrics.Gatherer(), Hosts: hosts, Interval: o.sampleInterval, Log: o.log})
 }
 
 // newObservability builds the logger (opts.Log, else log.format and log.level on stderr),
@@ -49,7 +61,7 @@ func newObservability(opts Options) (*observability, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observability{log: log, metrics: metrics.New(), tracing: tr}, nil
+	return &observability{log: log, metrics: metrics.New(), tracing: tr, sampleInterval: opts.Observability.SampleInterval}, nil
 }
 
 func batchTimeout(opts Options) time.Duration {

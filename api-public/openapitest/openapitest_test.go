@@ -331,7 +331,7 @@ func TestOperations(t *testing.T) {
 	served := []string{
 		"GET /health", "GET /metadata", "GET /datacenters",
 		"GET /namespaces", "POST /namespaces",
-		"GET /runners", "GET /runners/names", "POST /runners/{runner_id}/drain", "GET /envoys",
+		"GET /runners", "GET /runners/names", "POST /runners/{runner_id}/drain", "GET /envoys", "POST /envoys/{envoy_key}/drain",
 		"GET /runner-configs", "PUT /runner-configs/{runner_name}", "DELETE /runner-configs/{runner_name}",
 		"POST /runner-configs/{runner_name}/refresh-metadata", "POST /runner-configs/serverless-health-check",
 		"GET /actors", "POST /actors", "PUT /actors", "DELETE /actors/{actor_id}", "GET /actors/names",

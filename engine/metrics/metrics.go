@@ -79,5 +79,8 @@ func (m *Metrics) Handler(pprof bool) http.Handler {
 	return mux
 }
 
+// Gatherer reads the metrics in process (the inspector's charts, engine/samples).
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
 // Since observes the time since start in h, in seconds.
 func Since(h prometheus.Observer, start time.Time) { h.Observe(time.Since(start).Seconds()) }

@@ -19,6 +19,9 @@ type Observed struct {
 	GatewayPhase *prometheus.HistogramVec
 	// GatewayRetries counts gateway attempts after the first, by protocol (http, websocket).
 	GatewayRetries *prometheus.CounterVec
+	// ActorTransitions counts actors created and woken by this node's committed lifecycle
+	// transactions, by kind (created, woken).
+	ActorTransitions *prometheus.CounterVec
 
 	// UDBCommit is the duration of transaction commits (any outcome); UDBConflicts counts
 	// commits refused with not_committed (1020).
@@ -70,6 +73,10 @@ func newObserved(reg *prometheus.Registry) Observed {
 			Name: "berth_gateway_retries_total",
 			Help: "Gateway attempts after the first, by protocol.",
 		}, []string{"protocol"}),
+		ActorTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_actor_transitions_total",
+			Help: "Actors created and woken by this node, by kind.",
+		}, []string{"kind"}),
 		UDBCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "berth_udb_commit_seconds",
 			Help:    "Duration of store transaction commits.",
@@ -109,7 +116,9 @@ func newObserved(reg *prometheus.Registry) Observed {
 	// Retries show as 0 before the first, so that rate() works from the start.
 	o.GatewayRetries.WithLabelValues("http")
 	o.GatewayRetries.WithLabelValues("websocket")
-	reg.MustRegister(o.HTTPRequests, o.HTTPDuration, o.GatewayPhase, o.GatewayRetries, o.UDBCommit, o.UDBConflicts,
+	o.ActorTransitions.WithLabelValues("created")
+	o.ActorTransitions.WithLabelValues("woken")
+	reg.MustRegister(o.HTTPRequests, o.HTTPDuration, o.GatewayPhase, o.GatewayRetries, o.ActorTransitions, o.UDBCommit, o.UDBConflicts,
 		rtt, o.Actors, o.Runners, o.Envoys, o.PendingAllocations, o.CensusTruncated, o.CensusDuration)
 	return o
 }

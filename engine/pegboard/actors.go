@@ -124,6 +124,8 @@ func Transact[T any](ctx context.Context, p *Actors, f func(tx udb.Transaction) 
 // Apply carries out committed effects.
 func (p *Actors) Apply(eff actor.Effects) {
 	p.sendCommands(eff.Commands)
+	p.o.Metrics.ActorTransitions.WithLabelValues("created").Add(float64(eff.Created))
+	p.o.Metrics.ActorTransitions.WithLabelValues("woken").Add(float64(eff.Woken))
 	var changed []id.ID
 	for _, group := range [][]id.ID{eff.Ready, eff.Stopped, eff.Destroyed} {
 		changed = append(changed, group...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthhq/berth/engine/reqlog"
+	"github.com/berthhq/berth/engine/samples"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/namespace"
 	"github.com/berthhq/berth/pkg/apihttp"
@@ -51,6 +52,10 @@ type Options struct {
 	// Requests is this node's live request log (the gateway records to it); nil streams
 	// nothing.
 	Requests *reqlog.Log
+	// Samples is this node's metrics history, for /ui/samples; nil answers no samples.
+	Samples *samples.Sampler
+	// Node is this node's id, named on the charts.
+	Node string
 	// Label is this datacenter's label: /ui/actor-states answers for its actors only.
 	Label uint16
 	// ClientIP is the address a request counts as, for the failed-login limit; nil means the
@@ -99,6 +104,8 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 //	GET  /ui/actor-sqlite     ?actor_id=&table=&offset=&limit=: its SQLite tables and a page of
 //	                          one's rows, read-only (admin tokens only)
 //	GET  /ui/actor-requests   ?actor_id=: the actor's gateway requests on this node, live (SSE)
+//	GET  /ui/host-actors      ?runner_id= or ?namespace=&envoy_key=: the actors on a host
+//	GET  /ui/samples          this node's metrics history for the charts (global tokens)
 //	POST /ui/login            form field token: checks it, starts a session, back to /ui/
 //	POST /ui/logout           ends the session, clears the cookie
 //
@@ -111,7 +118,7 @@ func authenticate(a *auth.Authenticator, tok string) (auth.Grant, int, string) {
 // SameSite=Strict, scoped to /ui, Secure when the login came over TLS. The token the login
 // proved stays server side: /ui/api/ sends it to the API, so page scripts never see it.
 // /ui/api/ passes GET and the inspector's actions only (create, sleep, reschedule and
-// destroy an actor, drain a runner): the API checks the token's role for each.
+// destroy an actor, drain a runner or an envoy): the API checks the token's role for each.
 //
 // Whether or not auth is on, requests other than GET, HEAD and OPTIONS are refused (403
 // api.forbidden) when they come from another site: Sec-Fetch-Site, else Origin, else
@@ -210,6 +217,12 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /ui/actor-requests", func(w http.ResponseWriter, r *http.Request) {
 		serveActorRequests(w, r, o)
 	})
+	mux.HandleFunc("GET /ui/host-actors", func(w http.ResponseWriter, r *http.Request) {
+		serveHostActors(w, r, o)
+	})
+	mux.HandleFunc("GET /ui/samples", func(w http.ResponseWriter, r *http.Request) {
+		serveSamples(w, r, o)
+	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui/{file}", func(w http.ResponseWriter, r *http.Request) { files.ServeHTTP(w, r) })
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) })
@@ -275,7 +288,7 @@ func Handler(o Options) http.Handler {
 
 // actionPaths are the API calls the inspector's action buttons make, by method.
 var actionPaths = map[string]*regexp.Regexp{
-	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/runners/[^/]+/drain$`),
+	http.MethodPost:   regexp.MustCompile(`^/actors(/[^/]+/(sleep|reschedule))?$|^/(runners|envoys)/[^/]+/drain$`),
 	http.MethodDelete: regexp.MustCompile(`^/actors/[^/]+$`),
 }
 

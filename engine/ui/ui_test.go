@@ -447,6 +447,7 @@ func TestUIActionsThroughTheProxy(t *testing.T) {
 		{"POST", "/ui/api/actors/abc/reschedule", 200},
 		{"DELETE", "/ui/api/actors/abc?namespace=default", 200},
 		{"POST", "/ui/api/runners/abc/drain", 200},
+		{"POST", "/ui/api/envoys/env-1/drain?namespace=default", 200},
 		{"POST", "/ui/api/namespaces", 405},
 		{"POST", "/ui/api/actors/abc/kv/keys/a", 405},
 		{"DELETE", "/ui/api/runner-configs/pool", 405},

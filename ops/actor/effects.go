@@ -21,6 +21,9 @@ type Effects struct {
 	// StoppedEnvoys were stopping and have no actor left: their sockets close with
 	// ws.eviction.
 	StoppedEnvoys []Host
+	// Created and Woken count the actors this transition created and woke (for the
+	// engine's metrics once it has committed).
+	Created, Woken int
 }
 
 // Pool names a pending queue.
@@ -40,6 +43,8 @@ func (e *Effects) Merge(o Effects) {
 	}
 	e.StoppedRunners = append(e.StoppedRunners, o.StoppedRunners...)
 	e.StoppedEnvoys = append(e.StoppedEnvoys, o.StoppedEnvoys...)
+	e.Created += o.Created
+	e.Woken += o.Woken
 }
 
 func (e *Effects) addPool(p Pool) {

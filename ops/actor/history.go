@@ -23,6 +23,12 @@ func (m *machine) record(a *actor) {
 		}
 		keys.Set(m.tx, keys.ActorHistoryKey{ActorID: a.id, Slot: int64(a.st.HistorySeq % keys.ActorHistoryLen)}, ev)
 		a.st.HistorySeq++
+		switch kind {
+		case "created":
+			m.eff.Created++
+		case "woken":
+			m.eff.Woken++
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func (a *RunnersAPI) AllNames(ctx context.Context, o NameListOptions) iter.Seq2[
 	})
 }
 
-// EnvoysAPI lists envoys of the client's namespace.
+// EnvoysAPI lists and drains envoys of the client's namespace.
 type EnvoysAPI struct{ c *Client }
 
 // EnvoyListOptions filters GET /envoys. The zero value lists every envoy, newest first.
@@ -139,6 +139,13 @@ func (a *EnvoysAPI) All(ctx context.Context, o EnvoyListOptions) iter.Seq2[Envoy
 		o.Cursor = cursor
 		return a.List(ctx, o)
 	})
+}
+
+// Drain drains the envoy (POST /envoys/{envoy_key}/drain, a berth extension) and returns it
+// as the drain left it: stop_ts set. Draining a draining envoy changes nothing.
+func (a *EnvoysAPI) Drain(ctx context.Context, envoyKey string) (Envoy, error) {
+	r, err := decode[api.EnvoysDrainResponse](a.c.raw.EnvoysDrain(ctx, envoyKey, &api.EnvoysDrainParams{Namespace: a.c.namespace}))
+	return r.Envoy, err
 }
 
 // NamespacesAPI lists and creates namespaces. Namespaces are not themselves namespaced: the

@@ -56,7 +56,7 @@ func contractOperations(s *Session) []operation {
 // adds the namespace.
 func concretePath(p string) string {
 	r := strings.NewReplacer("{actor_id}", id.New(1).String(), "{runner_id}", id.New(1).String(),
-		"{runner_name}", "pool", "{key}", "a2V5")
+		"{runner_name}", "pool", "{key}", "a2V5", "{envoy_key}", "env-1")
 	return r.Replace(p) + "?namespace={ns}"
 }
 

@@ -173,7 +173,7 @@ func TestScopedTokensOnEveryEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := strings.NewReplacer("{actor_id}", actorA, "{runner_id}", actorA, "{runner_name}", "pool", "{key}", "a2V5")
+	params := strings.NewReplacer("{actor_id}", actorA, "{runner_id}", actorA, "{runner_name}", "pool", "{key}", "a2V5", "{envoy_key}", "env-1")
 	attempts, bypasses := 0, 0
 	expect := func(what string, got reply, status int, code string) {
 		attempts++

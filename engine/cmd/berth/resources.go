@@ -358,8 +358,74 @@ func (c *cli) envoysCommand() *cobra.Command {
 			return output(c, p.Items[:1], true, envoyTable)
 		},
 	}
-	c.quietFlag(list, get)
-	return c.clientFlags(group("envoys", "List and show envoys (the public API has no envoy drain)", list, get))
+	var (
+		wait    bool
+		timeout time.Duration
+	)
+	drain := &cobra.Command{
+		Use:   "drain ENVOY_KEY",
+		Short: "Drain an envoy: no new actors, its actors move, then it closes",
+		Long: `Drain an envoy (a berth extension of the API): it gets no new actors, its actors are moved
+away (paced by its pool's runner config), and its socket is closed once none is left. With
+--wait, wait until no actor is left on it, showing how many have left.`,
+		Args: exactArgs("ENVOY_KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			e, err := cl.Envoys().Drain(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if wait {
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
+				if e, err = c.waitEnvoyEmpty(ctx, cl, e); err != nil {
+					return err
+				}
+			}
+			return output(c, []client.Envoy{e}, true, envoyTable)
+		},
+	}
+	drain.Flags().BoolVar(&wait, "wait", false, "wait until no actor is left on the envoy")
+	drain.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (e.g. 5m; 0: never)")
+
+	c.quietFlag(list, get, drain)
+	return c.clientFlags(group("envoys", "List, show and drain envoys", list, get, drain))
+}
+
+// waitEnvoyEmpty polls the envoy until no actor is left on it (or it is gone from the
+// list: it closed and expired), reporting how many of the actors it held have left.
+func (c *cli) waitEnvoyEmpty(ctx context.Context, cl *client.Client, e client.Envoy) (client.Envoy, error) {
+	held := e.Slots
+	p := c.newProgress("draining envoy "+e.EnvoyKey, "actors gone", held)
+	p.Set(0, -1)
+	defer p.Done()
+	t := time.NewTicker(c.pollInterval)
+	defer t.Stop()
+	for left := e.Slots; left > 0; {
+		select {
+		case <-ctx.Done():
+			return e, fmt.Errorf("envoy %s still has actors: %w", e.EnvoyKey, context.Cause(ctx))
+		case <-t.C:
+		}
+		page, err := cl.Envoys().List(ctx, client.EnvoyListOptions{EnvoyKeys: []string{e.EnvoyKey}})
+		if err != nil {
+			return e, err
+		}
+		left = 0
+		if len(page.Items) > 0 {
+			e, left = page.Items[0], page.Items[0].Slots
+		}
+		held = max(held, left)
+		p.Set(held-left, held)
+	}
+	return e, nil
 }
 
 // --- datacenters

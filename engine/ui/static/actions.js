@@ -49,6 +49,12 @@ export function drainButton(r) {
     "? It gets no new actors and its actors are moved as it stops.", () => send("POST", "/runners/" + encodeURIComponent(r.runner_id) + "/drain" + ns())) }, "Drain");
 }
 
+// drainEnvoyButton drains envoy e (berth's POST /envoys/{envoy_key}/drain).
+export function drainEnvoyButton(e) {
+  return el("button", { class: "action drain", onclick: () => confirmAction("Drain", "Drain envoy " + e.envoy_key + " of pool " + e.pool_name +
+    "? It gets no new actors, its actors are moved away, and it closes once none is left.", () => send("POST", "/envoys/" + encodeURIComponent(e.envoy_key) + "/drain" + ns())) }, "Drain");
+}
+
 // createButton opens the create-actor form.
 export function createButton(defaults) {
   const field = (label, name, attrs = {}) => el("label", {}, label, " ", el("input", { name, ...attrs }));

@@ -3,7 +3,9 @@
 import { api, namespace } from "./api.js";
 import * as actors from "./actors.js";
 import * as hosts from "./hosts.js";
+import * as host from "./host.js";
 import * as cluster from "./cluster.js";
+import { renderCharts } from "./charts.js";
 import { stop as stopLiveRequests } from "./requests.js";
 
 const routes = {
@@ -11,9 +13,12 @@ const routes = {
   actor: actors.renderActor,
   runners: hosts.renderRunners,
   envoys: hosts.renderEnvoys,
+  runner: host.renderRunner,
+  envoy: host.renderEnvoy,
   "runner-configs": cluster.renderRunnerConfigs,
   namespaces: cluster.renderNamespaces,
   datacenters: cluster.renderDatacenters,
+  charts: renderCharts,
 };
 
 // route parses location.hash: "#/actor/<id>?a=b" is {page: "actor", arg: "<id>", params}.
@@ -36,7 +41,7 @@ let renders = 0; // the number of the latest show: an older one that finishes la
 export async function show() {
   const mine = ++renders;
   const r = route();
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === r.page || (r.page === "actor" && a.dataset.page === "actors"));
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === r.page || a.dataset.page === r.page + "s");
   const view = document.querySelector("#view");
   stopLiveRequests(); // the actor page starts it again
   const page = document.createElement("div");

@@ -1,8 +1,8 @@
 // The runners and envoys pages: slots, ping, RTT, drain state; stopped and drained hosts
 // behind a filter.
 import { api, query, namespace } from "./api.js";
-import { el, badge, table, ago, when, Pager } from "./dom.js";
-import { drainButton } from "./actions.js";
+import { el, badge, link, table, ago, when, Pager } from "./dom.js";
+import { drainButton, drainEnvoyButton } from "./actions.js";
 
 // hostState names where a runner or envoy is.
 export function hostState(h) {
@@ -43,14 +43,14 @@ async function hostList(view, params, kind, titles, cells) {
 export function renderRunners(view, _arg, params) {
   return hostList(view, params, "runners",
     ["Pool", "Key", "State", "Slots (free / total)", "Last ping", "RTT", "Version", "Datacenter", "Created", "ID", ""],
-    (r) => [r.name, r.key, badge(hostState(r)), r.remaining_slots + " / " + r.total_slots, ago(r.last_ping_ts),
+    (r) => [r.name, link("/runner/" + encodeURIComponent(r.runner_id), r.key, "host-link"), badge(hostState(r)), r.remaining_slots + " / " + r.total_slots, ago(r.last_ping_ts),
       r.last_rtt + " ms", r.version, r.datacenter, when(r.create_ts), el("span", { class: "id" }, r.runner_id),
       hostState(r) === "active" ? drainButton(r) : ""]);
 }
 
 export function renderEnvoys(view, _arg, params) {
   return hostList(view, params, "envoys",
-    ["Pool", "Key", "State", "Slots", "Last ping", "RTT", "Version", "Datacenter", "Created"],
-    (e) => [e.pool_name, e.envoy_key, badge(hostState(e)), e.slots, ago(e.last_ping_ts), e.last_rtt + " ms",
-      e.version, e.datacenter, when(e.create_ts)]);
+    ["Pool", "Key", "State", "Slots", "Last ping", "RTT", "Version", "Datacenter", "Created", ""],
+    (e) => [e.pool_name, link("/envoy/" + encodeURIComponent(e.envoy_key), e.envoy_key, "host-link"), badge(hostState(e)), e.slots, ago(e.last_ping_ts), e.last_rtt + " ms",
+      e.version, e.datacenter, when(e.create_ts), hostState(e) === "active" ? drainEnvoyButton(e) : ""]);
 }

@@ -393,6 +393,12 @@ type Envoy struct {
 	Version     int32  `json:"version"`
 }
 
+// EnvoysDrainResponse defines model for EnvoysDrainResponse.
+type EnvoysDrainResponse struct {
+	// Envoy A process that hosts actors (envoy protocol).
+	Envoy Envoy `json:"envoy"`
+}
+
 // EnvoysListResponse defines model for EnvoysListResponse.
 type EnvoysListResponse struct {
 	Envoys     []Envoy    `json:"envoys"`
@@ -788,6 +794,9 @@ type ActorIdPath = IdParam
 // CursorQuery defines model for CursorQuery.
 type CursorQuery = string
 
+// EnvoyKeyPath defines model for EnvoyKeyPath.
+type EnvoyKeyPath = string
+
 // LimitQuery defines model for LimitQuery.
 type LimitQuery = int64
 
@@ -931,6 +940,12 @@ type EnvoysListParams struct {
 
 	// Cursor The `pagination.cursor` of the previous page; absent for the first page.
 	Cursor *CursorQuery `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// EnvoysDrainParams defines parameters for EnvoysDrain.
+type EnvoysDrainParams struct {
+	// Namespace The namespace, by name.
+	Namespace NamespaceQuery `form:"namespace" json:"namespace"`
 }
 
 // NamespacesListParams defines parameters for NamespacesList.
@@ -1749,6 +1764,21 @@ type ClientInterface interface {
 	// Corresponds with GET /envoys (the `EnvoysList` operationId).
 	EnvoysList(ctx context.Context, params *EnvoysListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// EnvoysDrain Drain an envoy (berth extension).
+	//
+	// A berth extension: the Rivet engine 2.3.19 has no envoy drain in its API (an envoy
+	// drains by announcing it is stopping). This is the same drain: the envoy leaves the
+	// placement indexes (it gets no new actors) and gets `stop_ts`, its actors are moved
+	// away (paced by its pool's runner config), and its socket is closed with 1000
+	// `ws.eviction` once the last has left. The same drain berth applies to the envoys of
+	// a serverless pool whose config changed or was deleted. An envoy key names no
+	// datacenter, so every datacenter that has the envoy drains it. Idempotent: draining
+	// a draining envoy changes nothing and returns it as it is. An unknown envoy, or one
+	// of another namespace, is 404 `envoy.not_found`. Needs an admin token.
+	//
+	// Corresponds with POST /envoys/{envoy_key}/drain (the `EnvoysDrain` operationId).
+	EnvoysDrain(ctx context.Context, envoyKey EnvoyKeyPath, params *EnvoysDrainParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HealthGet Liveness of this engine process.
 	//
 	// Corresponds with GET /health (the `HealthGet` operationId).
@@ -2403,6 +2433,31 @@ func (c *Client) DatacentersList(ctx context.Context, params *DatacentersListPar
 // Corresponds with GET /envoys (the `EnvoysList` operationId).
 func (c *Client) EnvoysList(ctx context.Context, params *EnvoysListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEnvoysListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnvoysDrain Drain an envoy (berth extension).
+//
+// A berth extension: the Rivet engine 2.3.19 has no envoy drain in its API (an envoy
+// drains by announcing it is stopping). This is the same drain: the envoy leaves the
+// placement indexes (it gets no new actors) and gets `stop_ts`, its actors are moved
+// away (paced by its pool's runner config), and its socket is closed with 1000
+// `ws.eviction` once the last has left. The same drain berth applies to the envoys of
+// a serverless pool whose config changed or was deleted. An envoy key names no
+// datacenter, so every datacenter that has the envoy drains it. Idempotent: draining
+// a draining envoy changes nothing and returns it as it is. An unknown envoy, or one
+// of another namespace, is 404 `envoy.not_found`. Needs an admin token.
+//
+// Corresponds with POST /envoys/{envoy_key}/drain (the `EnvoysDrain` operationId).
+func (c *Client) EnvoysDrain(ctx context.Context, envoyKey EnvoyKeyPath, params *EnvoysDrainParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnvoysDrainRequest(c.Server, envoyKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3600,6 +3655,63 @@ func NewEnvoysListRequest(server string, params *EnvoysListParams) (*http.Reques
 	return req, nil
 }
 
+// NewEnvoysDrainRequest constructs an http.Request for the EnvoysDrain method
+func NewEnvoysDrainRequest(server string, envoyKey EnvoyKeyPath, params *EnvoysDrainParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "envoy_key", envoyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/envoys/%s/drain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthGetRequest constructs an http.Request for the HealthGet method
 func NewHealthGetRequest(server string) (*http.Request, error) {
 	var err error
@@ -4753,6 +4865,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /envoys (the `EnvoysList` operationId).
 	EnvoysListWithResponse(ctx context.Context, params *EnvoysListParams, reqEditors ...RequestEditorFn) (*EnvoysListHTTPResponse, error)
+
+	// EnvoysDrainWithResponse Drain an envoy (berth extension).
+	//
+	// A berth extension: the Rivet engine 2.3.19 has no envoy drain in its API (an envoy
+	// drains by announcing it is stopping). This is the same drain: the envoy leaves the
+	// placement indexes (it gets no new actors) and gets `stop_ts`, its actors are moved
+	// away (paced by its pool's runner config), and its socket is closed with 1000
+	// `ws.eviction` once the last has left. The same drain berth applies to the envoys of
+	// a serverless pool whose config changed or was deleted. An envoy key names no
+	// datacenter, so every datacenter that has the envoy drains it. Idempotent: draining
+	// a draining envoy changes nothing and returns it as it is. An unknown envoy, or one
+	// of another namespace, is 404 `envoy.not_found`. Needs an admin token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /envoys/{envoy_key}/drain (the `EnvoysDrain` operationId).
+	EnvoysDrainWithResponse(ctx context.Context, envoyKey EnvoyKeyPath, params *EnvoysDrainParams, reqEditors ...RequestEditorFn) (*EnvoysDrainHTTPResponse, error)
 
 	// HealthGetWithResponse Liveness of this engine process.
 	//
@@ -6091,6 +6220,110 @@ func (r EnvoysListHTTPResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r EnvoysListHTTPResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type EnvoysDrainHTTPResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EnvoysDrainResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON200() *EnvoysDrainResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r EnvoysDrainHTTPResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r EnvoysDrainHTTPResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnvoysDrainHTTPResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnvoysDrainHTTPResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnvoysDrainHTTPResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7644,6 +7877,29 @@ func (c *ClientWithResponses) EnvoysListWithResponse(ctx context.Context, params
 	return ParseEnvoysListHTTPResponse(rsp)
 }
 
+// EnvoysDrainWithResponse Drain an envoy (berth extension).
+//
+// A berth extension: the Rivet engine 2.3.19 has no envoy drain in its API (an envoy
+// drains by announcing it is stopping). This is the same drain: the envoy leaves the
+// placement indexes (it gets no new actors) and gets `stop_ts`, its actors are moved
+// away (paced by its pool's runner config), and its socket is closed with 1000
+// `ws.eviction` once the last has left. The same drain berth applies to the envoys of
+// a serverless pool whose config changed or was deleted. An envoy key names no
+// datacenter, so every datacenter that has the envoy drains it. Idempotent: draining
+// a draining envoy changes nothing and returns it as it is. An unknown envoy, or one
+// of another namespace, is 404 `envoy.not_found`. Needs an admin token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /envoys/{envoy_key}/drain (the `EnvoysDrain` operationId).
+func (c *ClientWithResponses) EnvoysDrainWithResponse(ctx context.Context, envoyKey EnvoyKeyPath, params *EnvoysDrainParams, reqEditors ...RequestEditorFn) (*EnvoysDrainHTTPResponse, error) {
+	rsp, err := c.EnvoysDrain(ctx, envoyKey, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnvoysDrainHTTPResponse(rsp)
+}
+
 // HealthGetWithResponse Liveness of this engine process.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8865,6 +9121,95 @@ func ParseEnvoysListHTTPResponse(rsp *http.Response) (*EnvoysListHTTPResponse, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest EnvoysListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseEnvoysDrainHTTPResponse parses an HTTP response from a EnvoysDrainWithResponse call
+func ParseEnvoysDrainHTTPResponse(rsp *http.Response) (*EnvoysDrainHTTPResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnvoysDrainHTTPResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EnvoysDrainResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

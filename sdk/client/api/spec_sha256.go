@@ -3,4 +3,4 @@
 package api
 
 // SpecSHA256 is the SHA-256 of the api-public/openapi.yaml this package was generated from.
-const SpecSHA256 = "cabbd161673939e3d7bc746686f411b917324cde4927e4d1855117a16153b05b"
+const SpecSHA256 = "c99c5c05eed91dc2b9fbf117bd26ccf3f9686a9f46554b3fb80e1d69f95747d2"
