@@ -232,7 +232,7 @@ func TestQueueAndDrainMove(t *testing.T) {
 	// The pool's config comes with its first runner; create one that drains away at once.
 	first := newFake(t, e, "first")
 	send(t, first.c, proto.ToServerStopping{})
-	waitClose(t, first.c, websocket.StatusNormalClosure, "ws.eviction")
+	first.closedWith(websocket.StatusNormalClosure, "ws.eviction") // its reader has the socket
 
 	a := createActor(t, e, actor.CrashRestart)
 	if st := actorState(t, e, a.ActorID); st.Phase != keys.PhasePending {
