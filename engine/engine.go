@@ -156,7 +156,7 @@ func Start(ctx context.Context, opts Options) (_ *Engine, err error) {
 	if undo, err = e.listen(ctx, cfg, svc, undo); err != nil {
 		return nil, err
 	}
-	e.startLoops(ctx, opts.Observability.CensusInterval)
+	e.startLoops(ctx, opts.Observability.CensusInterval, cfg.PubSub.URL != "")
 	if cfg.Anonymous() {
 		e.log.Warn("berth serves without an admin token on addresses other machines can reach (auth.allow_anonymous): " +
 			"anyone who reaches them can create and destroy actors, read their KV and drain runners; set auth.admin_token")
@@ -353,10 +353,16 @@ func (e *Engine) listen(ctx context.Context, cfg *config.Config, svc *services, 
 	return undo, nil
 }
 
-// startLoops starts the lifecycle loops, the census and the listeners' serve loops.
-func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration) {
+// startLoops starts the lifecycle loops, the census and the listeners' serve loops; with
+// several nodes, the request log shared with the others.
+func (e *Engine) startLoops(ctx context.Context, censusInterval time.Duration, severalNodes bool) {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	e.stopLoops = stopLoops
+	if severalNodes {
+		if err := e.requests.Share(loopCtx, e.bus, e.cluster.ID()); err != nil {
+			e.log.Warn("the inspector's request log shows this node's requests only", "err", err)
+		}
+	}
 	e.loops.Go(func() { e.lifecycle.Run(loopCtx) })
 	e.loops.Go(func() { e.serverless.Run(loopCtx) })
 	e.loops.Go(func() { e.scaler.Run(loopCtx) })

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/ops/actorkv"
@@ -216,6 +218,23 @@ func TestInspectorActorEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(data), &entry); ev != "request" || err != nil || entry.Method != "POST" || entry.Path != "/echo?q=1" ||
 		entry.Status != gw.StatusCode || entry.LatencyMs <= 0 {
 		t.Errorf("request event: %s %s (the gateway answered %d)", ev, data, gw.StatusCode)
+	}
+	// A WebSocket is logged when it ends, with 101 and how long it was open.
+	ws, _, err := websocket.Dial(ctx, "ws://"+e.PublicAddr().String()+"/gateway/"+aid+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Write(ctx, websocket.MessageText, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := ws.Read(ctx); err != nil || string(b) != "hi" {
+		t.Fatalf("echo: %q %v", b, err)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+	ev, data = next()
+	if err := json.Unmarshal([]byte(data), &entry); ev != "request" || err != nil || entry.Method != "GET" || entry.Path != "/ws" ||
+		entry.Status != http.StatusSwitchingProtocols || entry.LatencyMs <= 0 {
+		t.Errorf("WebSocket event: %s %s", ev, data)
 	}
 
 	other := id.New(a.ActorID.Label() + 1).String()

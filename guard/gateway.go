@@ -269,12 +269,12 @@ func (g *Gateway) serveActor(w http.ResponseWriter, r *http.Request, ray string,
 // serveResolved serves a request for an actor of this datacenter: a WebSocket, or an HTTP
 // request within the actor's bound of requests in flight (before its body is read).
 func (g *Gateway) serveResolved(w http.ResponseWriter, r *http.Request, ray string, req actorRequest) {
+	w, done := g.observed(w, r, req)
+	defer done()
 	if isWebSocket(r) {
 		g.serveWebSocket(w, r, ray, req)
 		return
 	}
-	w, done := g.observed(w, r, req)
-	defer done()
 	release, ok := g.perActor.Acquire(req.ActorID)
 	if !ok {
 		g.fail(w, r, ray, rerr.GuardActorOverloaded(g.o.MaxRequestsPerActor))

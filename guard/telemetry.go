@@ -45,7 +45,8 @@ type RequestObserver interface {
 }
 
 // observed returns w wrapped to report the request to Telemetry.Requests when it watches
-// the actor, and the func to call when the request is done.
+// the actor, and the func to call when the request is done (a WebSocket's, status 101,
+// when the socket ends).
 func (g *Gateway) observed(w http.ResponseWriter, r *http.Request, req actorRequest) (http.ResponseWriter, func()) {
 	obs := g.o.Telemetry.Requests
 	if obs == nil || !obs.Watching(req.ActorID) {

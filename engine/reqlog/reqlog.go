@@ -1,6 +1,7 @@
-// Package reqlog fans this node's gateway requests out to the inspector's live request log
-// of an actor. Nothing is kept: a request is handed to the actor's current watchers, if any,
-// and forgotten. With nobody watching, the gateway's check costs one atomic load.
+// Package reqlog fans the gateway requests out to the inspector's live request log of an
+// actor. Nothing is kept: a request is handed to the actor's current watchers, if any, and
+// forgotten; with Share, those of every node of the datacenter. With nobody watching, the
+// gateway's check costs two atomic loads.
 package reqlog
 
 import (
@@ -31,6 +32,7 @@ type Log struct {
 	count    atomic.Int32 // watchers, of every actor
 	mu       sync.RWMutex
 	watchers map[id.ID]map[*watcher]struct{}
+	remote   atomic.Pointer[remote] // the other nodes, once shared
 }
 
 type watcher struct {
@@ -40,7 +42,14 @@ type watcher struct {
 
 // Watching reports whether anyone watches actor aid.
 func (l *Log) Watching(aid id.ID) bool {
-	if l == nil || l.count.Load() == 0 {
+	if l == nil {
+		return false
+	}
+	return l.watchingHere(aid) || l.watchedElsewhere(aid)
+}
+
+func (l *Log) watchingHere(aid id.ID) bool {
+	if l.count.Load() == 0 {
 		return false
 	}
 	l.mu.RLock()
@@ -48,10 +57,20 @@ func (l *Log) Watching(aid id.ID) bool {
 	return len(l.watchers[aid]) > 0
 }
 
-// Served records an HTTP request the gateway served to actor aid (guard.RequestObserver).
+func (l *Log) watchedElsewhere(aid id.ID) bool {
+	r := l.remote.Load()
+	return r != nil && r.watched(aid)
+}
+
+// Served records an HTTP request the gateway served to actor aid (guard.RequestObserver):
+// for the watchers here, and for the other nodes when one of them watches it.
 func (l *Log) Served(aid id.ID, method, path string, status int, d time.Duration) {
-	l.Record(aid, Entry{Ts: time.Now().UnixMilli(), Method: method, Path: path, Status: status,
-		LatencyMs: float64(d.Microseconds()) / 1000})
+	e := Entry{Ts: time.Now().UnixMilli(), Method: method, Path: path, Status: status,
+		LatencyMs: float64(d.Microseconds()) / 1000}
+	l.Record(aid, e)
+	if l.watchedElsewhere(aid) {
+		l.remote.Load().publish(aid, e)
+	}
 }
 
 // Record hands e to actor aid's watchers; a watcher whose buffer is full misses it.
@@ -84,6 +103,12 @@ func (l *Log) Watch(aid id.ID) (entries <-chan Entry, dropped func() int64, stop
 	}
 	l.watchers[aid][w] = struct{}{}
 	l.count.Add(1)
+	if r := l.remote.Load(); r != nil {
+		select {
+		case r.announce <- struct{}{}:
+		default:
+		}
+	}
 	var once sync.Once
 	return w.c, w.dropped.Load, func() {
 		once.Do(func() {
