@@ -16,7 +16,7 @@ export function section(aid) {
   const tbody = el("tbody", {}, el("tr", { class: "placeholder" }, el("td", { class: "empty", colSpan: 5 }, "waiting for requests…")));
   const state = el("span", { class: "muted live-state" }, "connecting");
   const out = el("section", { id: "requests", "data-state": "connecting" },
-    el("h3", {}, "Live requests (this node) ", state),
+    el("h3", {}, "Live requests ", state),
     el("table", { id: "live-requests" },
       el("thead", {}, el("tr", {}, ["Time", "Method", "Path", "Status", "Latency"].map((t) => el("th", {}, t)))), tbody));
   const setState = (s) => {
