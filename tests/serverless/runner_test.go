@@ -143,9 +143,9 @@ func TestRunnerPoolInitDrainGraceReference(t *testing.T) {
 	e := &harness.Engine{URL: ref, Client: http.DefaultClient}
 	url, app := startApp(t, "rivetkit 2.2.1", harness.NPMDir, "serverless-app.mjs", "RIVET_ENDPOINT="+e.URL)
 	putRunnerPool(t, e, "graced", url, nil)
-	if got := increment(t, e, createCounter(t, e, "graced", "g1"), 1); got != 1 {
-		t.Fatalf("increment: %d, want 1", got)
-	}
+	// The actor's creation makes the reference start a runner; its init is all this reads
+	// (the reference's gateway sometimes answers a first request 502 while it starts).
+	createCounter(t, e, "graced", "g1")
 	if md := runnerInit(t, app); md.ServerlessDrainGracePeriod == nil || *md.ServerlessDrainGracePeriod != 10000 {
 		t.Errorf("runner init metadata %+v, want serverlessDrainGracePeriod 10000", md)
 	}
