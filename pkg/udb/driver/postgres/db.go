@@ -70,6 +70,7 @@ type DB struct {
 	}
 
 	watches *watcher
+	commits commitQueue // commits waiting for the group in flight (group.go)
 
 	// beforeCommit, set by tests, runs on the commit's connection just
 	// before COMMIT is sent.

@@ -33,12 +33,15 @@ type snapshot struct {
 	// next one's first page; see firstPageSize.
 	lastAsked, prevAsked atomic.Int32
 
-	// pages caches pages read at this version: the rows visible at a
-	// version never change, and transactions often read a range again (the
-	// transaction layer rereads what it resolved selectors over).
+	// pages caches pages and point reads at this version: the rows visible
+	// at a version never change, and transactions often read a range again
+	// (the transaction layer rereads what it resolved selectors over), as do
+	// the creates that share one transaction (engine/pegboard/batch.go),
+	// which each read the same configuration keys.
 	pages struct {
 		sync.Mutex
 		byQuery map[string][]udb.KeyValue
+		byKey   map[string][]byte // nil: absent
 		bytes   int
 	}
 }
@@ -54,7 +57,7 @@ func (s *snapshot) Version() int64 { return s.version }
 func (s *snapshot) Release() {
 	s.released.Store(true)
 	s.pages.Lock()
-	s.pages.byQuery, s.pages.bytes = nil, 0
+	s.pages.byQuery, s.pages.byKey, s.pages.bytes = nil, nil, 0
 	s.pages.Unlock()
 }
 
@@ -93,6 +96,29 @@ func (s *snapshot) cache(k string, page []udb.KeyValue) {
 		s.pages.byQuery = map[string][]udb.KeyValue{}
 	}
 	s.pages.byQuery[k] = slices.Clone(page)
+	s.pages.bytes += size
+}
+
+// cachedValue returns the value of a key read before at this version.
+func (s *snapshot) cachedValue(key []byte) (value []byte, ok bool) {
+	s.pages.Lock()
+	defer s.pages.Unlock()
+	value, ok = s.pages.byKey[string(key)]
+	return value, ok
+}
+
+// cacheValue keeps a point read's value (nil: absent) within the bound.
+func (s *snapshot) cacheValue(key, value []byte) {
+	size := len(key) + len(value) + 48
+	s.pages.Lock()
+	defer s.pages.Unlock()
+	if s.released.Load() || s.pages.bytes+size > pageCacheBytes {
+		return
+	}
+	if s.pages.byKey == nil {
+		s.pages.byKey = map[string][]byte{}
+	}
+	s.pages.byKey[string(key)] = slices.Clone(value)
 	s.pages.bytes += size
 }
 
@@ -146,6 +172,12 @@ SELECT m.horizon, v.value FROM udb_meta m LEFT JOIN LATERAL (
 ) v ON true WHERE m.id = 1`
 
 func (s *snapshot) Get(key []byte) ([]byte, error) {
+	if v, ok := s.cachedValue(key); ok {
+		if err := s.live(); err != nil {
+			return nil, err
+		}
+		return slices.Clone(v), nil
+	}
 	var horizon int64
 	var value []byte
 	err := s.query(func(ctx context.Context, c *pgx.Conn) error {
@@ -160,6 +192,7 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 	if value != nil && len(value) == 0 {
 		value = []byte{} // present and empty
 	}
+	s.cacheValue(key, value)
 	return value, nil
 }
 
