@@ -2,6 +2,8 @@ package guard
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -61,6 +63,10 @@ type session struct {
 	tun          Tunnel
 	canHibernate bool
 
+	// mu guards what the client reader (which sends client messages on the tunnel
+	// itself while the session relays) shares with the session's loop.
+	mu           sync.Mutex
+	relaying     bool             // client messages go to tun directly
 	pending      []pendingMessage // sent, not acknowledged (hibernatable only)
 	pendingBytes int
 }
@@ -70,13 +76,19 @@ type pendingMessage struct {
 	msg proto.ToClientWebSocketMessage
 }
 
+// clientFrame is what the client reader hands the session's loop: a message it could not
+// send itself (the session is not relaying), the client's close or read error (err), or
+// the failure to send a message on the tunnel (sendErr).
 type clientFrame struct {
-	typ  websocket.MessageType
-	data []byte
-	err  error
+	typ     websocket.MessageType
+	data    []byte
+	err     error
+	sendErr error
 }
 
-// run relays until either side closes for good.
+// run relays until either side closes for good. Messages take no goroutine hand-off while
+// the session relays: the client reader sends each client message on the tunnel, and the
+// tunnel reader writes each actor message to the client; the loop sees the rest.
 func (s *session) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -84,12 +96,22 @@ func (s *session) run(ctx context.Context) {
 	go func() {
 		for {
 			typ, data, err := s.client.Read(ctx)
+			f := clientFrame{typ: typ, data: data, err: err}
+			if err == nil {
+				sent, err := s.sendDirect(proto.ToClientWebSocketMessage{Data: data, Binary: typ == websocket.MessageBinary})
+				if sent && err == nil {
+					continue
+				}
+				if sent {
+					f = clientFrame{sendErr: err}
+				}
+			}
 			select {
-			case frames <- clientFrame{typ, data, err}:
+			case frames <- f:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if f.err != nil || f.sendErr != nil {
 				return
 			}
 		}
@@ -122,6 +144,17 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 				tunErr <- err
 				return
 			}
+			if m, ok := m.(proto.ToServerWebSocketMessage); ok {
+				typ := websocket.MessageText
+				if m.Binary {
+					typ = websocket.MessageBinary
+				}
+				if err := s.client.Write(ctx, typ, m.Data); err != nil {
+					tunErr <- errClientGone
+					return
+				}
+				continue
+			}
 			select {
 			case fromActor <- m:
 			case <-tctx.Done():
@@ -144,31 +177,33 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 		}()
 		defer func() { stop(); <-watching }()
 	}
+	s.setRelaying(true)
+	defer s.setRelaying(false)
 	for {
 		select {
 		case <-actorStopped:
+			s.setRelaying(false)
 			s.awaitAcks(fromActor, tunErr)
 			return true
 		case f := <-frames:
-			if f.err != nil {
+			switch {
+			case f.sendErr != nil:
+				s.closeClient(f.sendErr)
+				return false
+			case f.err != nil:
 				code, reason := closeOf(f.err)
+				s.mu.Lock()
 				_ = s.tun.Send(proto.ToClientWebSocketClose{Code: code, Reason: reason})
+				s.mu.Unlock()
 				return false
 			}
-			if err := s.send(proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary}); err != nil {
+			// Sent by the client reader before the loop began relaying.
+			if _, err := s.sendDirect(proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary}); err != nil {
 				s.closeClient(err)
 				return false
 			}
 		case m := <-fromActor:
 			switch m := m.(type) {
-			case proto.ToServerWebSocketMessage:
-				typ := websocket.MessageText
-				if m.Binary {
-					typ = websocket.MessageBinary
-				}
-				if s.client.Write(ctx, typ, m.Data) != nil {
-					return false
-				}
 			case proto.ToServerWebSocketMessageAck:
 				s.ack(m.Index)
 			case proto.ToServerWebSocketClose:
@@ -186,8 +221,8 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 				_ = s.client.Close(code, reason)
 				return false
 			}
-		case <-tunErr:
-			if ctx.Err() != nil {
+		case err := <-tunErr:
+			if ctx.Err() != nil || err == errClientGone {
 				return false
 			}
 			if s.canHibernate {
@@ -257,15 +292,43 @@ func (s *session) watchActor(ctx context.Context, fired chan<- struct{}, done fu
 	}
 }
 
+// errClientGone ends a relay whose client could not be written to.
+var errClientGone = errors.New("client socket gone")
+
+// setRelaying lets the client reader send client messages on the tunnel itself, or stops it.
+func (s *session) setRelaying(on bool) {
+	s.mu.Lock()
+	s.relaying = on
+	s.mu.Unlock()
+}
+
+// sendDirect sends a client message on the tunnel if the session relays; sent reports
+// whether it tried.
+func (s *session) sendDirect(m proto.ToClientWebSocketMessage) (sent bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.relaying {
+		return false, nil
+	}
+	return true, s.send(m)
+}
+
+// unacknowledged is the number of client messages the actor has not acknowledged.
+func (s *session) unacknowledged() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
 // awaitAcks reads the stopped actor's tunnel until every client message is acknowledged,
 // for at most stopAckGrace: what is still unacknowledged then never reached the actor.
 func (s *session) awaitAcks(fromActor <-chan proto.ToServerTunnelMessageKind, tunErr <-chan error) {
-	if len(s.pending) == 0 {
+	if s.unacknowledged() == 0 {
 		return
 	}
 	grace := time.NewTimer(stopAckGrace)
 	defer grace.Stop()
-	for len(s.pending) > 0 {
+	for s.unacknowledged() > 0 {
 		select {
 		case m := <-fromActor:
 			if ack, ok := m.(proto.ToServerWebSocketMessageAck); ok {
@@ -280,6 +343,7 @@ func (s *session) awaitAcks(fromActor <-chan proto.ToServerTunnelMessageKind, tu
 }
 
 // send sends a client message, keeping it until acknowledged when the socket hibernates.
+// The caller holds s.mu.
 func (s *session) send(m proto.ToClientWebSocketMessage) error {
 	if !s.canHibernate {
 		return s.tun.Send(m)
@@ -299,6 +363,8 @@ func (s *session) send(m proto.ToClientWebSocketMessage) error {
 
 // ack drops the pending messages up to idx (indices wrap as u16).
 func (s *session) ack(idx uint16) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
 	for n < len(s.pending) && int16(idx-s.pending[n].idx) >= 0 {
 		s.pendingBytes -= len(s.pending[n].msg.Data)
@@ -339,7 +405,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 		s.closeClient(err)
 		return false
 	}
-	if len(s.pending) > 0 {
+	if s.unacknowledged() > 0 {
 		// A client message never reached the actor: wake it now for that message.
 		return s.resumeHibernated(ctx, rt.RequestID(), next, forget)
 	}
