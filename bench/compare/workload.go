@@ -322,9 +322,14 @@ func (w *workload) steps(ctx context.Context, s *session) error {
 		}
 	}
 
-	// 8, after step 7.
+	// 8, after step 7: at once, and once the engine has been idle as long as before the
+	// idle reading (the runners stay connected), whatever it gives back by then.
 	s.resident("rss_after")
 	f["cpu_after_s"] = sum(s.cpu()).Seconds()
+	if err := sleep(ctx, idleFor); err != nil {
+		return err
+	}
+	s.resident("rss_settled")
 	if err := ctx.Err(); err != nil || w.large == 0 {
 		return err
 	}
