@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthhq/berth/pkg/udb"
 	"github.com/berthhq/berth/pkg/udb/internal/txn"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tidwall/btree"
 )
@@ -55,6 +56,20 @@ SELECT EXISTS (SELECT 1 FROM unnest($2::bytea[], $3::bytea[]) AS r(b, e) WHERE
 
 // newestSQL reads the newest value of each key in $1; NULL is absent.
 const newestSQL = `SELECT key, value FROM udb_kv WHERE key = ANY($1::bytea[]) AND superseded_at IS NULL`
+
+// scanNewest puts the present keys of newestSQL's rows into values.
+func scanNewest(rows pgx.Rows, values map[string][]byte) error {
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		if v != nil {
+			values[string(k)] = v
+		}
+	}
+	return rows.Err()
+}
 
 // clearSQL clears the range [$2, $3) at version $1, except keys in $4 (their
 // final value is written by pointSQL): each live newest row is superseded by

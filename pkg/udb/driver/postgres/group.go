@@ -212,18 +212,7 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 	}
 	stored := map[string][]byte{} // the present ones among atomic operations' keys
 	if len(need) > 0 {
-		reads.Queue(newestSQL, need).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k, v []byte
-				if err := rows.Scan(&k, &v); err != nil {
-					return err
-				}
-				if v != nil {
-					stored[string(k)] = v
-				}
-			}
-			return rows.Err()
-		})
+		reads.Queue(newestSQL, need).Query(func(rows pgx.Rows) error { return scanNewest(rows, stored) })
 	}
 	if err := c.SendBatch(ctx, reads).Close(); err != nil {
 		return false, err

@@ -201,16 +201,7 @@ func (w *watcher) check(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
-				return err
-			}
-			if v != nil {
-				values[string(k)] = v
-			}
-		}
-		return rows.Err()
+		return scanNewest(rows, values)
 	}
 	var err error
 	if conn != nil {
