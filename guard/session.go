@@ -65,8 +65,11 @@ type session struct {
 
 	// mu guards what the client reader (which sends client messages on the tunnel
 	// itself while the session relays) shares with the session's loop.
-	mu           sync.Mutex
-	relaying     bool             // client messages go to tun directly
+	mu       sync.Mutex
+	relaying bool // client messages go to tun directly
+	// handled tells the client reader that the loop has dealt with the message it handed
+	// over, so that the reader's next message cannot overtake it.
+	handled      chan struct{}
 	pending      []pendingMessage // sent, not acknowledged (hibernatable only)
 	pendingBytes int
 }
@@ -112,6 +115,11 @@ func (s *session) run(ctx context.Context) {
 				return
 			}
 			if f.err != nil || f.sendErr != nil {
+				return
+			}
+			select {
+			case <-s.handled:
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -197,8 +205,10 @@ func (s *session) relay(ctx context.Context, frames <-chan clientFrame) bool {
 				s.mu.Unlock()
 				return false
 			}
-			// Sent by the client reader before the loop began relaying.
-			if _, err := s.sendDirect(proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary}); err != nil {
+			// A message the client reader handed over while the session was not relaying.
+			_, err := s.sendDirect(proto.ToClientWebSocketMessage{Data: f.data, Binary: f.typ == websocket.MessageBinary})
+			s.handled <- struct{}{}
+			if err != nil {
 				s.closeClient(err)
 				return false
 			}
@@ -429,6 +439,11 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 			continue
 		case <-woken:
 		case f := <-frames:
+			if f.sendErr != nil { // a message the last tunnel refused, as the actor stopped
+				forget()
+				s.closeClient(f.sendErr)
+				return false
+			}
 			if f.err != nil {
 				forget()
 				return false
@@ -438,6 +453,7 @@ func (s *session) hibernate(ctx context.Context, frames <-chan clientFrame) bool
 			s.pending = append(s.pending, pendingMessage{idx: next, msg: m})
 			s.pendingBytes += len(m.Data)
 			next++
+			s.handled <- struct{}{}
 		}
 		return s.resumeHibernated(ctx, rt.RequestID(), next, forget)
 	}

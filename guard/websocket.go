@@ -84,7 +84,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ray str
 		_ = client.Close(websocket.StatusCode(rerr.CloseCode(e)), rerr.CloseReason(e, ray))
 		return
 	}
-	s := &session{g: g, client: client, actorID: req.ActorID, tun: tun, canHibernate: canHibernate && g.resumable(tun)}
+	s := &session{g: g, client: client, actorID: req.ActorID, tun: tun, canHibernate: canHibernate && g.resumable(tun), handled: make(chan struct{}, 1)}
 	s.run(ctx)
 }
 
