@@ -108,7 +108,9 @@ func (in *inspector) open(route, ready string) {
 	eval[bool](in, fmt.Sprintf(`document.querySelector("#status").textContent = "";
 		if (location.hash === %[1]q) window.dispatchEvent(new HashChangeEvent("hashchange")); else location.hash = %[1]q;
 		true`, route))
-	in.wait(`document.querySelector("#status").textContent !== "" && (` + ready + `)`)
+	// The page for this hash: a render of the previous hash may still finish after the
+	// status was cleared (hashchange fires later), and that one must not count.
+	in.wait(`document.querySelector("#status").textContent !== "" && document.querySelector("#view").dataset.hash === location.hash && (` + ready + `)`)
 	if cls := eval[string](in, `document.querySelector("#status").className`); cls == "error" {
 		in.t.Fatalf("%s: %s", route, eval[string](in, `document.querySelector("#status").textContent`))
 	}

@@ -40,6 +40,7 @@ let renders = 0; // the number of the latest show: an older one that finishes la
 // off-screen and shown whole, so a slower earlier render never overwrites a newer one.
 export async function show() {
   const mine = ++renders;
+  const hash = location.hash;
   const r = route();
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === r.page || a.dataset.page === r.page + "s");
   const view = document.querySelector("#view");
@@ -49,10 +50,13 @@ export async function show() {
     await routes[r.page](page, r.arg, r.params);
     if (mine !== renders) return;
     view.dataset.page = r.page;
+    view.dataset.hash = hash; // what was shown: a test waits for it after changing the hash
     view.replaceChildren(...page.childNodes);
     status("updated " + new Date().toLocaleTimeString(), "muted");
   } catch (err) {
-    if (mine === renders) status(String(err.message || err), "error");
+    if (mine !== renders) return;
+    view.dataset.hash = hash;
+    status(String(err.message || err), "error");
   }
 }
 
