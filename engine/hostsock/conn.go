@@ -48,6 +48,8 @@ type conn struct {
 	cmds wsconn.CommandGate[actor.Command, actor.Checkpoint]
 
 	open wsconn.OpenSet[*Tunnel] // this socket's tunnels, closed with it
+
+	acks ackQueue // acknowledged commands not yet cleared in the store
 }
 
 func newConn(s *Server, p protocol, ws *websocket.Conn, ray string) *conn {
@@ -77,6 +79,7 @@ func (c *conn) run(r *http.Request) {
 	later, err := c.p.handshake(c, r)
 	if c.host != (actor.Host{}) {
 		defer c.disconnect()
+		defer c.acks.flusher.Wait() // before the release: its acknowledgements are committed
 		defer c.s.reg.remove(c)
 	}
 	switch {

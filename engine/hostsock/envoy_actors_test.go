@@ -1,16 +1,21 @@
 package hostsock_test
 
 import (
+	"bytes"
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berthhq/berth/engine/hostsock/hostsocktest"
 	"github.com/berthhq/berth/engine/internal/wsconn"
 	"github.com/berthhq/berth/guard"
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/actor"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
+	"github.com/berthhq/berth/pkg/udb"
 	proto "github.com/berthhq/berth/sdk/protocol/envoy"
 	rp "github.com/berthhq/berth/sdk/protocol/runner"
 )
@@ -80,6 +85,107 @@ func TestEnvoyCommandsEventsKV(t *testing.T) {
 	if cmds := nextSkippingAcks[proto.ToEnvoyCommands](t, s4); len(cmds) != 1 || cmds[0].Checkpoint.ActorID != other.String() {
 		t.Fatalf("replay after running %+v; want only the other actor's start", cmds)
 	}
+}
+
+// An acknowledgement of commands is committed off the socket's read loop: while its commit
+// is held, the envoy's next request (here a KV read) is still answered; once it is let go,
+// the acknowledged start is cleared from the store.
+func TestEnvoyAckDoesNotHoldTheSocket(t *testing.T) {
+	db, err := udb.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	gate := &heldClears{Database: db, release: make(chan struct{}), committed: make(chan struct{}, 1)}
+	var let sync.Once
+	letGo := func() { let.Do(func() { close(gate.release) }) }
+	e := startEnvoysOn(t, gate, hostsocktest.Config{})
+	s, _ := connectEnvoy(t, e, e.hs, "envoy-1")
+	t.Cleanup(letGo) // before the server's and the store's cleanups, which wait for it
+	aid := createOn(t, e)
+	cmds := nextSkippingAcks[proto.ToEnvoyCommands](t, s)
+	cp := cmds[0].Checkpoint
+	begin, end := keys.EnvoyCommandsUpTo(e.ns, "envoy-1", aid, cp.Generation, cp.Index)
+	gate.hold.Store(&keyRange{begin, end})
+
+	s.send(proto.ToRivetAckCommands{LastCommandCheckpoints: []proto.ActorCheckpoint{cp}})
+	s.send(proto.ToRivetKvRequest{ActorID: aid.String(), RequestID: 1, Data: proto.KvGetRequest{Keys: [][]byte{[]byte("k")}}})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		m, err := s.recv()
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the KV read is not answered while the acknowledgement's commit is held (%v)", err)
+		}
+		if r, ok := m.(proto.ToEnvoyKvResponse); ok && r.RequestID == 1 {
+			break
+		}
+	}
+	if n := storedCommands(t, db, begin, end); n != 1 {
+		t.Fatalf("%d stored commands while the acknowledgement is held, want 1", n)
+	}
+	letGo()
+	for storedCommands(t, db, begin, end) != 0 {
+		select {
+		case <-gate.committed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the acknowledged start is still stored")
+		}
+	}
+}
+
+// heldClears is a store whose transactions that clear exactly the range hold wait for
+// release before they commit.
+type heldClears struct {
+	udb.Database
+	hold      atomic.Pointer[keyRange]
+	release   chan struct{}
+	committed chan struct{} // gets a value after each held transaction commits
+}
+
+type keyRange struct{ begin, end []byte }
+
+func (d *heldClears) Transact(ctx context.Context, f func(udb.Transaction) (any, error)) (any, error) {
+	held := false
+	v, err := d.Database.Transact(ctx, func(tx udb.Transaction) (any, error) {
+		rec := &clearRecorder{Transaction: tx, hold: d.hold.Load()}
+		v, err := f(rec)
+		if rec.matched {
+			held = true
+			<-d.release
+		}
+		return v, err
+	})
+	if held {
+		select {
+		case d.committed <- struct{}{}:
+		default:
+		}
+	}
+	return v, err
+}
+
+type clearRecorder struct {
+	udb.Transaction
+	hold    *keyRange
+	matched bool
+}
+
+func (t *clearRecorder) ClearRange(begin, end []byte) {
+	if t.hold != nil && bytes.Equal(begin, t.hold.begin) && bytes.Equal(end, t.hold.end) {
+		t.matched = true
+	}
+	t.Transaction.ClearRange(begin, end)
+}
+
+// storedCommands counts the keys in [begin, end).
+func storedCommands(t *testing.T, db udb.Database, begin, end []byte) int {
+	t.Helper()
+	kvs, err := udb.ReadTransact(context.Background(), db, func(r udb.ReadTransaction) ([]udb.KeyValue, error) {
+		return r.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{}).All(context.Background())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(kvs)
 }
 
 // A gateway tunnel to an actor on the envoy carries the request as ToEnvoyTunnelMessage and

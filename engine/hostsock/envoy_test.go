@@ -36,12 +36,18 @@ type envoyEnv struct {
 // serves a node's host sockets on it.
 func startEnvoys(t *testing.T, c hostsocktest.Config) *envoyEnv {
 	t.Helper()
-	ctx := context.Background()
-	db, err := udb.Open(ctx, "mem://")
+	db, err := udb.Open(context.Background(), "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	return startEnvoysOn(t, db, c)
+}
+
+// startEnvoysOn is startEnvoys on the store db.
+func startEnvoysOn(t *testing.T, db udb.Database, c hostsocktest.Config) *envoyEnv {
+	t.Helper()
+	ctx := context.Background()
 	res, err := udb.Transact(ctx, db, func(tx udb.Transaction) (id.ID, error) {
 		ns, err := namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(label), NowMs: time.Now().UnixMilli()})
 		if err != nil {
