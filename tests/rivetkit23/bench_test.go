@@ -96,7 +96,7 @@ const (
 	benchWarmup = 50  // actions of each kind before anything is recorded
 	benchReps   = 4   // repetitions, alternating the engines
 	benchPerRep = 125 // recorded actions of each kind per engine and repetition
-	wakeActors  = 10  // actors put to sleep and woken once each for the GetPages figure
+	wakeActors  = 30  // actors put to sleep and woken once each (the wake p50 and GetPages figures)
 )
 
 // benchEngine is one engine with its app, and what was measured through it.
