@@ -99,17 +99,16 @@ SELECT w.key, $1, w.value FROM w WHERE w.value IS NOT NULL OR w.key IN (SELECT k
 // The write ranges ($1, $2), disjoint and not adjacent, become written at
 // version $3 in the step function. writesEndSQL, before any change, gives
 // each range's end a step holding the version that held there (nothing if
-// one is there already); the steps inside the ranges go (writesDropSQL for
-// the ranges of one key, whose only step can be at the key itself, and
-// writesClearSQL for each wider range: scalar bounds for the index, as in
-// clearSQL) and writesBeginSQL gives each begin the new version.
+// one is there already); the steps inside the wider ranges go (writesClearSQL,
+// one per range: scalar bounds for the index, as in clearSQL; a range of one
+// key has no step inside but at the key itself) and writesBeginSQL gives each
+// begin the new version.
 const (
 	writesEndSQL = `
 INSERT INTO udb_writes (key, version)
 SELECT e, coalesce((SELECT w.version FROM udb_writes w WHERE w.key <= e ORDER BY w.key DESC LIMIT 1), 0)
 FROM unnest($1::bytea[]) AS e
 ON CONFLICT (key) DO NOTHING`
-	writesDropSQL  = `DELETE FROM udb_writes WHERE key = ANY($1::bytea[])`
 	writesClearSQL = `DELETE FROM udb_writes WHERE key >= $1 AND key < $2`
 	writesBeginSQL = `
 INSERT INTO udb_writes (key, version) SELECT b, $2 FROM unnest($1::bytea[]) AS b

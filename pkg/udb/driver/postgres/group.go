@@ -292,21 +292,20 @@ func (db *DB) queueWrites(b *pgx.Batch, cv, horizon int64, w folded, writes []tx
 	if len(writes) > 0 {
 		wbs, wes := splitRanges(writes)
 		b.Queue(writesEndSQL, wes)
-		var single [][]byte
 		for _, r := range writes {
-			if isSingleKey(r) {
-				single = append(single, nonNil(r.Begin))
-			} else {
+			// A range of one key has no step inside it but at the key, which
+			// writesBeginSQL sets.
+			if !isSingleKey(r) {
 				b.Queue(writesClearSQL, nonNil(r.Begin), r.End)
 			}
-		}
-		if len(single) > 0 {
-			b.Queue(writesDropSQL, single)
 		}
 		b.Queue(writesBeginSQL, wbs, cv)
 	}
 	b.Queue(`UPDATE udb_meta SET version = $1 WHERE id = 1`, cv)
 	if h := cv - udb.MVCCWindowVersions; h > horizon && db.pruneDue() {
+		// Pruning visits a large share of the rows: the planner chooses (Open turns
+		// sequential scans off for the statements of a commit).
+		b.Queue(`SET LOCAL enable_seqscan = on`)
 		b.Queue(pruneSupersededSQL, h)
 		b.Queue(pruneClearsSQL, h)
 		b.Queue(pruneWritesSQL, h, horizon)
