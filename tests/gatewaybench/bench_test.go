@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthhq/berth/bench/hops"
 	"github.com/berthhq/berth/bench/sidebyside"
 	"github.com/berthhq/berth/tests/internal/harness"
 )
@@ -75,9 +77,11 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 	// The sequential measurements come before any throughput loop: a target measured right
 	// after another's loop (the engine and its runner still collecting what 10 s at full
 	// load left) paid for it in its tail.
+	stopCapture := captureHops(b, targets[1:])
 	ws := inRounds(b, targets, wsRoundTrips, func(t *sidebyside.Target, warmup, n int) ([]time.Duration, error) {
 		return sidebyside.WSLatency(ctx, t, warmup, n)
 	})
+	stopCapture()
 	for i := range targets {
 		figs[i].httpP50, figs[i].httpP99 = sidebyside.Percentile(raw[i], 50), sidebyside.Percentile(raw[i], 99)
 		figs[i].netHTTPP50, figs[i].netHTTPP99 = sidebyside.Percentile(viaNetHTTP[i], 50), sidebyside.Percentile(viaNetHTTP[i], 99)
@@ -105,6 +109,50 @@ func BenchmarkGatewaySideBySide(b *testing.B) {
 		if f.loadErrs > 0 {
 			b.Errorf("%s: %d requests of the throughput loop failed", targets[i].Name, f.loadErrs)
 		}
+	}
+}
+
+// captureHops, with GATEWAY_BENCH_HOPS=1, records the engines' loopback traffic (tcpdump) from
+// now until the returned function is called, which then logs each engine's WebSocket echoes
+// split into hops (bench/hops; docs/benchmarks.md, "Where a WebSocket echo's time goes").
+func captureHops(b *testing.B, engines []*sidebyside.Target) func() {
+	if os.Getenv("GATEWAY_BENCH_HOPS") != "1" {
+		return func() {}
+	}
+	ports := make([]int, len(engines))
+	for i, t := range engines {
+		u, err := url.Parse(t.HTTP)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ports[i], err = strconv.Atoi(u.Port()); err != nil {
+			b.Fatalf("%s: port of %s: %v", t.Name, t.HTTP, err)
+		}
+	}
+	stop, err := hops.Capture(b.TempDir(), ports...)
+	if err != nil {
+		b.Fatalf("GATEWAY_BENCH_HOPS: %v", err)
+	}
+	return func() {
+		pkts, err := stop()
+		if err != nil {
+			b.Fatalf("GATEWAY_BENCH_HOPS: %v", err)
+		}
+		us := func(d [3]time.Duration) string {
+			return fmt.Sprintf("%7.1f %7.1f %7.1f", float64(d[0])/1e3, float64(d[1])/1e3, float64(d[2])/1e3)
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "%-14s %6s  %-23s  %-23s  %-23s  %-23s  %-23s\n", "µs p50 p90 p99", "echoes",
+			"engine in", "runner", "engine out", "engine in+out", "client")
+		for i, t := range engines {
+			trips, err := hops.Trips(pkts, ports[i], 0)
+			if err != nil {
+				b.Fatalf("GATEWAY_BENCH_HOPS: %s: %v", t.Name, err)
+			}
+			s := hops.Summarize(trips)
+			fmt.Fprintf(&sb, "%-14s %6d  %s  %s  %s  %s  %s\n", t.Name, s.Trips, us(s.EngineIn), us(s.Runner), us(s.EngineOut), us(s.Engine), us(s.Client))
+		}
+		b.Logf("WebSocket echoes split into hops (from the loopback capture; warm-up echoes included):\n%s", sb.String())
 	}
 }
 
