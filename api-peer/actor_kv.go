@@ -49,7 +49,7 @@ func (s *Server) getActorKV(c echo.Context) error {
 	if !res.exists {
 		return rerr.ActorNotFound(aid.String())
 	}
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, q.Namespace)
 	if err != nil {
 		return err
 	}

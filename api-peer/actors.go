@@ -43,7 +43,7 @@ func (s *Server) listActors(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, q.Namespace)
 	if err != nil {
 		return err
 	}
@@ -60,14 +60,11 @@ func (s *Server) listActors(c echo.Context) error {
 // listActorNames serves GET /actors/names from this datacenter's store, in byte order.
 func (s *Server) listActorNames(c echo.Context) error {
 	var q apitypes.ActorsNamesQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	in := actor.ListNamesInput{Namespace: ns.NamespaceID, Limit: q.Limit}
 	if q.Cursor != nil {
 		in.AfterName = *q.Cursor
@@ -112,7 +109,7 @@ func (s *Server) createInput(c echo.Context) (actor.CreateInput, error) {
 	if err := actor.CheckCreate(in); err != nil {
 		return actor.CreateInput{}, err
 	}
-	ns, err := s.resolveNamespace(c.Request().Context(), "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(c.Request().Context(), q.Namespace)
 	if err != nil {
 		return actor.CreateInput{}, err
 	}
@@ -159,14 +156,11 @@ func (s *Server) actorOf(c echo.Context) (actor.Actor, error) {
 		return actor.Actor{}, err
 	}
 	var q apitypes.ActorsQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return actor.Actor{}, err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return actor.Actor{}, err
 	}
+	ctx := c.Request().Context()
 	a, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (actor.Actor, error) {
 		return actor.GetOne(ctx, r, aid, s.deps.Topology.LocalDatacenter().Name)
 	})

@@ -9,7 +9,6 @@ import (
 
 	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/envoy"
-	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -29,14 +28,11 @@ type EnvoysService interface {
 func (s *Server) drainEnvoy(c echo.Context) error {
 	key := c.Param("envoy_key")
 	var q apitypes.EnvoysDrainQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	get := func() (envoy.Envoy, error) {
 		return udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (envoy.Envoy, error) {
 			return envoy.Get(ctx, r, envoy.GetInput{Namespace: ns.NamespaceID, EnvoyKey: key, Datacenter: s.deps.Topology.LocalDatacenter().Name})

@@ -23,7 +23,7 @@ func (s *Server) listEnvoys(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.resolveNamespace(ctx, q.Namespace)
 	if err != nil {
 		return err
 	}

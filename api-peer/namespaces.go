@@ -121,10 +121,11 @@ type namespaceCache = sync.Map
 
 // resolveNamespace returns the namespace named name, or namespace.not_found naming it: from
 // the cache, else from this store in the leader, else from the leader's api-peer (see the
-// comment at the top of this file). An empty name is api.bad_request naming field.
-func (s *Server) resolveNamespace(ctx context.Context, field, name string) (namespace.Namespace, error) {
+// comment at the top of this file). An empty name is api.bad_request naming the namespace
+// parameter.
+func (s *Server) resolveNamespace(ctx context.Context, name string) (namespace.Namespace, error) {
 	if name == "" {
-		return namespace.Namespace{}, rerr.BadRequest(field, "must not be empty")
+		return namespace.Namespace{}, rerr.BadRequest("namespace", "must not be empty")
 	}
 	if v, ok := s.names.Load(name); ok {
 		return v.(namespace.Namespace), nil
@@ -145,10 +146,19 @@ func (s *Server) resolveNamespace(ctx context.Context, field, name string) (name
 	return ns, nil
 }
 
+// bindNamespaced binds c's query string into q (a pointer to the handler's query type) and
+// resolves the namespace it names in name (q's namespace field).
+func (s *Server) bindNamespaced(c echo.Context, q any, name *string) (namespace.Namespace, error) {
+	if err := apihttp.BindQuery(c, q); err != nil {
+		return namespace.Namespace{}, err
+	}
+	return s.resolveNamespace(c.Request().Context(), *name)
+}
+
 // ResolveNamespace is resolveNamespace for other parts of the engine (the runner socket):
 // the namespace named name, resolved at the leader when this datacenter is not the leader.
 func (s *Server) ResolveNamespace(ctx context.Context, name string) (namespace.Namespace, error) {
-	return s.resolveNamespace(ctx, "namespace", name)
+	return s.resolveNamespace(ctx, name)
 }
 
 // resolveAtLeader asks the leader's api-peer for the namespace named name.

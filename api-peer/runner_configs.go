@@ -28,14 +28,11 @@ import (
 // (runnerconfig.List).
 func (s *Server) listRunnerConfigs(c echo.Context) error {
 	var q apitypes.RunnerConfigsListQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	in := runnerconfig.ListInput{Namespace: ns.NamespaceID, Variant: q.Variant, Names: q.RunnerNames, Limit: q.Limit}
 	if q.Cursor != nil {
 		in.Cursor = *q.Cursor
@@ -80,7 +77,7 @@ func (s *Server) upsertRunnerConfig(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
+	ns, err := s.resolveNamespace(ctx, namespace)
 	if err != nil {
 		return err
 	}
@@ -106,7 +103,7 @@ func (s *Server) deleteRunnerConfig(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
+	ns, err := s.resolveNamespace(ctx, namespace)
 	if err != nil {
 		return err
 	}

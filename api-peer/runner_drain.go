@@ -8,7 +8,6 @@ import (
 
 	apitypes "github.com/berthhq/berth/api-types"
 	"github.com/berthhq/berth/ops/runner"
-	"github.com/berthhq/berth/pkg/apihttp"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/rerr"
 	"github.com/berthhq/berth/pkg/udb"
@@ -24,14 +23,11 @@ func (s *Server) drainRunner(c echo.Context) error {
 		return err
 	}
 	var q apitypes.RunnersDrainQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	get := func() (runner.Runner, error) {
 		r, err := udb.ReadTransact(ctx, s.deps.DB, func(r udb.ReadTransaction) (runner.Runner, error) {
 			return runner.Get(ctx, r, runner.GetInput{RunnerID: rid, Datacenter: s.deps.Topology.LocalDatacenter().Name})

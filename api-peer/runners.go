@@ -55,14 +55,11 @@ func (s *Server) RunnersPage(ctx context.Context, q apitypes.RunnersListQuery) (
 // listRunnerNames serves GET /runners/names from this datacenter's store, in byte order.
 func (s *Server) listRunnerNames(c echo.Context) error {
 	var q apitypes.RunnersNamesQuery
-	if err := apihttp.BindQuery(c, &q); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", q.Namespace)
+	ns, err := s.bindNamespaced(c, &q, &q.Namespace)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	in := runner.ListNamesInput{Namespace: ns.NamespaceID, Limit: q.Limit}
 	if q.Cursor != nil {
 		in.AfterName = *q.Cursor

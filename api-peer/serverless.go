@@ -57,7 +57,7 @@ func (s *Server) serverlessHealthCheck(c echo.Context) error {
 		return rerr.BadRequest("headers", "more than "+strconv.Itoa(maxHealthCheckHeaders)+" headers")
 	}
 	ctx := c.Request().Context()
-	if _, err := s.resolveNamespace(ctx, "namespace", namespace); err != nil {
+	if _, err := s.resolveNamespace(ctx, namespace); err != nil {
 		return err
 	}
 	if s.deps.Serverless == nil {
@@ -78,7 +78,7 @@ func (s *Server) refreshMetadata(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ns, err := s.resolveNamespace(ctx, "namespace", namespace)
+	ns, err := s.resolveNamespace(ctx, namespace)
 	if err != nil {
 		return err
 	}
