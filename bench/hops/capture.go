@@ -10,13 +10,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // Capture records loopback segments to and from ports with tcpdump (which needs the
 // privilege to capture) into a file in dir, from when it returns until stop is called;
-// stop returns the segments with payload.
+// stop returns the segments with payload. Only the first call stops; later ones return what it
+// returned.
 func Capture(dir string, ports ...int) (stop func() ([]Packet, error), err error) {
 	bin, err := exec.LookPath("tcpdump")
 	if err != nil {
@@ -52,18 +54,16 @@ func Capture(dir string, ports ...int) (stop func() ([]Packet, error), err error
 		listening <- fmt.Errorf("tcpdump: %s", strings.Join(said, "; "))
 	}()
 	select {
-	case err := <-listening:
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return nil, err
-		}
+	case err = <-listening:
 	case <-time.After(10 * time.Second):
+		err = errors.New("tcpdump did not start capturing within 10s")
+	}
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, errors.New("tcpdump did not start capturing within 10s")
+		return nil, err
 	}
-	return func() ([]Packet, error) {
+	return sync.OnceValues(func() ([]Packet, error) {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		_ = cmd.Wait()
 		out, err := exec.Command(bin, "-nn", "-tt", "-r", file).Output()
@@ -72,5 +72,5 @@ func Capture(dir string, ports ...int) (stop func() ([]Packet, error), err error
 			return nil, fmt.Errorf("tcpdump -r: %w", err)
 		}
 		return Parse(bytes.NewReader(out))
-	}, nil
+	}), nil
 }

@@ -133,6 +133,7 @@ func captureHops(b *testing.B, engines []*sidebyside.Target) func() {
 	if err != nil {
 		b.Fatalf("GATEWAY_BENCH_HOPS: %v", err)
 	}
+	b.Cleanup(func() { _, _ = stop() }) // tcpdump ends with the benchmark, even one that failed
 	return func() {
 		pkts, err := stop()
 		if err != nil {
