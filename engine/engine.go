@@ -253,8 +253,10 @@ func (e *Engine) build(cfg *config.Config, topo apihttp.Topology, build apihttp.
 	slClient := outbound.NewClient(outbound.Options{Policy: serverlessPolicy(pb.Serverless)})
 	starter := &serverless.Starter{DB: e.db, Client: slClient, Policy: serverlessPolicy(pb.Serverless),
 		Endpoint: topo.LocalDatacenter().PublicURL, Token: cfg.Auth.AdminToken, UserAgent: "berth/" + build.Version, Log: log}
+	actorCfg := ActorConfig(pb)
+	actorCfg.Here = registry.Holds // placement prefers runners connected to this node
 	lc := pegboard.NewLifecycle(pegboard.LifecycleOptions{
-		DB: e.db, Hosts: e.cluster, Watchers: watchers, Log: log, Metrics: m, Config: ActorConfig(pb),
+		DB: e.db, Hosts: e.cluster, Watchers: watchers, Log: log, Metrics: m, Config: actorCfg,
 		RunnerLostThreshold: config.Ms(pb.RunnerLostThreshold), EnvoyLostThreshold: config.Ms(pb.EnvoyLostThreshold),
 		Label: topo.Local, Datacenter: topo.LocalDatacenter().Name, Announce: announce, Keys: keySvc, Serverless: starter,
 	})

@@ -3,6 +3,8 @@ package actor
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/berthhq/berth/pkg/id"
 )
 
 // Config holds the lifecycle timings (Rivet's names and defaults). The lifecycle works on
@@ -37,6 +39,9 @@ type Config struct {
 	// HibernatingRequestEligibleThreshold: a hibernating WebSocket not kept alive for this
 	// long is not restored at the actor's next start.
 	HibernatingRequestEligibleThreshold time.Duration
+	// Here reports whether host h's socket is on this node; nil means none is. Placement
+	// prefers runners held here (placementOrder).
+	Here func(h Host) bool
 	// Jitter returns a random number of milliseconds in [0, n); nil means math/rand.
 	Jitter func(n int64) int64
 }
@@ -69,6 +74,9 @@ func (c Config) jitter(n int64) int64 {
 	}
 	return rand.Int64N(n)
 }
+
+// runnerHere reports whether runner rid's socket is on this node.
+func (c Config) runnerHere(rid id.ID) bool { return c.Here != nil && c.Here(RunnerHost(rid)) }
 
 // backoff is the wait before the n-th retry (n ≥ 1), in milliseconds.
 func (c Config) backoff(n uint32) int64 {

@@ -155,9 +155,11 @@ func (m *machine) noCapacity(a *actor, force bool, code string) error {
 // placementOrder is the order in which place tries the candidates: first one drawn at
 // random among those with nearly the most free slots (within 10% of the best), so that
 // concurrent placements in a pool spread over its runners instead of all conflicting on
-// the emptiest one (Rivet draws among its candidates too); then the others, most free
-// slots first and, among equals, the freshest ping.
-func placementOrder(cands []oprunner.Candidate, random func(n int64) int64) []int {
+// the emptiest one (Rivet draws among its candidates too), and among those, from the ones
+// whose socket is on this node (here) when there are any: nodes placing at once then take
+// slots on different runners and do not conflict (docs/scaling.md); then the others, most
+// free slots first and, among equals, the freshest ping.
+func placementOrder(cands []oprunner.Candidate, random func(n int64) int64, here func(rid id.ID) bool) []int {
 	order := make([]int, len(cands))
 	for i := range order {
 		order[i] = i
@@ -177,9 +179,19 @@ func placementOrder(cands []oprunner.Candidate, random func(n int64) int64) []in
 	for tier < len(order) && cands[order[tier]].RemainingMillislots*10 >= best*9 {
 		tier++
 	}
-	if pick := int(random(int64(tier))); pick > 0 {
-		order[0], order[pick] = order[pick], order[0]
+	var near []int // positions in the tier of runners held here
+	for i, c := range order[:tier] {
+		if here(cands[c].RunnerID) {
+			near = append(near, i)
+		}
 	}
+	var pick int
+	if len(near) > 0 {
+		pick = near[random(int64(len(near)))]
+	} else {
+		pick = int(random(int64(tier)))
+	}
+	order[0], order[pick] = order[pick], order[0]
 	return order
 }
 

@@ -2,6 +2,7 @@ package multinode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -90,6 +91,57 @@ func TestThreeNodesEnvoys(t *testing.T) {
 		}
 	}
 	reachThroughEveryNode(t, c, envoyPool)
+}
+
+// TestPlacementPrefersRunnersHere: actors created through one node start on the runners
+// whose sockets that node holds, while those are among the emptiest, so that nodes placing
+// at once take slots on different runners instead of conflicting on the same slot counts
+// (docs/scaling.md).
+func TestPlacementPrefersRunnersHere(t *testing.T) {
+	c := startCluster(t, 2, 4, 0)
+	first := c.nodes[0]
+	here := map[string]bool{}
+	for _, h := range held(t, first.dbURL, first.id) {
+		if !h.IsEnvoy() {
+			here[h.RunnerID.String()] = true
+		}
+	}
+	if len(here) != 2 {
+		t.Fatalf("node %s holds %d of 4 runner sockets: the balancer alternates between 2 nodes", first.id, len(here))
+	}
+	const created = 12
+	through := newClient(t, c.nodes[:1])
+	for range created {
+		if _, err := through.createCounterIn(runnerPool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := c.client.do(http.MethodGet, "/runners?namespace=default&name="+runnerPool, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Runners []struct {
+			RunnerID       string `json:"runner_id"`
+			TotalSlots     int    `json:"total_slots"`
+			RemainingSlots int    `json:"remaining_slots"`
+		} `json:"runners"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	usedHere, usedElsewhere := 0, 0
+	for _, r := range out.Runners {
+		if here[r.RunnerID] {
+			usedHere += r.TotalSlots - r.RemainingSlots
+		} else {
+			usedElsewhere += r.TotalSlots - r.RemainingSlots
+		}
+	}
+	if usedHere != created || usedElsewhere != 0 {
+		t.Fatalf("%d actors created through node %s: %d on its runners, %d on the other node's; want all on its own",
+			created, first.id, usedHere, usedElsewhere)
+	}
 }
 
 // reachThroughEveryNode checks that each of c's actors counts one POST through each node in
