@@ -122,7 +122,7 @@ func (h *snapHandle) Get(key []byte) ([]byte, error) {
 
 // NewIter holds the store open until the iterator is closed; the caller
 // must not start another read before that.
-func (h *snapHandle) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) {
+func (h *snapHandle) NewIter(begin, end []byte, reverse bool, _ int) (txn.Iter, error) {
 	if err := h.enter(); err != nil {
 		return nil, err
 	}

@@ -197,23 +197,24 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
-// key order or reverse key order, walking the primary key. Each row carries
-// the horizon, from the same PostgreSQL snapshot; after an empty page,
-// horizonSQL reads it. The horizon only grows, so a later one at or below
-// the read version vouches for the earlier snapshot too.
+// key order or reverse key order, walking the primary key. Every row
+// carries the horizon, from the same PostgreSQL snapshot, and an empty page
+// is one row without a key, so that one round trip gives both. The horizon
+// only grows, so a later one at or below the read version vouches for the
+// earlier snapshot too.
 func pageSQL(reverse bool) string {
 	dir := ""
 	if reverse {
 		dir = " DESC"
 	}
 	return `
-SELECT key, value, (SELECT horizon FROM udb_meta WHERE id = 1) FROM udb_kv
-WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
-	AND value IS NOT NULL
-ORDER BY key` + dir + ` LIMIT $4`
+SELECT r.key IS NOT NULL, r.key, r.value, m.horizon FROM udb_meta m LEFT JOIN LATERAL (
+	SELECT key, value FROM udb_kv
+	WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
+		AND value IS NOT NULL
+	ORDER BY key` + dir + ` LIMIT $4) r ON true
+WHERE m.id = 1 ORDER BY r.key` + dir
 }
-
-const horizonSQL = `SELECT horizon FROM udb_meta WHERE id = 1`
 
 var (
 	pageForwardSQL = pageSQL(false)
@@ -226,19 +227,22 @@ var (
 // doubles from one batch to the next, by streaming mode. So an iterator's
 // first page is the next n predicted from the last two, plus one, and with
 // no history a small one, since many scans stop early (selectors read one
-// key). Later pages of one iterator grow, but to about pageBytes judging by
-// the rows read so far.
+// key); never more than the n+1 asked for, and at least wantAllPage when
+// the whole range is asked for (StreamingModeWantAll: a runner's fields,
+// read after a scan that stopped early, took two pages). Later pages of one
+// iterator grow, but to about pageBytes judging by the rows read so far.
 const (
-	firstPage = 32
-	maxPage   = 4096
-	pageBytes = 1 << 20
+	firstPage   = 32
+	wantAllPage = 64
+	maxPage     = 4096
+	pageBytes   = 1 << 20
 )
 
-func (s *snapshot) NewIter(begin, end []byte, reverse bool) (txn.Iter, error) {
+func (s *snapshot) NewIter(begin, end []byte, reverse bool, want int) (txn.Iter, error) {
 	if err := s.live(); err != nil {
 		return nil, err
 	}
-	return &iter{s: s, begin: nonNil(begin), end: end, reverse: reverse}, nil
+	return &iter{s: s, begin: nonNil(begin), end: end, reverse: reverse, want: want}, nil
 }
 
 // estimateSQL sums the sizes of the newest rows of a range, stopping after
@@ -262,6 +266,7 @@ type iter struct {
 	s          *snapshot
 	begin, end []byte
 	reverse    bool
+	want       int // the rows the transaction layer means to read (NewIter)
 
 	page   []udb.KeyValue
 	pos    int
@@ -280,7 +285,7 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		return false
 	}
 	if it.size == 0 {
-		it.size = it.s.firstPageSize()
+		it.size = it.s.firstPageSize(it.want)
 	}
 	n := it.size
 	it.size = min(it.size*4, maxPage)
@@ -309,9 +314,13 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		}
 		defer rows.Close()
 		for rows.Next() {
+			var found bool
 			var k, v []byte
-			if err := rows.Scan(&k, &v, &horizon); err != nil {
+			if err := rows.Scan(&found, &k, &v, &horizon); err != nil {
 				return err
+			}
+			if !found {
+				continue // the empty page's row: the horizon only
 			}
 			it.rows++
 			it.bytes += int64(len(k) + len(v) + 16)
@@ -320,10 +329,7 @@ func (it *iter) fetch(lo, hi []byte) bool {
 			}
 			it.page = append(it.page, udb.KeyValue{Key: k, Value: v})
 		}
-		if err := rows.Err(); err != nil || len(it.page) > 0 {
-			return err
-		}
-		return c.QueryRow(ctx, horizonSQL).Scan(&horizon)
+		return rows.Err()
 	})
 	if err == nil {
 		err = it.s.pruned(horizon)
@@ -390,8 +396,18 @@ func (it *iter) Close() error {
 	return nil
 }
 
-// firstPageSize predicts the rows the next iterator is asked for.
-func (s *snapshot) firstPageSize() int {
+// firstPageSize is the first page of an iterator asked for want rows (see
+// the page sizes above).
+func (s *snapshot) firstPageSize(want int) int {
+	n := s.predictedPage()
+	if want >= maxPage {
+		return max(n, wantAllPage)
+	}
+	return min(n, want+1)
+}
+
+// predictedPage predicts the rows the next iterator is asked for.
+func (s *snapshot) predictedPage() int {
 	last, prev := int(s.lastAsked.Load()), int(s.prevAsked.Load())
 	switch {
 	case last == 0:

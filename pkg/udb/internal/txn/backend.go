@@ -30,8 +30,10 @@ type Snapshot interface {
 	Version() int64
 	// Get returns the value, nil when absent. The slice is the caller's.
 	Get(key []byte) ([]byte, error)
-	// NewIter walks [begin, end) forward or in reverse.
-	NewIter(begin, end []byte, reverse bool) (Iter, error)
+	// NewIter walks [begin, end) forward or in reverse. want is how many rows the
+	// caller means to read (it may read more: the transaction's own clears hide some);
+	// a backend that fetches in pages may size its first page by it.
+	NewIter(begin, end []byte, reverse bool, want int) (Iter, error)
 	EstimateSize(begin, end []byte) (int64, error)
 	// Release drops the transaction's hold on the snapshot. Idempotent.
 	Release()

@@ -175,7 +175,7 @@ func (t *Tx) scanLocked(ctx context.Context, begin, end []byte, reverse bool, n 
 	if err != nil {
 		return nil, false, err
 	}
-	it, err := s.NewIter(begin, end, reverse)
+	it, err := s.NewIter(begin, end, reverse, n)
 	if err != nil {
 		return nil, false, err
 	}
