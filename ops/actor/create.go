@@ -152,7 +152,7 @@ func Create(ctx context.Context, tx udb.Transaction, in CreateInput) (CreateOutp
 	a := &actor{id: aid, st: keys.ActorState{
 		V: keys.ActorStateVersion, Phase: keys.PhasePending, Namespace: in.Namespace, Name: in.Name, Key: in.Key,
 		Selector: in.Selector, CreateTs: in.NowMs, CrashPolicy: in.CrashPolicy, LastEventIdx: -1,
-	}}
+	}, created: true, input: in.Input}
 	if err := m.place(a, false, false); err != nil {
 		return CreateOutput{}, err
 	}

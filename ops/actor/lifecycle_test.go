@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
@@ -429,4 +430,48 @@ func TestStartRestoresHibernatingRequests(t *testing.T) {
 	if !slices.Equal(left, want) {
 		t.Fatalf("stored after the start: %+v (the stale one must be gone)", left)
 	}
+}
+
+// A create that starts its actor at once takes the start command's input from the create
+// and knows it has no hibernating WebSocket: it reads neither back from the store (two
+// round trips per create on PostgreSQL). An empty input starts as none, as one read back
+// from the store does.
+func TestCreateStartReadsNoPayload(t *testing.T) {
+	w := newWorld(t)
+	rid := w.runner("r1", 4)
+	for _, input := range [][]byte{[]byte("in"), {}, nil} {
+		aid := id.New(1)
+		var reads readRecorder
+		out := opstest.Write(t, w.db, func(tx udb.Transaction) (CreateOutput, error) {
+			reads = readRecorder{Transaction: tx}
+			return Create(ctx, &reads, CreateInput{Namespace: w.ns, NamespaceName: "default", ActorID: aid, Name: "counter",
+				Input: input, Selector: "pool", CrashPolicy: CrashSleep, NowMs: w.now, Datacenter: "dc", Config: w.cfg})
+		})
+		start := out.Effects.Commands[0].Start
+		if len(out.Effects.Commands) != 1 || start == nil || !bytes.Equal(start.Input, input) || (len(input) == 0) != (start.Input == nil) ||
+			start.Hibernating == nil || len(start.Hibernating) != 0 {
+			t.Fatalf("input %q: commands %+v", input, out.Effects.Commands)
+		}
+		inputKeys := keys.ActorInputKey{ActorID: aid}.Pack()
+		hibernating, _ := keys.HibernatingRequestRange(aid)
+		for _, b := range reads.begins {
+			if bytes.HasPrefix(b, inputKeys) || bytes.Equal(b, hibernating) {
+				t.Errorf("input %q: the create read %x back from the store", input, b)
+			}
+		}
+	}
+	if w.remaining(rid) != 1 {
+		t.Fatalf("remaining %d, want 1: the three actors were not placed", w.remaining(rid))
+	}
+}
+
+// readRecorder records where the range reads through it begin.
+type readRecorder struct {
+	udb.Transaction
+	begins [][]byte
+}
+
+func (r *readRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	r.begins = append(r.begins, begin.Key)
+	return r.Transaction.GetRange(begin, end, opt)
 }

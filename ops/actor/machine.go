@@ -38,6 +38,10 @@ type actor struct {
 	id  id.ID
 	old keys.ActorState // as stored, for the index changes
 	st  keys.ActorState
+	// created is set on an actor this transaction creates: its start command's input is
+	// input, and it has no hibernating requests, so neither is read from the store.
+	created bool
+	input   []byte
 }
 
 // load reads actor aid's state serializably; found is false when it does not exist.
@@ -219,16 +223,29 @@ func (m *machine) start(a *actor, h Host) error {
 	st.Deadline = ptr(m.now + m.cfg.ActorStartThreshold.Milliseconds())
 	st.LivenessTs = m.livenessDeadline(h)
 	st.Error = nil
-	input, _, err := keys.GetChunked(m.ctx, m.tx, keys.ActorInputKey{ActorID: a.id})
-	if err != nil {
-		return corrupt.Mark("actor", err)
-	}
-	hibernating, err := m.hibernatingRequests(a.id, m.now-m.cfg.HibernatingRequestEligibleThreshold.Milliseconds())
+	input, hibernating, err := m.startPayload(a)
 	if err != nil {
 		return err
 	}
 	m.send(a, &Start{Name: st.Name, Key: st.Key, CreateTs: m.now, Input: input, Hibernating: hibernating}, 0)
 	return nil
+}
+
+// startPayload is what a's start command carries besides its config: its input and its
+// hibernating WebSockets, read from the store unless a is being created.
+func (m *machine) startPayload(a *actor) (input []byte, hibernating []HibernatingRequest, err error) {
+	if a.created {
+		if len(a.input) == 0 {
+			return nil, []HibernatingRequest{}, nil // as an empty input reads back from the store
+		}
+		return a.input, []HibernatingRequest{}, nil
+	}
+	input, _, err = keys.GetChunked(m.ctx, m.tx, keys.ActorInputKey{ActorID: a.id})
+	if err != nil {
+		return nil, nil, corrupt.Mark("actor", err)
+	}
+	hibernating, err = m.hibernatingRequests(a.id, m.now-m.cfg.HibernatingRequestEligibleThreshold.Milliseconds())
+	return input, hibernating, err
 }
 
 // enqueue puts a in its pool's pending queue (in creation order), if not there yet.
