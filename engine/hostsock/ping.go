@@ -1,6 +1,7 @@
 package hostsock
 
 import (
+	"sync"
 	"time"
 
 	"github.com/berthhq/berth/engine/internal/wsconn"
@@ -81,9 +82,37 @@ type pongJob struct {
 // host error (a stale socket, an expired or unknown host) has written nothing and gets that
 // error without failing the others; a store error fails the whole batch, and each pong
 // gets it.
+//
+// A batch that conflicts is not retried whole: its pongs are recorded one transaction each
+// (at once, so that they still share commits). Each pong reads its host serializably, so a
+// batch conflicts with any slot taken on any of its hosts meanwhile; under steady creates a
+// batch of 59 runners retried nine times over three seconds and its pings went unrecorded
+// while the creates lasted, where one runner's pong rarely meets a take (docs/scaling.md).
 func (s *Server) recordPongs(batch []pongJob) {
 	began := time.Now()
+	err := s.recordTogether(batch, len(batch) > 1)
+	if len(batch) > 1 && udb.IsRetryableNotCommitted(err) {
+		var wg sync.WaitGroup
+		for i := range batch {
+			wg.Go(func() { _ = s.recordTogether(batch[i:i+1], false) })
+		}
+		wg.Wait()
+	}
+	for i := range batch {
+		batch[i].began = began
+		batch[i].c.p.afterPong(batch[i].c, batch[i])
+	}
+}
+
+// recordTogether records the pongs of batch in one transaction, setting each one's error,
+// and returns the store's error, if any; once tries a single time.
+func (s *Server) recordTogether(batch []pongJob, once bool) error {
 	err := udb.Update(s.ctx, s.o.DB, func(tx udb.Transaction) error {
+		if once {
+			if err := tx.Options().SetRetryLimit(0); err != nil {
+				return err
+			}
+		}
 		for i := range batch {
 			j := &batch[i]
 			j.err = j.c.p.recordPong(s.ctx, tx, j)
@@ -93,13 +122,12 @@ func (s *Server) recordPongs(batch []pongJob) {
 		}
 		return nil
 	})
-	for i := range batch {
-		batch[i].began = began
-		if err != nil {
+	if err != nil {
+		for i := range batch {
 			batch[i].err = err
 		}
-		batch[i].c.p.afterPong(batch[i].c, batch[i])
 	}
+	return err
 }
 
 // pongRefused acts on the refusal of a recorded pong common to all hosts: a stale socket

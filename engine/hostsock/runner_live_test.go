@@ -2,6 +2,8 @@ package hostsock_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,109 @@ func TestPingPong(t *testing.T) {
 	eventually(t, "the pong recorded", func() bool { return getRunner(t, e, ci.RunnerID).LastPingTs > before })
 	// No more pongs: the server closes with ws.timed_out.
 	waitClose(t, c, websocket.StatusInternalError, "ws.timed_out")
+}
+
+// A batch of pongs that conflicts is recorded pong by pong. Here every commit that records
+// the pings of two runners or more conflicts, as a batch does under steady creates (each
+// slot taken on one of its runners meanwhile conflicts with it): retried whole, the batch
+// never commits.
+func TestConflictingPongBatchRecordedPongByPong(t *testing.T) {
+	db := &batchConflicts{Database: mustOpen(t), pings: map[string]bool{}}
+	e := startOn(t, db, hostsocktest.Config{Runner: hostsock.Timing{PingInterval: 200 * time.Millisecond, PingTimeout: 10 * time.Second}})
+	type host struct {
+		c      *websocket.Conn
+		rid    string
+		before int64
+		ping   proto.ToClientPing
+	}
+	var hosts []*host
+	for _, key := range []string{"a", "b", "c"} {
+		c, ci := connect(t, e, "pool", key)
+		db.watch(ci.RunnerID)
+		hosts = append(hosts, &host{c: c, rid: ci.RunnerID, before: getRunner(t, e, ci.RunnerID).LastPingTs})
+	}
+	for _, h := range hosts {
+		for {
+			m, err := recv(t, h.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := m.(proto.ToClientPing); ok {
+				h.ping = p
+				break
+			}
+		}
+	}
+	for _, h := range hosts { // together: the worker records the first alone, the others in a batch
+		send(t, h.c, proto.ToServerPong{Ts: h.ping.Ts})
+	}
+	for _, h := range hosts {
+		eventually(t, "runner "+h.rid+"'s pong recorded", func() bool { return getRunner(t, e, h.rid).LastPingTs > h.before })
+	}
+	if db.refused.Load() == 0 {
+		t.Fatal("no batch of pongs was refused: the test did not batch them")
+	}
+}
+
+// batchConflicts fails with not_committed every commit that sets the last ping of two or
+// more of the watched runners.
+type batchConflicts struct {
+	udb.Database
+	mu      sync.Mutex
+	pings   map[string]bool // the watched runners' RunnerLastPingTsKey
+	refused atomic.Int64
+}
+
+func (d *batchConflicts) watch(rid string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pings[string(keys.RunnerLastPingTsKey{RunnerID: id.MustParse(rid)}.Pack())] = true
+}
+
+func (d *batchConflicts) CreateTransaction() (udb.Transaction, error) {
+	tx, err := d.Database.CreateTransaction()
+	return &pingCountingTx{Transaction: tx, d: d}, err
+}
+
+func (d *batchConflicts) Transact(ctx context.Context, f func(udb.Transaction) (any, error)) (any, error) {
+	return udb.RunTransact(ctx, d, f)
+}
+
+func (d *batchConflicts) ReadTransact(ctx context.Context, f func(udb.ReadTransaction) (any, error)) (any, error) {
+	return udb.RunReadTransact(ctx, d, f)
+}
+
+type pingCountingTx struct {
+	udb.Transaction
+	d     *batchConflicts
+	pings int
+}
+
+func (t *pingCountingTx) Set(key, value []byte) {
+	t.d.mu.Lock()
+	if t.d.pings[string(key)] {
+		t.pings++
+	}
+	t.d.mu.Unlock()
+	t.Transaction.Set(key, value)
+}
+
+func (t *pingCountingTx) Commit(ctx context.Context) error {
+	if t.pings > 1 {
+		t.d.refused.Add(1)
+		return udb.Error{Code: udb.CodeNotCommitted}
+	}
+	return t.Transaction.Commit(ctx)
+}
+
+func (t *pingCountingTx) OnError(ctx context.Context, err error) error {
+	t.pings = 0
+	return t.Transaction.OnError(ctx, err)
+}
+
+func (t *pingCountingTx) Reset() {
+	t.pings = 0
+	t.Transaction.Reset()
 }
 
 func TestDisconnectOnClose(t *testing.T) {

@@ -35,17 +35,29 @@ type env struct {
 // start opens a store with the default namespace and serves a node's host sockets on it.
 func start(t *testing.T, c hostsocktest.Config) *env {
 	t.Helper()
-	ctx := context.Background()
-	db, err := udb.Open(ctx, "mem://")
+	return startOn(t, mustOpen(t), c)
+}
+
+// mustOpen opens an embedded store in memory, closed when t ends.
+func mustOpen(t *testing.T) udb.Database {
+	t.Helper()
+	db, err := udb.Open(context.Background(), "mem://")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// startOn is start on the store db.
+func startOn(t *testing.T, db udb.Database, c hostsocktest.Config) *env {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (namespace.EnsureDefaultOutput, error) {
 		return namespace.EnsureDefault(ctx, tx, namespace.EnsureDefaultInput{NamespaceID: id.New(label), NowMs: time.Now().UnixMilli()})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
 	c.Label = label
 	node := hostsocktest.Start(t, db, c)
 	hs := httptest.NewServer(node.Server.Wrap(http.NotFoundHandler()))
