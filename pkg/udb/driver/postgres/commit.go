@@ -86,15 +86,20 @@ WITH c AS (
 INSERT INTO udb_kv (key, version, value) SELECT key, $1, NULL FROM c`
 
 // pointSQL gives each key of $2 its final value from $3 (NULL: cleared) at
-// version $1. A clear of a key that is absent already writes nothing.
+// version $1; $4 are the keys of $2 given a value. A clear of a key that is
+// absent already writes nothing. The newest rows are found with the keys as
+// an array condition, which takes the index whatever the statistics say: as
+// a join with the keys, PostgreSQL hashed every newest row of the table when
+// its statistics were behind (4–18 ms a commit under the lock at 2,000
+// actors, growing with the table).
 const pointSQL = `
-WITH w AS (SELECT * FROM unnest($2::bytea[], $3::bytea[]) AS w(key, value)),
-old AS (
-	UPDATE udb_kv k SET superseded_at = $1 FROM w
-	WHERE k.key = w.key AND k.superseded_at IS NULL AND (w.value IS NOT NULL OR k.value IS NOT NULL)
+WITH old AS (
+	UPDATE udb_kv k SET superseded_at = $1
+	WHERE k.key = ANY($2::bytea[]) AND k.superseded_at IS NULL AND (k.value IS NOT NULL OR k.key = ANY($4::bytea[]))
 	RETURNING k.key)
 INSERT INTO udb_kv (key, version, value)
-SELECT w.key, $1, w.value FROM w WHERE w.value IS NOT NULL OR w.key IN (SELECT key FROM old)`
+SELECT w.key, $1, w.value FROM unnest($2::bytea[], $3::bytea[]) AS w(key, value)
+WHERE w.value IS NOT NULL OR w.key IN (SELECT key FROM old)`
 
 // The write ranges ($1, $2), disjoint and not adjacent, become written at
 // version $3 in the step function. writesEndSQL, before any change, gives
@@ -204,6 +209,17 @@ type folded struct {
 	clears []txn.KeyRange
 	keys   [][]byte
 	values [][]byte
+}
+
+// setKeys are the keys given a value (not cleared).
+func (w folded) setKeys() [][]byte {
+	out := make([][]byte, 0, len(w.keys))
+	for i, k := range w.keys {
+		if w.values[i] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // pending is one key's value while mutations fold.

@@ -287,7 +287,7 @@ func (db *DB) queueWrites(b *pgx.Batch, cv, horizon int64, w folded, writes []tx
 		b.Queue(clearSQL, cv, nonNil(r.Begin), nonNil(r.End), w.keys)
 	}
 	if len(w.keys) > 0 {
-		b.Queue(pointSQL, cv, w.keys, w.values)
+		b.Queue(pointSQL, cv, w.keys, w.values, w.setKeys())
 	}
 	if len(writes) > 0 {
 		wbs, wes := splitRanges(writes)

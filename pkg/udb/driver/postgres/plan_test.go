@@ -78,3 +78,45 @@ func explain(ctx context.Context, c *pgx.Conn, sql string, args ...any) (string,
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// The statement that writes a commit's keys finds their newest rows by index however far
+// the statistics are behind: analysed with 5 rows and then grown to 20,000 newest rows, a
+// join with the keys hashed every newest row of the table under the commit lock.
+func TestPointWritesUseTheKeyIndex(t *testing.T) {
+	url := newStore(t)
+	var o opener
+	db := o.open(t, url).(*DB)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	grow := `
+INSERT INTO udb_kv (key, version, value)
+	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(1, 5) AS i;
+ANALYZE udb_kv;
+INSERT INTO udb_kv (key, version, value)
+	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(6, 20000) AS i`
+	if _, err := admin.Exec(ctx, grow); err != nil {
+		t.Fatal(err)
+	}
+	var w folded // a commit of 500 keys, one in ten cleared
+	for i := range 500 {
+		w.keys = append(w.keys, []byte{0, 0, byte(i >> 8), byte(i)})
+		w.values = append(w.values, []byte{1})
+		if i%10 == 0 {
+			w.values[i] = nil
+		}
+	}
+	var plan string
+	if err := db.pool.withConn(ctx, func(c *pgx.Conn) error {
+		plan, err = explain(ctx, c, pointSQL, int64(2), w.keys, w.values, w.setKeys())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan, "Hash Join") || !strings.Contains(plan, "udb_kv_newest") || !strings.Contains(plan, "Index Cond: (key = ") {
+		t.Errorf("pointSQL does not look its keys up in udb_kv_newest:\n%s", plan)
+	}
+}
