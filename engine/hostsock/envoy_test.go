@@ -36,12 +36,7 @@ type envoyEnv struct {
 // serves a node's host sockets on it.
 func startEnvoys(t *testing.T, c hostsocktest.Config) *envoyEnv {
 	t.Helper()
-	db, err := udb.Open(context.Background(), "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return startEnvoysOn(t, db, c)
+	return startEnvoysOn(t, mustOpen(t), c)
 }
 
 // startEnvoysOn is startEnvoys on the store db.

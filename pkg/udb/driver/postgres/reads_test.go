@@ -75,7 +75,8 @@ func TestRangeReadRoundTrips(t *testing.T) {
 }
 
 // readCounter counts the snapshot read statements a connection sends: those that read
-// udb_kv, or the horizon alone.
+// udb_kv, and any that reads the horizon alone (as the second statement an empty page
+// once took).
 type readCounter struct{ n atomic.Int64 }
 
 func (r *readCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
