@@ -16,15 +16,8 @@ import (
 // URL) makes the index look as expensive as a bloated one: a plain connection scans the
 // table, the driver's must not.
 func TestCommitStatementsUseIndexes(t *testing.T) {
-	url := withParam(t, newStore(t), "random_page_cost", "100")
-	var o opener
-	db := o.open(t, url).(*DB)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	db, admin := openWithAdmin(t, withParam(t, newStore(t), "random_page_cost", "100"))
 	fill := `
 INSERT INTO udb_writes (key, version)
 	SELECT decode(repeat('ab', 40) || lpad(to_hex(i), 8, '0'), 'hex'), i FROM generate_series(1, 20000) AS i;
@@ -64,6 +57,20 @@ ANALYZE udb_writes`
 	}
 }
 
+// openWithAdmin opens the store at url through the driver and, beside it, a plain
+// connection (closed when t ends) to set the tables up as a test needs.
+func openWithAdmin(t *testing.T, url string) (*DB, *pgx.Conn) {
+	t.Helper()
+	var o opener
+	db := o.open(t, url).(*DB)
+	admin, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	return db, admin
+}
+
 // explain returns the plan of sql with args, as PostgreSQL's text.
 func explain(ctx context.Context, c *pgx.Conn, sql string, args ...any) (string, error) {
 	tx, err := c.Begin(ctx)
@@ -83,15 +90,8 @@ func explain(ctx context.Context, c *pgx.Conn, sql string, args ...any) (string,
 // the statistics are behind: analysed with 5 rows and then grown to 20,000 newest rows, a
 // join with the keys hashed every newest row of the table under the commit lock.
 func TestPointWritesUseTheKeyIndex(t *testing.T) {
-	url := newStore(t)
-	var o opener
-	db := o.open(t, url).(*DB)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	db, admin := openWithAdmin(t, newStore(t))
 	grow := `
 INSERT INTO udb_kv (key, version, value)
 	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(1, 5) AS i;
@@ -111,6 +111,7 @@ INSERT INTO udb_kv (key, version, value)
 	}
 	var plan string
 	if err := db.pool.withConn(ctx, func(c *pgx.Conn) error {
+		var err error
 		plan, err = explain(ctx, c, pointSQL, int64(2), w.keys, w.values, w.setKeys())
 		return err
 	}); err != nil {
