@@ -149,6 +149,12 @@ func pagingRunners(s *Session) {
 		s.Record(fmt.Sprintf("runner %d", i), r.ID)
 		nextMilli()
 	}
+	// A runner is told it is connected before the reference has listed it (seen once in CI:
+	// the first page lacked the newest runner), so wait until all three are listed.
+	s.Eventually("three runners listed", 30*time.Second, func() bool {
+		out := s.MustCall(http.MethodGet, "/runners?namespace={ns}", nil)
+		return len(itemsOf(out, "runners")) == 3
+	})
 	pageAll(s, "runners limit 1", "/runners?namespace={ns}", "runners", 1)
 	pageAll(s, "runners limit 2", "/runners?namespace={ns}", "runners", 2)
 	pageAll(s, "runners of p1", "/runners?namespace={ns}&name=p1", "runners", 1)
