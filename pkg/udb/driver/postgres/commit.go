@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -40,8 +41,10 @@ const pruneEvery = time.Second
 //  3. The mutations of the commits that pass are folded in order into a final value per
 //     key plus the cleared ranges, and everything is written in one batch
 //     that ends with COMMIT: cleared ranges, point writes, the write ranges'
-//     new versions in udb_writes, the new last version, pruning when due,
-//     and a NOTIFY.
+//     new versions in udb_writes, the new last version, a new horizon when
+//     pruning is due, and a NOTIFY.
+//  4. Pruning itself (the history below the new horizon) runs after COMMIT
+//     on a connection of its own, outside the lock: see startPrune.
 //
 // Only a failure of that last batch other than an error the server reports
 // (which rolls the transaction back) leaves the outcome unknown (1021).
@@ -120,8 +123,9 @@ INSERT INTO udb_writes (key, version) SELECT b, $2 FROM unnest($1::bytea[]) AS b
 ON CONFLICT (key) DO UPDATE SET version = excluded.version`
 )
 
-// Pruning at horizon $1 (the previous one is $2): rows superseded at or
-// below it, and clears at or below it that are their key's newest row.
+// Pruning at horizon $1 (the previous one is $2), after the commit that set
+// it: rows superseded at or below it, and clears at or below it that are
+// their key's newest row. Commits run meanwhile (startPrune).
 const (
 	pruneSupersededSQL = `DELETE FROM udb_kv WHERE superseded_at <= $1`
 	pruneClearsSQL     = `DELETE FROM udb_kv WHERE value IS NULL AND superseded_at IS NULL AND version <= $1`
@@ -135,7 +139,12 @@ const (
 // the step after each, so its cost follows the writes that left the window;
 // sweepWritesSQL visits the next sweepSteps steps after $2 in key order,
 // cleaning up what those visits miss (a range's end written at an old
-// version just before another old step), and returns the last key visited.
+// version just before another old step, the steps of a prune that failed),
+// and returns the last key visited.
+//
+// A commit may add a step between a deleted one and the previous step it was
+// checked against: the deleted step's keys then read as written by that
+// commit until the window passes it, which can only add conflicts.
 const (
 	pruneWritesSQL = `
 DELETE FROM udb_writes w USING (
@@ -154,6 +163,13 @@ SELECT (SELECT key FROM c ORDER BY key DESC LIMIT 1), (SELECT count(*) FROM c)`
 	sweepSteps     = 1000
 	sweepStepsText = "1000"
 )
+
+// pruneLockTimeout bounds how long a pruning statement waits for a row a
+// commit holds (DB.pruneLockTimeout; tests change it). A commit may in turn
+// wait for a row the statement deleted; giving up long before PostgreSQL
+// looks for deadlocks (deadlock_timeout, 1 s by default) means such a cycle
+// fails the prune, never the commit.
+const pruneLockTimeout = "50ms"
 
 // commitMayHaveApplied reports whether a failed COMMIT leaves the outcome
 // unknown: anything but an ERROR reported by the server, which rolled the
@@ -192,16 +208,77 @@ func (db *DB) sweptTo(last []byte, visited int) {
 	db.prune.sweep = last
 }
 
-// pruneDue reports whether this process's commit should prune now.
+// pruneDue reports whether this process's commit should raise the horizon
+// and prune: at most every pruneEvery, and not while a prune is running.
 func (db *DB) pruneDue() bool {
 	db.prune.Lock()
 	defer db.prune.Unlock()
-	if time.Since(db.prune.last) < pruneEvery {
+	if db.prune.running || time.Since(db.prune.last) < pruneEvery {
 		return false
 	}
 	db.prune.last = time.Now()
 	return true
 }
+
+// startPrune deletes, in the background, the history below horizon h that a
+// commit has just set (the horizon before it was prev). With 20,000 actors
+// that took 60–150 ms a second, which inside the commit held the lock that
+// serialises every commit (docs/udb.md). Each statement is a transaction of
+// its own, so that the rows it deletes are locked only while it runs; a
+// failed prune leaves its rows to the next one and its steps to the sweep.
+func (db *DB) startPrune(h, prev int64) {
+	db.prune.Lock()
+	defer db.prune.Unlock()
+	if db.prune.running || db.prune.closed {
+		return
+	}
+	db.prune.running = true
+	db.prune.wg.Go(func() {
+		err := db.pool.withConn(db.ctx, func(c *pgx.Conn) error { return db.pruneOn(c, h, prev) })
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil, db.ctx.Err() != nil:
+		case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available: see pruneLockTimeout
+			slog.Debug("udb: pruning gave way to a commit", "component", "udb/postgres", "err", err)
+		default:
+			slog.Warn("udb: pruning old history", "component", "udb/postgres", "err", err)
+		}
+		db.prune.Lock()
+		db.prune.running = false
+		db.prune.Unlock()
+	})
+}
+
+// pruneOn runs the pruning statements at horizon h on c.
+func (db *DB) pruneOn(c *pgx.Conn, h, prev int64) error {
+	b := &pgx.Batch{}
+	queue := func(sql string, args ...any) *pgx.QueuedQuery {
+		b.Queue("BEGIN")
+		// Pruning visits a large share of the rows: the planner chooses (Open
+		// turns sequential scans off for the other statements).
+		b.Queue(`SET LOCAL enable_seqscan = on`)
+		b.Queue(`SELECT set_config('lock_timeout', $1, true)`, db.pruneLockTimeout)
+		q := b.Queue(sql, args...)
+		b.Queue("COMMIT")
+		return q
+	}
+	queue(pruneSupersededSQL, h)
+	queue(pruneClearsSQL, h)
+	queue(pruneWritesSQL, h, prev)
+	queue(sweepWritesSQL, h, db.sweepFrom()).QueryRow(func(row pgx.Row) error {
+		var last []byte
+		var visited int
+		if err := row.Scan(&last, &visited); err != nil {
+			return err
+		}
+		db.sweptTo(last, visited)
+		return nil
+	})
+	return c.SendBatch(db.ctx, b).Close()
+}
+
+// waitPruned waits until the prune started last has finished.
+func (db *DB) waitPruned() { db.prune.wg.Wait() }
 
 // folded is a transaction's effect: cleared ranges (applied first, to the
 // keys not in keys) and the final value of each key it wrote (nil: absent).

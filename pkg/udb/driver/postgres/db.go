@@ -65,9 +65,13 @@ type DB struct {
 	}
 	prune struct {
 		sync.Mutex
-		last  time.Time // the last time a commit of this process pruned
-		sweep []byte    // where the next sweep of udb_writes starts
+		last    time.Time      // the last time a commit of this process raised the horizon
+		running bool           // a prune started by startPrune has not finished
+		closed  bool           // Close was called: no prune starts
+		wg      sync.WaitGroup // the prune running
+		sweep   []byte         // where the next sweep of udb_writes starts
 	}
+	pruneLockTimeout string
 
 	watches *watcher
 	commits commitQueue // commits waiting for the group in flight (group.go)
@@ -106,7 +110,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		// under the commit lock, where the index takes 0.1 ms). docs/udb.md
 		conn.RuntimeParams["enable_seqscan"] = "off"
 	}
-	db := &DB{pool: newPool(conn, opts.MaxConns)}
+	db := &DB{pool: newPool(conn, opts.MaxConns), pruneLockTimeout: pruneLockTimeout}
 	db.ctx, db.cancel = context.WithCancel(context.Background())
 	db.watches = newWatcher(db, opts.MaxWatches)
 	err := db.pool.withConn(ctx, func(c *pgx.Conn) error { return ensureSchema(ctx, c) })
@@ -163,6 +167,10 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.cancel()
 		db.watches.stop()
+		db.prune.Lock()
+		db.prune.closed = true
+		db.prune.Unlock()
+		db.waitPruned()
 		db.pool.close()
 	})
 	return nil

@@ -254,7 +254,12 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 	}
 
 	b := &pgx.Batch{}
-	db.queueWrites(b, cv, horizon, fold(txns, stored), mergeRanges(writes))
+	db.queueWrites(b, cv, fold(txns, stored), mergeRanges(writes))
+	h := cv - udb.MVCCWindowVersions
+	prune := h > horizon && db.pruneDue()
+	if prune {
+		b.Queue(pruneHorizonSQL, h)
+	}
 	b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, strconv.FormatInt(cv, 10))
 	b.Queue("COMMIT")
 	if db.beforeCommit != nil {
@@ -262,6 +267,9 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 	}
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return true, err
+	}
+	if prune {
+		db.startPrune(h, horizon)
 	}
 	return true, nil
 }
@@ -280,9 +288,8 @@ func writeRanges(req *txn.CommitRequest, stamp [10]byte) []txn.KeyRange {
 }
 
 // queueWrites queues the statements that write a group's effect w at
-// version cv, with its merged write ranges, the new last version, and the
-// pruning when due.
-func (db *DB) queueWrites(b *pgx.Batch, cv, horizon int64, w folded, writes []txn.KeyRange) {
+// version cv, with its merged write ranges, and the new last version.
+func (db *DB) queueWrites(b *pgx.Batch, cv int64, w folded, writes []txn.KeyRange) {
 	for _, r := range w.clears {
 		b.Queue(clearSQL, cv, nonNil(r.Begin), nonNil(r.End), w.keys)
 	}
@@ -302,24 +309,6 @@ func (db *DB) queueWrites(b *pgx.Batch, cv, horizon int64, w folded, writes []tx
 		b.Queue(writesBeginSQL, wbs, cv)
 	}
 	b.Queue(`UPDATE udb_meta SET version = $1 WHERE id = 1`, cv)
-	if h := cv - udb.MVCCWindowVersions; h > horizon && db.pruneDue() {
-		// Pruning visits a large share of the rows: the planner chooses (Open turns
-		// sequential scans off for the statements of a commit).
-		b.Queue(`SET LOCAL enable_seqscan = on`)
-		b.Queue(pruneSupersededSQL, h)
-		b.Queue(pruneClearsSQL, h)
-		b.Queue(pruneWritesSQL, h, horizon)
-		var last []byte
-		var visited int
-		b.Queue(sweepWritesSQL, h, db.sweepFrom()).QueryRow(func(row pgx.Row) error {
-			if err := row.Scan(&last, &visited); err != nil {
-				return err
-			}
-			db.sweptTo(last, visited)
-			return nil
-		})
-		b.Queue(pruneHorizonSQL, h)
-	}
 }
 
 // rangeSet is a set of keys as sorted, disjoint ranges.
