@@ -272,6 +272,40 @@ func TestStartReleasesStaleRecords(t *testing.T) {
 	}
 }
 
+// TestRestartUnderANewIDHoldsNothing: a node without a configured id gets a new one at each
+// start. Restarted after a SIGKILL, at the same address, it must not take its previous
+// run's records (its lease still live) for another node holding those sockets, or the
+// gateway would relay their requests to itself until that lease ran out.
+func TestRestartUnderANewIDHoldsNothing(t *testing.T) {
+	ctx := context.Background()
+	db, bus := openStore(t), pubsub.NewMemory()
+	t.Cleanup(func() { _ = bus.Close() })
+	const address = "http://127.0.0.1:1"
+	local := newFakeLocal()
+	killed := New(Options{DB: db, Bus: bus, ID: "node-1", Label: 1, Lease: time.Minute, Releases: 8, Local: local, Changes: local})
+	if err := killed.Start(ctx, address); err != nil {
+		t.Fatal(err)
+	}
+	h := actor.RunnerHost(id.New(1))
+	if _, err := killed.ClaimSocket(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	killed.Stop() // as a SIGKILL leaves it: lease and record in place
+
+	other := startNode(t, db, bus, "elsewhere", 8, newFakeLocal())
+	if up, err := other.Connected(ctx, h); err != nil || !up {
+		t.Fatalf("a node at another address: Connected = %v, %v; want the killed node's live record to count", up, err)
+	}
+	restarted := New(Options{DB: db, Bus: bus, ID: "node-2", Label: 1, Lease: time.Minute, Releases: 8, Local: newFakeLocal(), Changes: local})
+	if err := restarted.Start(ctx, address); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restarted.Stop)
+	if up, err := restarted.Connected(ctx, h); err != nil || up {
+		t.Fatalf("the node restarted at the same address: Connected = %v, %v; want false", up, err)
+	}
+}
+
 // hosts is n runners.
 func hosts(n int) []actor.Host {
 	out := make([]actor.Host, n)

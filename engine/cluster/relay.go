@@ -154,7 +154,10 @@ func overloaded(resp *http.Response) error {
 }
 
 // remoteOwner returns the other live node that holds h's socket; false when none does (no
-// node, or this one, which does not have it: its record is stale).
+// node, or this one, which does not have it: its record is stale). A record of another node
+// id at this node's address is stale too: this node's previous run, SIGKILLed and restarted
+// under a new generated id, whose lease has not run out yet (two live nodes cannot share an
+// address); routing to it would be routing to this node, which has no such socket.
 func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, bool, error) {
 	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
 	var o opnode.Owner
@@ -164,7 +167,7 @@ func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, boo
 		o, ok, err = opnode.SocketOwner(ctx, r, in)
 		return err
 	})
-	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" {
+	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" || o.Address == n.o.Address {
 		return opnode.Owner{}, false, err
 	}
 	return o, true, nil
