@@ -75,34 +75,31 @@ func scanNewest(rows pgx.Rows, values map[string][]byte) error {
 }
 
 // clearSQL clears the range [$2, $3) at version $1, except keys in $4 (their
-// final value is written by pointSQL): each live newest row is superseded by
-// a clear row. One statement per range, with scalar bounds: given the ranges
-// as arrays, PostgreSQL's generic plan cannot tell that they are narrow and
-// scans every newest row of the table (50 ms at 80,000 keys, under the
-// commit lock), where the bounds as parameters take the index.
+// final value is written by pointSQL): each live newest row is superseded,
+// which is all a clear needs, since a row is visible only up to its
+// superseded_at. One statement per range, with scalar bounds: given the
+// ranges as arrays, PostgreSQL's generic plan cannot tell that they are
+// narrow and scans every newest row of the table (50 ms at 80,000 keys,
+// under the commit lock), where the bounds as parameters take the index.
 const clearSQL = `
-WITH c AS (
-	UPDATE udb_kv k SET superseded_at = $1
-	WHERE k.key >= $2 AND k.key < $3 AND k.superseded_at IS NULL AND k.value IS NOT NULL
-		AND k.version < $1 AND NOT (k.key = ANY($4::bytea[]))
-	RETURNING k.key)
-INSERT INTO udb_kv (key, version, value) SELECT key, $1, NULL FROM c`
+UPDATE udb_kv SET superseded_at = $1
+WHERE key >= $2 AND key < $3 AND superseded_at IS NULL AND value IS NOT NULL
+	AND version < $1 AND NOT (key = ANY($4::bytea[]))`
 
 // pointSQL gives each key of $2 its final value from $3 (NULL: cleared) at
-// version $1; $4 are the keys of $2 given a value. A clear of a key that is
-// absent already writes nothing. The newest rows are found with the keys as
-// an array condition, which takes the index whatever the statistics say: as
-// a join with the keys, PostgreSQL hashed every newest row of the table when
-// its statistics were behind (4–18 ms a commit under the lock at 2,000
-// actors, growing with the table).
+// version $1: the key's newest row is superseded and, unless the key is
+// cleared, a new row holds the value. The newest rows are found with the
+// keys as an array condition, which takes the index whatever the statistics
+// say: as a join with the keys, PostgreSQL hashed every newest row of the
+// table when its statistics were behind (4–18 ms a commit under the lock at
+// 2,000 actors, growing with the table).
 const pointSQL = `
 WITH old AS (
 	UPDATE udb_kv k SET superseded_at = $1
-	WHERE k.key = ANY($2::bytea[]) AND k.superseded_at IS NULL AND (k.value IS NOT NULL OR k.key = ANY($4::bytea[]))
-	RETURNING k.key)
+	WHERE k.key = ANY($2::bytea[]) AND k.superseded_at IS NULL)
 INSERT INTO udb_kv (key, version, value)
 SELECT w.key, $1, w.value FROM unnest($2::bytea[], $3::bytea[]) AS w(key, value)
-WHERE w.value IS NOT NULL OR w.key IN (SELECT key FROM old)`
+WHERE w.value IS NOT NULL`
 
 // The write ranges ($1, $2), disjoint and not adjacent, become written at
 // version $3 in the step function. writesEndSQL, before any change, gives
@@ -124,8 +121,10 @@ ON CONFLICT (key) DO UPDATE SET version = excluded.version`
 )
 
 // Pruning at horizon $1 (the previous one is $2), after the commit that set
-// it: rows superseded at or below it, and clears at or below it that are
-// their key's newest row. Commits run meanwhile (startPrune).
+// it: rows superseded at or below it. Earlier versions of this driver also
+// wrote a row with value NULL for each cleared key; pruneClearsSQL removes
+// those a store still holds once they are below the horizon. Commits run
+// meanwhile (startPrune).
 const (
 	pruneSupersededSQL = `DELETE FROM udb_kv WHERE superseded_at <= $1`
 	pruneClearsSQL     = `DELETE FROM udb_kv WHERE value IS NULL AND superseded_at IS NULL AND version <= $1`
@@ -286,17 +285,6 @@ type folded struct {
 	clears []txn.KeyRange
 	keys   [][]byte
 	values [][]byte
-}
-
-// setKeys are the keys given a value (not cleared).
-func (w folded) setKeys() [][]byte {
-	out := make([][]byte, 0, len(w.keys))
-	for i, k := range w.keys {
-		if w.values[i] != nil {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // pending is one key's value while mutations fold.

@@ -294,7 +294,7 @@ func (db *DB) queueWrites(b *pgx.Batch, cv int64, w folded, writes []txn.KeyRang
 		b.Queue(clearSQL, cv, nonNil(r.Begin), nonNil(r.End), w.keys)
 	}
 	if len(w.keys) > 0 {
-		b.Queue(pointSQL, cv, w.keys, w.values, w.setKeys())
+		b.Queue(pointSQL, cv, w.keys, w.values)
 	}
 	if len(writes) > 0 {
 		wbs, wes := splitRanges(writes)

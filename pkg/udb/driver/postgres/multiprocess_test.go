@@ -321,8 +321,8 @@ func TestPrune(t *testing.T) {
 		}
 		return n
 	}
-	if n := count(`SELECT count(*) FROM udb_kv`); n < 60 {
-		t.Fatalf("udb_kv holds %d rows before pruning, want the 20 versions of hot, 20 cold keys and their clears", n)
+	if n := count(`SELECT count(*) FROM udb_kv`); n != 40 {
+		t.Fatalf("udb_kv holds %d rows before pruning, want the 20 versions of hot and the 20 cleared cold keys", n)
 	}
 
 	db.waitPruned() // the first commit's

@@ -112,12 +112,12 @@ INSERT INTO udb_kv (key, version, value)
 	var plan string
 	if err := db.pool.withConn(ctx, func(c *pgx.Conn) error {
 		var err error
-		plan, err = explain(ctx, c, pointSQL, int64(2), w.keys, w.values, w.setKeys())
+		plan, err = explain(ctx, c, pointSQL, int64(2), w.keys, w.values)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(plan, "Hash Join") || !strings.Contains(plan, "udb_kv_newest") || !strings.Contains(plan, "Index Cond: (key = ") {
-		t.Errorf("pointSQL does not look its keys up in udb_kv_newest:\n%s", plan)
+	if strings.Contains(plan, "Hash Join") || !strings.Contains(plan, "udb_kv_latest") || !strings.Contains(plan, "Index Cond: (key = ") {
+		t.Errorf("pointSQL does not look its keys up in udb_kv_latest:\n%s", plan)
 	}
 }

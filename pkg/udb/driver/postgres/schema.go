@@ -23,9 +23,11 @@ const schemaLockKey = 0x6265727468756462 // "berthudb"
 //     udb_kv at or below it is committed, and the row's lock serialises
 //     commits. horizon is the oldest read version still served: history
 //     below it may have been pruned.
-//   - udb_kv: every version of every key. value NULL marks a clear.
-//     superseded_at is the version of the key's next row (NULL for the
-//     newest), so pruning finds the rows no reader needs any more.
+//   - udb_kv: every version of every key within the window. superseded_at
+//     is the version that replaced or cleared the row (NULL for the
+//     newest), so reads find the row visible at their version and pruning
+//     finds the rows no reader needs any more. value NULL is a clear row,
+//     written by earlier versions of the driver only.
 //   - udb_writes: the last write version of every key, as a step function:
 //     each row says that keys from it up to the next row were last written
 //     at version. Rows at or below the horizon read as "long ago".
@@ -44,9 +46,18 @@ var schemaDDL = []string{
 		superseded_at  bigint,
 		PRIMARY KEY (key, version)
 	)`,
-	// The newest row of each key: range clears and atomic operations read it.
-	`CREATE INDEX IF NOT EXISTS udb_kv_newest ON udb_kv (key) WHERE superseded_at IS NULL`,
+	// The newest row of each key: reads, range clears, point writes and atomic
+	// operations find it here. With the version beside the key, a range read
+	// bounds both in this index, as the primary key would, and the planner
+	// takes the smaller index (pageSQL). It replaces udb_kv_newest (key),
+	// which stores made before it had.
+	`CREATE INDEX IF NOT EXISTS udb_kv_latest ON udb_kv (key, version) WHERE superseded_at IS NULL`,
+	`DROP INDEX IF EXISTS udb_kv_newest`,
 	`CREATE INDEX IF NOT EXISTS udb_kv_superseded ON udb_kv (superseded_at) WHERE superseded_at IS NOT NULL`,
+	// The history in key order: range reads find the rows superseded after
+	// their version without visiting the others (pageSQL).
+	`CREATE INDEX IF NOT EXISTS udb_kv_history ON udb_kv (key, superseded_at) WHERE superseded_at IS NOT NULL`,
+	// Clear rows of earlier drivers, for pruneClearsSQL.
 	`CREATE INDEX IF NOT EXISTS udb_kv_cleared ON udb_kv (version) WHERE value IS NULL AND superseded_at IS NULL`,
 	`CREATE TABLE IF NOT EXISTS udb_writes (
 		key      bytea PRIMARY KEY,

@@ -160,15 +160,17 @@ func (s *snapshot) query(f func(ctx context.Context, c *pgx.Conn) error) error {
 }
 
 // A row is visible at version v when version <= v < superseded_at (NULL:
-// still the newest), so each key has at most one visible row; a visible
-// clear row means absent.
+// still the newest), so each key has at most one visible row, the one with
+// the highest version at or below v, and none when that row was superseded
+// at or below v (a clear) or holds NULL (a clear row of an earlier driver).
 
-// getSQL reads one key at a version. The horizon comes from the same
-// PostgreSQL snapshot.
+// getSQL reads one key at a version: the key's row with the highest version
+// at or below it, a single index step however much history the key has. The
+// horizon comes from the same PostgreSQL snapshot.
 const getSQL = `
 SELECT m.horizon, v.value FROM udb_meta m LEFT JOIN LATERAL (
-	SELECT value FROM udb_kv
-	WHERE key = $1 AND version <= $2 AND (superseded_at IS NULL OR superseded_at > $2)
+	SELECT CASE WHEN superseded_at IS NULL OR superseded_at > $2 THEN value END AS value FROM udb_kv
+	WHERE key = $1 AND version <= $2 ORDER BY version DESC LIMIT 1
 ) v ON true WHERE m.id = 1`
 
 func (s *snapshot) Get(key []byte) ([]byte, error) {
@@ -197,11 +199,16 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
-// key order or reverse key order, walking the primary key. Every row
-// carries the horizon, from the same PostgreSQL snapshot, and an empty page
-// is one row without a key, so that one round trip gives both. The horizon
-// only grows, so a later one at or below the read version vouches for the
-// earlier snapshot too.
+// key order or reverse key order. A visible row is either its key's newest
+// (udb_kv_latest) or one superseded after $3 (udb_kv_history), and the page
+// merges the two index scans. Walking the primary key instead visits every
+// version in the range: where keys come and go (a pool's allocation index,
+// whose entries move with every slot taken) a page of two rows read through
+// 3,500 superseded ones and 3,000 buffers, 3–15 ms. Every row carries the
+// horizon, from the same PostgreSQL snapshot, and an empty page is one row
+// without a key, so that one round trip gives both. The horizon only grows,
+// so a later one at or below the read version vouches for the earlier
+// snapshot too.
 func pageSQL(reverse bool) string {
 	dir := ""
 	if reverse {
@@ -209,10 +216,15 @@ func pageSQL(reverse bool) string {
 	}
 	return `
 SELECT r.key IS NOT NULL, r.key, r.value, m.horizon FROM udb_meta m LEFT JOIN LATERAL (
-	SELECT key, value FROM udb_kv
-	WHERE key >= $1 AND key < $2 AND version <= $3 AND (superseded_at IS NULL OR superseded_at > $3)
-		AND value IS NOT NULL
-	ORDER BY key` + dir + ` LIMIT $4) r ON true
+	SELECT key, value FROM (
+		(SELECT key, value FROM udb_kv
+		WHERE key >= $1 AND key < $2 AND superseded_at IS NULL AND version <= $3 AND value IS NOT NULL
+		ORDER BY key` + dir + ` LIMIT $4)
+		UNION ALL
+		(SELECT key, value FROM udb_kv
+		WHERE key >= $1 AND key < $2 AND superseded_at > $3 AND version <= $3 AND value IS NOT NULL
+		ORDER BY key` + dir + ` LIMIT $4)
+	) u ORDER BY key` + dir + ` LIMIT $4) r ON true
 WHERE m.id = 1 ORDER BY r.key` + dir
 }
 
