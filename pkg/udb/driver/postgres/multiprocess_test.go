@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -415,17 +416,29 @@ func TestPruneHoldsNoCommitLock(t *testing.T) {
 	db, admin, hold := pruneWaiting(t)
 	db.pruneLockTimeout = "1min" // waits for the locked row until it is released
 	ctx := t.Context()
-	commitWithin(t, db, "raises-the-horizon")
+	// The prune waits for hold's session, not just for any lock: other test
+	// packages share the database, and their prunes wait for their commits.
+	// hold runs on admin, whose view of the sessions would otherwise stay
+	// what it was at the transaction's first look.
+	holder := hold.Conn().PgConn().PID()
 	waiting := func() bool {
 		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM udb_kv WHERE superseded_at%'`).Scan(&n); err != nil {
+		if _, err := admin.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid)) AND query LIKE '%DELETE FROM udb_kv WHERE superseded_at%'`, holder).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 1
 	}
+	if waiting() {
+		t.Fatal("a prune waits before a commit raised the horizon")
+	}
+	commitWithin(t, db, "raises-the-horizon")
 	for deadline := time.Now().Add(10 * time.Second); !waiting(); {
 		if time.Now().After(deadline) {
-			t.Fatal("the prune is not seen waiting for the locked row")
+			t.Fatalf("the prune is not seen waiting for the row session %d locked; the database's sessions:\n%s", holder, sessions(t, admin))
 		}
 		time.Sleep(10 * time.Millisecond) // polling the server's view of its sessions
 	}
@@ -441,6 +454,25 @@ func TestPruneHoldsNoCommitLock(t *testing.T) {
 	if n := supersededRows(t, admin); n != 0 {
 		t.Errorf("superseded rows after the prune finished: %d, want 0", n)
 	}
+}
+
+// sessions lists the sessions of admin's database, for a failure message.
+func sessions(t *testing.T, admin *pgx.Conn) string {
+	t.Helper()
+	if _, err := admin.Exec(t.Context(), `SELECT pg_stat_clear_snapshot()`); err != nil {
+		return err.Error()
+	}
+	rows, err := admin.Query(t.Context(), `SELECT format('%s %s %s/%s blocked by %s: %s', pid, state, wait_event_type, wait_event,
+		pg_blocking_pids(pid), left(regexp_replace(query, '\s+', ' ', 'g'), 100))
+		FROM pg_stat_activity WHERE datname = current_database() ORDER BY pid`)
+	if err != nil {
+		return err.Error()
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err.Error()
+	}
+	return strings.Join(lines, "\n")
 }
 
 // TestPruneGivesWay checks that a pruning statement waits for a locked row
