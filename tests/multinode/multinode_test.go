@@ -514,9 +514,11 @@ func (n *node) wait(within time.Duration) {
 
 // TestPreserveKeepsOwnership: POST /shutdown?handoff=preserve drains without releasing the
 // node's ownership records (runners' and envoys'); the same node restarted at the same
-// address gets its runners and envoys back, and a SIGTERM then releases everything.
+// address gets its runners and envoys back, and a SIGTERM then releases everything. The store
+// is PostgreSQL so that the records can be read while the node runs: an envoy is listed
+// before its socket's ownership is claimed, in a transaction of its own.
 func TestPreserveKeepsOwnership(t *testing.T) {
-	dbURL := "file://" + t.TempDir() + "/store"
+	dbURL := postgresStore(t)
 	n := newNode(t, "keep", nodeConfig{db: dbURL})
 	n.start()
 	var rs []*runner.Runner
@@ -531,6 +533,9 @@ func TestPreserveKeepsOwnership(t *testing.T) {
 	c := &cluster{nodes: []*node{n}, lb: startBalancer(t, []*node{n}), client: newClient(t, []*node{n})}
 	c.addEnvoys(t, 2, 0)
 	hosts := append(slices.Clone(rs), c.envoys...)
+	awaitCond(t, "an ownership record for every runner and envoy", 30*time.Second, func() bool {
+		return len(held(t, dbURL, "keep")) == len(hosts)
+	})
 	resp, err := http.Post(n.peerURL+"/shutdown?handoff=preserve", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)

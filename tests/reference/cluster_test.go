@@ -134,5 +134,14 @@ func hibernatingWebSocket(s *Session) {
 		}
 		s.Record(name, v)
 	}
+	// The server's events come on a pipe of their own, read apart from the client's, so its
+	// last connects may not be read yet when the client is done. The disconnect of the
+	// connection the client disposed comes after every connect of the run.
+	server.Await("the connection's disconnect", 30*time.Second, func(ev harness.Event) bool {
+		var v struct {
+			ConnID string `json:"connId"`
+		}
+		return ev.Ev == "disconnect" && json.Unmarshal([]byte(ev.Line), &v) == nil && v.ConnID == connID
+	})
 	s.Record("the actor's connects", server.Count("connect"))
 }
