@@ -52,10 +52,17 @@ func mustGRV(t *testing.T, tx udb.Transaction) int64 {
 
 func put(t *testing.T, db udb.Database, k, v string) int64 {
 	t.Helper()
+	return commitWith(t, db, k+"="+v, func(tx udb.Transaction) { tx.Set([]byte(k), []byte(v)) })
+}
+
+// commitWith commits what f does in one transaction of db (what names it in a failure)
+// and returns the commit version.
+func commitWith(t *testing.T, db udb.Database, what string, f func(tx udb.Transaction)) int64 {
+	t.Helper()
 	tx := mustTx(t, db)
-	tx.Set([]byte(k), []byte(v))
+	f(tx)
 	if err := tx.Commit(t.Context()); err != nil {
-		t.Fatalf("commit %s=%s: %v", k, v, err)
+		t.Fatalf("commit %s: %v", what, err)
 	}
 	cv, err := tx.GetCommittedVersion()
 	if err != nil {

@@ -99,20 +99,7 @@ func TestRangeReadsSkipHistory(t *testing.T) {
 	ctx := t.Context()
 	db, admin := openWithAdmin(t, newStore(t))
 	const churned = 2000
-	commit := func(f func(tx udb.Transaction)) int64 {
-		t.Helper()
-		tx := mustTx(t, db)
-		f(tx)
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		v, err := tx.GetCommittedVersion()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	filled := commit(func(tx udb.Transaction) {
+	filled := commitWith(t, db, "the keys", func(tx udb.Transaction) {
 		for i := range churned {
 			tx.Set(fmt.Appendf(nil, "q/%04d", i), []byte("v"))
 		}
@@ -120,8 +107,8 @@ func TestRangeReadsSkipHistory(t *testing.T) {
 			tx.Set(fmt.Appendf(nil, "a/%04d", i), []byte("v"))
 		}
 	})
-	commit(func(tx udb.Transaction) { tx.ClearRange([]byte("q/"), []byte("q0")) })
-	latest := commit(func(tx udb.Transaction) {
+	commitWith(t, db, "the clear", func(tx udb.Transaction) { tx.ClearRange([]byte("q/"), []byte("q0")) })
+	latest := commitWith(t, db, "two live keys", func(tx udb.Transaction) {
 		tx.Set([]byte("q/x1"), []byte("live"))
 		tx.Set([]byte("q/x2"), []byte("live"))
 	})
