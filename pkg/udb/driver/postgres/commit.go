@@ -87,12 +87,13 @@ WHERE key >= $2 AND key < $3 AND superseded_at IS NULL AND value IS NOT NULL
 	AND version < $1 AND NOT (key = ANY($4::bytea[]))`
 
 // pointSQL gives each key of $2 its final value from $3 (NULL: cleared) at
-// version $1: the key's newest row is superseded and, unless the key is
-// cleared, a new row holds the value. The newest rows are found with the
-// keys as an array condition, which takes the index whatever the statistics
-// say: as a join with the keys, PostgreSQL hashed every newest row of the
-// table when its statistics were behind (4–18 ms a commit under the lock at
-// 2,000 actors, growing with the table).
+// version $1: the key's newest row is superseded (the WITH runs though the
+// INSERT does not read it) and, unless the key is cleared, a new row holds
+// the value. The newest rows are found with the keys as an array condition,
+// which takes the index whatever the statistics say: as a join with the
+// keys, PostgreSQL hashed every newest row of the table when its statistics
+// were behind (4–18 ms a commit under the lock at 2,000 actors, growing with
+// the table).
 const pointSQL = `
 WITH old AS (
 	UPDATE udb_kv k SET superseded_at = $1
