@@ -20,7 +20,7 @@ import (
 const notifyChannel = "berth_udb_commit"
 
 // pruneEvery is how often a process's commits prune history older than the
-// window: the rows and write boundaries no admissible read version needs.
+// window: the rows and write ranges no admissible read version needs.
 const pruneEvery = time.Second
 
 // A commit group (group.go: the commits of one process that arrive while
@@ -29,7 +29,8 @@ const pruneEvery = time.Second
 // round trips after BEGIN so that the lock is held for as little as possible:
 //
 //  1. lockSQL locks the udb_meta row, which serialises commits of every
-//     process, and reads the last commit version and the horizon. The
+//     process, and reads the last commit version, the horizon and the store's
+//     format (schema.go: a process of an older format must not commit). The
 //     commit version is above both the last one and every read version
 //     handed out (those are committed versions), and follows the clock.
 //     In the same round trip, once the lock is held: whether a read
@@ -40,22 +41,26 @@ const pruneEvery = time.Second
 //     range written by an earlier commit of the group.
 //  3. The mutations of the commits that pass are folded in order into a final value per
 //     key plus the cleared ranges, and everything is written in one batch
-//     that ends with COMMIT: cleared ranges, point writes, the write ranges'
-//     new versions in udb_writes, the new last version, a new horizon when
-//     pruning is due, and a NOTIFY.
+//     that ends with COMMIT: cleared ranges, point writes, the write ranges
+//     in udb_write_log, the new last version, a new horizon when pruning is
+//     due, and a NOTIFY.
 //  4. Pruning itself (the history below the new horizon) runs after COMMIT
 //     on a connection of its own, outside the lock: see startPrune.
 //
 // Only a failure of that last batch other than an error the server reports
 // (which rolls the transaction back) leaves the outcome unknown (1021).
-const lockSQL = `SELECT version, horizon, ` + clockSQL + ` + $1::bigint FROM udb_meta WHERE id = 1 FOR UPDATE`
+const lockSQL = `SELECT version, horizon, format, ` + clockSQL + ` + $1::bigint FROM udb_meta WHERE id = 1 FOR UPDATE`
 
-// conflictSQL reports whether a range in ($2, $3) was written after version
-// $1: the step at the range's begin, or any step inside it, is newer.
+// conflictSQL reports whether a range in ($2, $3) shares a key with a write
+// range committed after version $1: one that begins inside it (the primary
+// key), or a wider one that begins before it and ends after its begin
+// (udb_write_log_ranges, the ranges after $1: few, since read versions are
+// recent and most writes are single keys).
 const conflictSQL = `
 SELECT EXISTS (SELECT 1 FROM unnest($2::bytea[], $3::bytea[]) AS r(b, e) WHERE
-	(SELECT w.version FROM udb_writes w WHERE w.key <= r.b ORDER BY w.key DESC LIMIT 1) > $1
-	OR EXISTS (SELECT 1 FROM udb_writes w WHERE w.key > r.b AND w.key < r.e AND w.version > $1))`
+	EXISTS (SELECT 1 FROM udb_write_log w WHERE w.key >= r.b AND w.key < r.e AND w.version > $1)
+	OR EXISTS (SELECT 1 FROM udb_write_log w WHERE w.end_key IS NOT NULL AND w.version > $1
+		AND w.key < r.b AND w.end_key > r.b))`
 
 // newestSQL reads the newest value of each key in $1; NULL is absent.
 const newestSQL = `SELECT key, value FROM udb_kv WHERE key = ANY($1::bytea[]) AND superseded_at IS NULL`
@@ -102,66 +107,23 @@ INSERT INTO udb_kv (key, version, value)
 SELECT w.key, $1, w.value FROM unnest($2::bytea[], $3::bytea[]) AS w(key, value)
 WHERE w.value IS NOT NULL`
 
-// The write ranges ($1, $2), disjoint and not adjacent, become written at
-// version $3 in the step function. writesEndSQL, before any change, gives
-// each range's end a step holding the version that held there (nothing if
-// one is there already); the steps inside the wider ranges go (writesClearSQL,
-// one per range: scalar bounds for the index, as in clearSQL; a range of one
-// key has no step inside but at the key itself) and writesBeginSQL gives each
-// begin the new version.
-const (
-	writesEndSQL = `
-INSERT INTO udb_writes (key, version)
-SELECT e, coalesce((SELECT w.version FROM udb_writes w WHERE w.key <= e ORDER BY w.key DESC LIMIT 1), 0)
-FROM unnest($1::bytea[]) AS e
-ON CONFLICT (key) DO NOTHING`
-	writesClearSQL = `DELETE FROM udb_writes WHERE key >= $1 AND key < $2`
-	writesBeginSQL = `
-INSERT INTO udb_writes (key, version) SELECT b, $2 FROM unnest($1::bytea[]) AS b
-ON CONFLICT (key) DO UPDATE SET version = excluded.version`
-)
+// writeLogSQL records a group's write ranges ($1, $2; an end NULL is the
+// single key $1), disjoint and not adjacent, at its version $3: appended
+// rows only, which no later commit changes.
+const writeLogSQL = `
+INSERT INTO udb_write_log (key, version, end_key) SELECT b, $3, e FROM unnest($1::bytea[], $2::bytea[]) AS r(b, e)`
 
-// Pruning at horizon $1 (the previous one is $2), after the commit that set
-// it: rows superseded at or below it. Earlier versions of this driver also
-// wrote a row with value NULL for each cleared key; pruneClearsSQL removes
-// those a store still holds once they are below the horizon. Commits run
-// meanwhile (startPrune).
+// Pruning at horizon $1, after the commit that set it: rows superseded at
+// or below it, and the write ranges recorded at or below it, which no
+// admissible read version is checked against. Earlier versions of this
+// driver also wrote a row with value NULL for each cleared key;
+// pruneClearsSQL removes those a store still holds once they are below the
+// horizon. Commits run meanwhile (startPrune).
 const (
 	pruneSupersededSQL = `DELETE FROM udb_kv WHERE superseded_at <= $1`
 	pruneClearsSQL     = `DELETE FROM udb_kv WHERE value IS NULL AND superseded_at IS NULL AND version <= $1`
+	pruneWriteLogSQL   = `DELETE FROM udb_write_log WHERE version <= $1`
 	pruneHorizonSQL    = `UPDATE udb_meta SET horizon = $1 WHERE id = 1 AND horizon < $1`
-)
-
-// A write step at or below the horizon whose previous step is also at or
-// below it can go: to every read version at or above the horizon both read
-// as "long ago". The first step ("") always stays. pruneWritesSQL visits
-// only the steps that fell below the horizon since the last prune ($2) and
-// the step after each, so its cost follows the writes that left the window;
-// sweepWritesSQL visits the next sweepSteps steps after $2 in key order,
-// cleaning up what those visits miss (a range's end written at an old
-// version just before another old step, the steps of a prune that failed),
-// and returns the last key visited.
-//
-// A commit may add a step between a deleted one and the previous step it was
-// checked against: the deleted step's keys then read as written by that
-// commit until the window passes it, which can only add conflicts.
-const (
-	pruneWritesSQL = `
-DELETE FROM udb_writes w USING (
-	SELECT x.key FROM udb_writes x WHERE x.version > $2 AND x.version <= $1
-	UNION
-	SELECT (SELECT s.key FROM udb_writes s WHERE s.key > x.key ORDER BY s.key LIMIT 1)
-	FROM udb_writes x WHERE x.version > $2 AND x.version <= $1
-) c WHERE w.key = c.key AND w.version <= $1
-	AND (SELECT p.version FROM udb_writes p WHERE p.key < w.key ORDER BY p.key DESC LIMIT 1) <= $1`
-	sweepWritesSQL = `
-WITH c AS (SELECT key FROM udb_writes WHERE key > $2 ORDER BY key LIMIT ` + sweepStepsText + `),
-d AS (
-	DELETE FROM udb_writes w USING c WHERE w.key = c.key AND w.version <= $1
-		AND (SELECT p.version FROM udb_writes p WHERE p.key < w.key ORDER BY p.key DESC LIMIT 1) <= $1)
-SELECT (SELECT key FROM c ORDER BY key DESC LIMIT 1), (SELECT count(*) FROM c)`
-	sweepSteps     = 1000
-	sweepStepsText = "1000"
 )
 
 // pruneLockTimeout bounds how long a pruning statement waits for a row a
@@ -191,23 +153,6 @@ func isCode(err error) bool {
 	return errors.As(err, &e)
 }
 
-// sweepFrom is the key after which the next sweep of udb_writes starts.
-func (db *DB) sweepFrom() []byte {
-	db.prune.Lock()
-	defer db.prune.Unlock()
-	return nonNil(db.prune.sweep)
-}
-
-// sweptTo records where a sweep ended; a short one wraps around.
-func (db *DB) sweptTo(last []byte, visited int) {
-	db.prune.Lock()
-	defer db.prune.Unlock()
-	if visited < sweepSteps {
-		last = nil
-	}
-	db.prune.sweep = last
-}
-
 // pruneDue reports whether this process's commit should raise the horizon
 // and prune: at most every pruneEvery, and not while a prune is running.
 func (db *DB) pruneDue() bool {
@@ -221,12 +166,12 @@ func (db *DB) pruneDue() bool {
 }
 
 // startPrune deletes, in the background, the history below horizon h that a
-// commit has just set (the horizon before it was prev). With 20,000 actors
+// commit has just set. With 20,000 actors
 // that took 60–150 ms a second, which inside the commit held the lock that
 // serialises every commit (docs/udb.md). Each statement is a transaction of
 // its own, so that the rows it deletes are locked only while it runs; a
-// failed prune leaves its rows to the next one and its steps to the sweep.
-func (db *DB) startPrune(h, prev int64) {
+// failed prune leaves its rows to the next one.
+func (db *DB) startPrune(h int64) {
 	db.prune.Lock()
 	defer db.prune.Unlock()
 	if db.prune.running || db.prune.closed {
@@ -234,7 +179,7 @@ func (db *DB) startPrune(h, prev int64) {
 	}
 	db.prune.running = true
 	db.prune.wg.Go(func() {
-		err := db.pool.withConn(db.ctx, func(c *pgx.Conn) error { return db.pruneOn(c, h, prev) })
+		err := db.pool.withConn(db.ctx, func(c *pgx.Conn) error { return db.pruneOn(c, h) })
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil, db.ctx.Err() != nil:
@@ -250,30 +195,20 @@ func (db *DB) startPrune(h, prev int64) {
 }
 
 // pruneOn runs the pruning statements at horizon h on c.
-func (db *DB) pruneOn(c *pgx.Conn, h, prev int64) error {
+func (db *DB) pruneOn(c *pgx.Conn, h int64) error {
 	b := &pgx.Batch{}
-	queue := func(sql string, args ...any) *pgx.QueuedQuery {
+	for _, sql := range []string{pruneSupersededSQL, pruneClearsSQL, pruneWriteLogSQL} {
 		b.Queue("BEGIN")
-		// Pruning visits a large share of the rows: the planner chooses (Open
-		// turns sequential scans off for the other statements).
-		b.Queue(`SET LOCAL enable_seqscan = on`)
-		b.Queue(`SELECT set_config('lock_timeout', $1, true)`, db.pruneLockTimeout)
-		q := b.Queue(sql, args...)
-		b.Queue("COMMIT")
-		return q
-	}
-	queue(pruneSupersededSQL, h)
-	queue(pruneClearsSQL, h)
-	queue(pruneWritesSQL, h, prev)
-	queue(sweepWritesSQL, h, db.sweepFrom()).QueryRow(func(row pgx.Row) error {
-		var last []byte
-		var visited int
-		if err := row.Scan(&last, &visited); err != nil {
-			return err
+		// Pruning visits a large share of udb_kv's history: the planner chooses
+		// (Open turns sequential scans off for the other statements). The write
+		// log's oldest second is a small share of it, found by the version index.
+		if sql != pruneWriteLogSQL {
+			b.Queue(`SET LOCAL enable_seqscan = on`)
 		}
-		db.sweptTo(last, visited)
-		return nil
-	})
+		b.Queue(`SELECT set_config('lock_timeout', $1, true)`, db.pruneLockTimeout)
+		b.Queue(sql, h)
+		b.Queue("COMMIT")
+	}
 	return c.SendBatch(db.ctx, b).Close()
 }
 
@@ -416,6 +351,18 @@ func splitRanges(rs []txn.KeyRange) (begins, ends [][]byte) {
 	begins, ends = make([][]byte, len(rs)), make([][]byte, len(rs))
 	for i, r := range rs {
 		begins[i], ends[i] = nonNil(r.Begin), nonNil(r.End)
+	}
+	return begins, ends
+}
+
+// logRanges are write ranges as writeLogSQL records them: a range of one key
+// has no end.
+func logRanges(rs []txn.KeyRange) (begins, ends [][]byte) {
+	begins, ends = splitRanges(rs)
+	for i, r := range rs {
+		if isSingleKey(r) {
+			ends[i] = nil
+		}
 	}
 	return begins, ends
 }

@@ -69,7 +69,6 @@ type DB struct {
 		running bool           // a prune started by startPrune has not finished
 		closed  bool           // Close was called: no prune starts
 		wg      sync.WaitGroup // the prune running
-		sweep   []byte         // where the next sweep of udb_writes starts
 	}
 	pruneLockTimeout string
 

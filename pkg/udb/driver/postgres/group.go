@@ -195,9 +195,10 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 	// The lock, then the reads that need it, in one round trip: each
 	// commit's conflict check and the newest values atomic operations need.
 	var last, horizon, now int64
+	var format int
 	reads := &pgx.Batch{}
 	reads.Queue(lockSQL, db.advanced.Load()).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&last, &horizon, &now)
+		return row.Scan(&last, &horizon, &format, &now)
 	})
 	conflict := make([]bool, len(group))
 	var need [][]byte
@@ -216,6 +217,9 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 	}
 	if err := c.SendBatch(ctx, reads).Close(); err != nil {
 		return false, err
+	}
+	if format != schemaFormat {
+		return false, fmt.Errorf("postgres: commit: %w", formatError(format))
 	}
 
 	cv := max(last+1, now)
@@ -269,7 +273,7 @@ func (db *DB) commitOn(ctx context.Context, c *pgx.Conn, group []*pendingCommit)
 		return true, err
 	}
 	if prune {
-		db.startPrune(h, horizon)
+		db.startPrune(h)
 	}
 	return true, nil
 }
@@ -297,16 +301,8 @@ func (db *DB) queueWrites(b *pgx.Batch, cv int64, w folded, writes []txn.KeyRang
 		b.Queue(pointSQL, cv, w.keys, w.values)
 	}
 	if len(writes) > 0 {
-		wbs, wes := splitRanges(writes)
-		b.Queue(writesEndSQL, wes)
-		for _, r := range writes {
-			// A range of one key has no step inside it but at the key, which
-			// writesBeginSQL sets.
-			if !isSingleKey(r) {
-				b.Queue(writesClearSQL, nonNil(r.Begin), r.End)
-			}
-		}
-		b.Queue(writesBeginSQL, wbs, cv)
+		begins, ends := logRanges(writes)
+		b.Queue(writeLogSQL, begins, ends, cv)
 	}
 	b.Queue(`UPDATE udb_meta SET version = $1 WHERE id = 1`, cv)
 }

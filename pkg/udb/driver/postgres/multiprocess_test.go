@@ -299,7 +299,7 @@ func TestProcessesWatch(t *testing.T) {
 }
 
 // TestPrune checks that history older than the window goes: superseded
-// rows, clears and write steps, and that a read version below the horizon
+// rows, clears and recorded write ranges, and that a read version below the horizon
 // then fails with transaction_too_old rather than reading a partial past.
 func TestPrune(t *testing.T) {
 	url, dbs := openHandles(t, 1)
@@ -344,10 +344,8 @@ func TestPrune(t *testing.T) {
 	if n := count(`SELECT count(*) FROM udb_kv`); n != 2 {
 		t.Errorf("udb_kv holds %d rows after pruning, want 2 (the newest hot and other)", n)
 	}
-	// Steps left: "", and at most an old step and the begin and end of the
-	// last write.
-	if n := count(`SELECT count(*) FROM udb_writes`); n > 4 {
-		t.Errorf("udb_writes holds %d steps after pruning, want at most 4", n)
+	if n := count(`SELECT count(*) FROM udb_write_log`); n != 1 {
+		t.Errorf("udb_write_log holds %d ranges after pruning, want other's 1", n)
 	}
 	if _, err := old.Get(ctx, []byte("hot")); !udb.HasCode(err, udb.CodeTransactionTooOld) {
 		t.Errorf("read at a version below the horizon: got %v, want transaction_too_old", err)

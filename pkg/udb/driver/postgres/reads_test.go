@@ -126,7 +126,7 @@ func TestRangeReadsSkipHistory(t *testing.T) {
 			udb.RangeOptions{Reverse: reverse}).All(ctx)
 	}
 	for _, reverse := range []bool{false, true} {
-		plan, err := explainGeneric(ctx, admin, pageSQL(reverse), fmt.Sprintf(`'\x712f', '\x7130', %d, 3`, latest))
+		plan, err := explainGeneric(ctx, admin, pageSQL(reverse), "bytea, bytea, bigint, int", fmt.Sprintf(`'\x712f', '\x7130', %d, 3`, latest))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,10 +157,10 @@ func TestRangeReadsSkipHistory(t *testing.T) {
 	}
 }
 
-// explainGeneric prepares sql, whose parameters are pageSQL's, and runs it with args (SQL
-// literals) under EXPLAIN (ANALYZE) with the generic plan the driver's prepared statements
-// come to use, returning the plan.
-func explainGeneric(ctx context.Context, c *pgx.Conn, sql, args string) (string, error) {
+// explainGeneric prepares sql, whose parameters have the SQL types params, and runs it with
+// args (SQL literals) under EXPLAIN (ANALYZE) with the generic plan the driver's prepared
+// statements come to use, returning the plan.
+func explainGeneric(ctx context.Context, c *pgx.Conn, sql, params, args string) (string, error) {
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		return "", err
@@ -169,7 +169,7 @@ func explainGeneric(ctx context.Context, c *pgx.Conn, sql, args string) (string,
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return "", err
 	}
-	if _, err := tx.Exec(ctx, `PREPARE page(bytea, bytea, bigint, int) AS `+sql); err != nil {
+	if _, err := tx.Exec(ctx, `PREPARE page(`+params+`) AS `+sql); err != nil {
 		return "", err
 	}
 	defer func() { _, _ = c.Exec(ctx, `DEALLOCATE page`) }()
