@@ -113,12 +113,12 @@ func ensureSchema(ctx context.Context, c *pgx.Conn) error {
 	return tx.Commit(ctx)
 }
 
-// upgradeFrom1 moves a format 1 store to format 2, inside ensureSchema's
-// transaction, which holds the commit lock. Writes recorded before it are in
-// udb_writes only, so the horizon rises to the last commit version: a
-// transaction that read before the upgrade fails its commit with
-// transaction_too_old (and retries) rather than being checked against a log
-// that lacks those writes. Dropping udb_writes makes a process still running
+// upgradeFrom1 moves a format 1 store to format 2 inside ensureSchema's
+// transaction, whose UPDATE takes the commit lock (the udb_meta row) until it
+// commits. Writes recorded before it are in udb_writes only, so the horizon
+// rises to the last commit version: a transaction whose read version is
+// older fails its commit with transaction_too_old (and retries) rather than
+// being checked against a log that lacks the writes after its read. Dropping udb_writes makes a process still running
 // format 1 fail every commit from then on ("relation udb_writes does not
 // exist") instead of checking its reads where nobody records writes any
 // more. docs/deploy.md says how to upgrade.
