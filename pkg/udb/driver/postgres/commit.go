@@ -166,11 +166,11 @@ func (db *DB) pruneDue() bool {
 }
 
 // startPrune deletes, in the background, the history below horizon h that a
-// commit has just set. With 20,000 actors
-// that took 60–150 ms a second, which inside the commit held the lock that
-// serialises every commit (docs/udb.md). Each statement is a transaction of
-// its own, so that the rows it deletes are locked only while it runs; a
-// failed prune leaves its rows to the next one.
+// commit has just set. With 20,000 actors that took 60–150 ms a second,
+// which inside the commit held the lock that serialises every commit
+// (docs/udb.md). Each statement is a transaction of its own, so that the
+// rows it deletes are locked only while it runs; a failed prune leaves its
+// rows to the next one.
 func (db *DB) startPrune(h int64) {
 	db.prune.Lock()
 	defer db.prune.Unlock()
