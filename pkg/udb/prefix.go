@@ -223,6 +223,10 @@ func (t *prefixTx) GetEstimatedRangeSizeBytes(ctx context.Context, begin, end []
 
 func (t *prefixTx) Snapshot() ReadTransaction { return prefixReader{t, t.inner.Snapshot()} }
 
+func (t *prefixTx) Prefetch(ctx context.Context, keys [][]byte, ranges []KeyRange) {
+	prefixReader{t, t.inner}.Prefetch(ctx, keys, ranges)
+}
+
 func (t *prefixTx) Set(key, value []byte) {
 	if !t.passThrough() {
 		if err := t.checkWrite(key, false); err != nil {
@@ -438,6 +442,18 @@ func (v prefixReader) GetEstimatedRangeSizeBytes(ctx context.Context, begin, end
 
 func (v prefixReader) Snapshot() ReadTransaction {
 	return prefixReader{v.t, v.r.Snapshot()}
+}
+
+func (v prefixReader) Prefetch(ctx context.Context, keys [][]byte, ranges []KeyRange) {
+	stored := make([][]byte, len(keys))
+	for i, k := range keys {
+		stored[i] = v.t.key(k)
+	}
+	storedRanges := make([]KeyRange, len(ranges))
+	for i, r := range ranges {
+		storedRanges[i] = KeyRange{v.t.key(r.Begin), v.t.key(r.End)}
+	}
+	v.r.Prefetch(ctx, stored, storedRanges)
 }
 
 // prefixIter resolves its endpoints on the first Next, then walks the

@@ -82,7 +82,17 @@ type ReadTransaction interface {
 	GetEstimatedRangeSizeBytes(ctx context.Context, begin, end []byte) (int64, error)
 	// Snapshot returns a view whose reads add no read-conflict ranges.
 	Snapshot() ReadTransaction
+	// Prefetch fetches keys and ranges the caller is about to read, together: where each
+	// read is a round trip to a server, one round trip for all of them, after which the
+	// transaction's reads of them are answered from what it fetched. It changes nothing
+	// the reads return and adds no conflict ranges; an error is left for the reads to meet.
+	// A range is fetched up to a driver's page of rows. Drivers whose reads are local do
+	// nothing.
+	Prefetch(ctx context.Context, keys [][]byte, ranges []KeyRange)
 }
+
+// KeyRange is the keys from Begin up to, not including, End.
+type KeyRange struct{ Begin, End []byte }
 
 // RangeIterator walks the rows of a range read.
 type RangeIterator interface {

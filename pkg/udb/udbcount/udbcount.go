@@ -293,6 +293,11 @@ func (v reader) GetEstimatedRangeSizeBytes(ctx context.Context, begin, end []byt
 
 func (v reader) Snapshot() udb.ReadTransaction { return reader{v.d, v.r.Snapshot()} }
 
+// Prefetch is not counted: the reads it serves are.
+func (v reader) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	v.r.Prefetch(ctx, keys, ranges)
+}
+
 // rangeIter counts the rows a range read returns.
 type rangeIter struct {
 	udb.RangeIterator

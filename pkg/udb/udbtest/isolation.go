@@ -27,6 +27,7 @@ func isolationCases() []testCase {
 		{"29_RepeatableReads", testRepeatableReads},
 		{"30_ReadVersionAfterCommit", testReadVersionAfterCommit},
 		{"31_GetKeyConflict", testGetKeyConflict},
+		{"57_PrefetchChangesNothing", testPrefetch},
 	}
 }
 
@@ -458,4 +459,32 @@ func testGetKeyConflict(t *testing.T, h Harness) {
 			}
 		})
 	}
+}
+
+// 57. Prefetch changes nothing a transaction observes: its reads return what they would
+// without it (its own writes over what it fetched, never a commit after its read version),
+// and it adds no read conflicts.
+func testPrefetch(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.seedLetters()
+	t1, t2 := e.pair2()
+	t1.Set(e.k("b"), []byte("own"))
+	t1.ClearRange(e.k("c"), e.k("e"))
+	t1.Prefetch(e.ctx, [][]byte{e.k("a"), e.k("b"), e.k("c"), e.k("zz")},
+		[]udb.KeyRange{{Begin: e.k("a"), End: e.k("g")}, {Begin: e.k("x"), End: e.k("y")}})
+	t1.Snapshot().Prefetch(e.ctx, [][]byte{e.k("h")}, nil)
+	t2.Set(e.k("f"), []byte("T2"))
+	e.writeAndCommit(t2, "a", "T2")
+	snap := t1.Snapshot() // reads that add no conflicts either
+	e.expectValue("a, prefetched, then written by T2", e.get(snap, e.k("a")), []byte("1"))
+	e.expectValue("b, written by T1 before the prefetch", e.get(snap, e.k("b")), []byte("own"))
+	e.expectValue("c, cleared by T1", e.get(snap, e.k("c")), nil)
+	e.expectValue("zz, absent", e.get(snap, e.k("zz")), nil)
+	e.expectValue("h", e.get(snap, e.k("h")), []byte("8"))
+	e.expectRows("[a, g)", e.rngKeys(snap, e.k("a"), e.k("g"), udb.RangeOptions{}),
+		pair{"a", "1"}, pair{"b", "own"}, pair{"e", "5"}, pair{"f", "6"})
+	e.expectRows("[a, g) reverse, limit 2", e.rngKeys(snap, e.k("a"), e.k("g"), udb.RangeOptions{Reverse: true, Limit: 2}),
+		pair{"f", "6"}, pair{"e", "5"})
+	e.expectRows("[x, y), empty", e.rngKeys(snap, e.k("x"), e.k("y"), udb.RangeOptions{}))
+	e.expectCommit("T1 commit after prefetching keys T2 changed", t1)
 }

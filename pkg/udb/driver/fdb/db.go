@@ -276,6 +276,30 @@ func (r reader) Snapshot() udb.ReadTransaction {
 	return reader{rt: r.tx.tr.Snapshot(), tx: r.tx}
 }
 
+// prefetchRows is how many rows of a range Prefetch reads.
+const prefetchRows = 64
+
+// Prefetch runs snapshot reads of every key and range at once and waits for them: the
+// client's read-your-writes cache keeps what they read for the transaction's later reads,
+// which then need no round trip. Errors are left for those reads.
+func (r reader) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	if r.tx.deferredErr() != nil {
+		return
+	}
+	snap := r.tx.tr.Snapshot()
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		f := snap.Get(fdbgo.Key(k)) // a future: the read starts here
+		wg.Go(func() { _, _ = await(ctx, f, f.Get) })
+	}
+	for _, rg := range ranges { // a range result starts reading when read
+		rr := snap.GetRange(fdbgo.KeyRange{Begin: fdbgo.Key(rg.Begin), End: fdbgo.Key(rg.End)},
+			fdbgo.RangeOptions{Limit: prefetchRows, Mode: fdbgo.StreamingModeWantAll})
+		wg.Go(func() { _, _ = rr.GetSliceWithError() })
+	}
+	wg.Wait()
+}
+
 func selector(s udb.KeySelector) fdbgo.KeySelector {
 	return fdbgo.KeySelector{Key: fdbgo.Key(s.Key), OrEqual: s.OrEqual, Offset: s.Offset}
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -16,22 +17,8 @@ import (
 // one page even after scans that stopped early made the predicted page small.
 func TestRangeReadRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(newStore(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := &readCounter{}
-	cfg.Tracer = reads
-	db, err := Open(ctx, Options{Conn: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("closing: %v", err)
-		}
-	})
-	const fields = 20
+	db, reads := openCounted(t)
+	const fields = firstPage + 8 // more than the first page
 	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
 		for i := range fields {
 			tx.Set(fmt.Appendf(nil, "f/%02d", i), []byte("v"))
@@ -58,6 +45,9 @@ func TestRangeReadRoundTrips(t *testing.T) {
 		}
 		return err
 	})
+	// The first scan reads two pages (the transaction layer reads ahead of what it hands
+	// out), which answer the second from the snapshot's cache; the whole range then takes
+	// one more page, not several.
 	read("whole range after early stops", 3, func(tx udb.Transaction) error {
 		for range 2 { // two scans that stop at the first row
 			it := tx.GetRange(udb.FirstGreaterOrEqual([]byte("f/")), udb.FirstGreaterOrEqual([]byte("f0")), udb.RangeOptions{})
@@ -74,10 +64,101 @@ func TestRangeReadRoundTrips(t *testing.T) {
 	})
 }
 
+// Prefetch reads every key and range it is given in one batch of statements, after which
+// the transaction's reads of them send none, and return what they would have without it.
+func TestPrefetchIsOneBatch(t *testing.T) {
+	ctx := context.Background()
+	db, reads := openCounted(t)
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		for i := range 10 {
+			tx.Set(fmt.Appendf(nil, "k/%d", i), fmt.Appendf(nil, "v%d", i))
+		}
+		for i := range prefetchRows + 6 {
+			tx.Set(fmt.Appendf(nil, "r/%03d", i), []byte("row"))
+		}
+		tx.Set([]byte("empty"), []byte{})
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(s string) []byte { return []byte(s) }
+	rng := func(b, e string) udb.KeyRange { return udb.KeyRange{Begin: key(b), End: key(e)} }
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		statements, batches := reads.n.Load(), reads.batches.Load()
+		tx.Set(key("k/1"), key("own")) // the transaction's own write wins over the fetched value
+		tx.Prefetch(ctx, [][]byte{key("k/0"), key("k/1"), key("absent"), key("empty"), key("k/0")},
+			[]udb.KeyRange{rng("k/", "k0"), rng("none/", "none0"), rng("r/", "r0")})
+		for k, want := range map[string][]byte{"k/0": key("v0"), "k/1": key("own"), "absent": nil, "empty": {}} {
+			got, err := tx.Get(ctx, key(k))
+			if err != nil {
+				return struct{}{}, err
+			}
+			if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Errorf("Get(%s) = %q, want %q", k, got, want)
+			}
+		}
+		kvs, err := tx.GetRange(udb.FirstGreaterOrEqual(key("k/")), udb.FirstGreaterOrEqual(key("k0")), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
+		if err != nil || len(kvs) != 10 || string(kvs[1].Value) != "own" {
+			t.Errorf("range k/: %d rows, %v", len(kvs), err)
+		}
+		kvs, err = tx.GetRange(udb.FirstGreaterOrEqual(key("none/")), udb.FirstGreaterOrEqual(key("none0")), udb.RangeOptions{}).All(ctx)
+		if err != nil || len(kvs) != 0 {
+			t.Errorf("empty range: %d rows, %v", len(kvs), err)
+		}
+		// Past the fetched page, a range read goes on reading.
+		kvs, err = tx.GetRange(udb.FirstGreaterOrEqual(key("r/")), udb.FirstGreaterOrEqual(key("r0")), udb.RangeOptions{Mode: udb.StreamingModeWantAll}).All(ctx)
+		if err != nil || len(kvs) != prefetchRows+6 {
+			t.Errorf("range r/: %d rows, %v", len(kvs), err)
+		}
+		if got := reads.n.Load() - statements; got != 1 { // the rest of r/
+			t.Errorf("%d read statements after the prefetch, want 1", got)
+		}
+		if got := reads.batches.Load() - batches; got != 1 {
+			t.Errorf("%d read batches, want 1", got)
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openCounted opens a new store whose read statements are counted.
+func openCounted(t *testing.T) (*DB, *readCounter) {
+	cfg, err := pgx.ParseConfig(newStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := &readCounter{}
+	cfg.Tracer = reads
+	db, err := Open(context.Background(), Options{Conn: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("closing: %v", err)
+		}
+	})
+	return db, reads
+}
+
 // readCounter counts the snapshot read statements a connection sends: those that read
 // udb_kv, and any that reads the horizon alone (as the second statement an empty page
-// once took).
-type readCounter struct{ n atomic.Int64 }
+// once took), and the batches of them (Prefetch's).
+type readCounter struct{ n, batches atomic.Int64 }
+
+func (r *readCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	for _, q := range d.Batch.QueuedQueries {
+		if q.SQL == getSQL || q.SQL == pageForwardSQL || q.SQL == pageReverseSQL {
+			r.batches.Add(1)
+			break
+		}
+	}
+	return ctx
+}
+
+func (*readCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (*readCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (r *readCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "FROM udb_kv") || strings.Contains(d.SQL, "SELECT horizon FROM udb_meta") {

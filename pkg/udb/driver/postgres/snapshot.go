@@ -37,16 +37,26 @@ type snapshot struct {
 	// at a version never change, and transactions often read a range again
 	// (the transaction layer rereads what it resolved selectors over), as do
 	// the creates that share one transaction (engine/pegboard/batch.go),
-	// which each read the same configuration keys.
+	// which each read the same configuration keys; Prefetch fills it ahead.
 	pages struct {
 		sync.Mutex
-		byQuery map[string][]udb.KeyValue
-		byKey   map[string][]byte // nil: absent
+		byRange map[string]cachedPage // by pageKey
+		byKey   map[string][]byte     // nil: absent
 		bytes   int
 	}
 }
 
-var _ txn.Snapshot = (*snapshot)(nil)
+// cachedPage is the first rows of a range in the iteration order, and whether they are
+// all of it.
+type cachedPage struct {
+	rows     []udb.KeyValue
+	complete bool
+}
+
+var (
+	_ txn.Snapshot   = (*snapshot)(nil)
+	_ txn.Prefetcher = (*snapshot)(nil)
+)
 
 func (db *DB) newSnapshot(version, now int64) *snapshot {
 	return &snapshot{db: db, version: version, taken: time.Now(), age0: max(0, now-version), adv0: db.advanced.Load()}
@@ -57,46 +67,72 @@ func (s *snapshot) Version() int64 { return s.version }
 func (s *snapshot) Release() {
 	s.released.Store(true)
 	s.pages.Lock()
-	s.pages.byQuery, s.pages.byKey, s.pages.bytes = nil, nil, 0
+	s.pages.byRange, s.pages.byKey, s.pages.bytes = nil, nil, 0
 	s.pages.Unlock()
 }
 
 // pageCacheBytes bounds the pages a snapshot keeps.
 const pageCacheBytes = 4 << 20
 
-func pageKey(lo, hi []byte, reverse bool, n int) string {
+func pageKey(lo, hi []byte, reverse bool) string {
 	b := binary.AppendUvarint(nil, uint64(len(lo)))
 	b = append(b, lo...)
 	b = append(b, hi...)
-	b = binary.AppendUvarint(b, uint64(n))
 	if reverse {
 		b = append(b, 1)
 	}
 	return string(b)
 }
 
-func (s *snapshot) cached(k string) ([]udb.KeyValue, bool) {
+// cachedRows returns the first n rows of [lo, hi) in the iteration order, if a page read
+// before holds them, and whether more may follow them.
+func (s *snapshot) cachedRows(lo, hi []byte, reverse bool, n int) (rows []udb.KeyValue, more, ok bool) {
 	s.pages.Lock()
 	defer s.pages.Unlock()
-	p, ok := s.pages.byQuery[k]
-	return p, ok
+	p, ok := s.pages.byRange[pageKey(lo, hi, reverse)]
+	switch {
+	case !ok:
+		return nil, false, false
+	case len(p.rows) > n:
+		return p.rows[:n], true, true
+	case p.complete:
+		return p.rows, false, true
+	case len(p.rows) == n:
+		return p.rows, true, true
+	}
+	return nil, false, false // too short, and more follow
 }
 
-func (s *snapshot) cache(k string, page []udb.KeyValue) {
-	size := len(k)
-	for _, kv := range page {
-		size += len(kv.Key) + len(kv.Value) + 48
-	}
+// cachePage keeps the first rows of [lo, hi) (all of them when complete), unless a page
+// kept before holds as much.
+func (s *snapshot) cachePage(lo, hi []byte, reverse bool, rows []udb.KeyValue, complete bool) {
+	k := pageKey(lo, hi, reverse)
+	size := pageSize(k, rows)
 	s.pages.Lock()
 	defer s.pages.Unlock()
+	old, had := s.pages.byRange[k]
+	if had && (old.complete || len(old.rows) >= len(rows)) {
+		return
+	}
+	if had {
+		size -= pageSize(k, old.rows)
+	}
 	if s.released.Load() || s.pages.bytes+size > pageCacheBytes {
 		return
 	}
-	if s.pages.byQuery == nil {
-		s.pages.byQuery = map[string][]udb.KeyValue{}
+	if s.pages.byRange == nil {
+		s.pages.byRange = map[string]cachedPage{}
 	}
-	s.pages.byQuery[k] = slices.Clone(page)
+	s.pages.byRange[k] = cachedPage{rows: slices.Clone(rows), complete: complete}
 	s.pages.bytes += size
+}
+
+func pageSize(k string, rows []udb.KeyValue) int {
+	size := len(k)
+	for _, kv := range rows {
+		size += len(kv.Key) + len(kv.Value) + 48
+	}
+	return size
 }
 
 // cachedValue returns the value of a key read before at this version.
@@ -191,11 +227,89 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.pruned(horizon); err != nil {
 		return nil, err
 	}
-	if value != nil && len(value) == 0 {
-		value = []byte{} // present and empty
-	}
+	value = presentOrNil(value)
 	s.cacheValue(key, value)
 	return value, nil
+}
+
+// presentOrNil is a value read by getSQL: nil when absent, a non-nil empty slice when
+// present and empty.
+func presentOrNil(value []byte) []byte {
+	if value != nil && len(value) == 0 {
+		return []byte{}
+	}
+	return value
+}
+
+// prefetchRows is how many rows of a range Prefetch reads.
+const prefetchRows = wantAllPage
+
+// Prefetch reads the keys and ranges not cached yet in one round trip, a pipeline of the
+// statements Get and the iterators use, and caches what they return (a range up to
+// prefetchRows rows), so that the transaction's reads of them that follow need none.
+// Errors are left for those reads to meet: nothing is cached from a failed round trip.
+func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
+	var b pgx.Batch
+	var gets [][]byte
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if _, ok := s.cachedValue(k); !ok && !seen[string(k)] {
+			seen[string(k)] = true
+			gets = append(gets, k)
+			b.Queue(getSQL, nonNil(k), s.version)
+		}
+	}
+	var pages []udb.KeyRange
+	for _, r := range ranges {
+		if bytes.Compare(r.Begin, r.End) >= 0 {
+			continue
+		}
+		if _, _, ok := s.cachedRows(r.Begin, r.End, false, prefetchRows); !ok {
+			pages = append(pages, r)
+			b.Queue(pageForwardSQL, nonNil(r.Begin), r.End, s.version, prefetchRows)
+		}
+	}
+	if b.Len() == 0 {
+		return
+	}
+	values := make([][]byte, len(gets))
+	rows := make([][]udb.KeyValue, len(pages))
+	err := s.query(func(ctx context.Context, c *pgx.Conn) error {
+		br := c.SendBatch(ctx, &b)
+		defer br.Close()
+		for i := range gets {
+			var horizon int64
+			if err := br.QueryRow().Scan(&horizon, &values[i]); err != nil {
+				return err
+			}
+			if err := s.pruned(horizon); err != nil {
+				return err
+			}
+		}
+		for i := range pages {
+			q, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var horizon int64
+			if rows[i], horizon, err = scanPage(q, nil); err != nil {
+				return err
+			}
+			if err := s.pruned(horizon); err != nil {
+				return err
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return
+	}
+	for i, k := range gets {
+		s.cacheValue(k, presentOrNil(values[i]))
+	}
+	for i, r := range pages {
+		s.cachePage(r.Begin, r.End, false, rows[i], len(rows[i]) < prefetchRows)
+	}
 }
 
 // pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
@@ -308,14 +422,13 @@ func (it *iter) fetch(lo, hi []byte) bool {
 	if it.rows > 0 {
 		n = max(1, min(n, int(pageBytes*it.rows/it.bytes)))
 	}
-	ck := pageKey(lo, hi, it.reverse, n)
-	if page, ok := it.s.cached(ck); ok {
+	if page, more, ok := it.s.cachedRows(lo, hi, it.reverse, n); ok {
 		if err := it.s.live(); err != nil {
 			it.err = err
 			return false
 		}
 		it.page = append(it.page, page...)
-		it.full = len(it.page) == n
+		it.full = more
 		return len(it.page) > 0
 	}
 	var horizon int64
@@ -324,24 +437,8 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var found bool
-			var k, v []byte
-			if err := rows.Scan(&found, &k, &v, &horizon); err != nil {
-				return err
-			}
-			if !found {
-				continue // the empty page's row: the horizon only
-			}
-			it.rows++
-			it.bytes += int64(len(k) + len(v) + 16)
-			if v == nil {
-				v = []byte{}
-			}
-			it.page = append(it.page, udb.KeyValue{Key: k, Value: v})
-		}
-		return rows.Err()
+		it.page, horizon, err = scanPage(rows, it.page)
+		return err
 	})
 	if err == nil {
 		err = it.s.pruned(horizon)
@@ -350,9 +447,35 @@ func (it *iter) fetch(lo, hi []byte) bool {
 		it.page, it.err = it.page[:0], err
 		return false
 	}
+	for _, kv := range it.page {
+		it.rows++
+		it.bytes += int64(len(kv.Key) + len(kv.Value) + 16)
+	}
 	it.full = len(it.page) == n
-	it.s.cache(ck, it.page)
+	it.s.cachePage(lo, hi, it.reverse, it.page, !it.full)
 	return len(it.page) > 0
+}
+
+// scanPage appends the rows of a page statement (pageSQL) to page, and returns the
+// horizon they carry. It closes rows.
+func scanPage(rows pgx.Rows, page []udb.KeyValue) ([]udb.KeyValue, int64, error) {
+	defer rows.Close()
+	var horizon int64
+	for rows.Next() {
+		var found bool
+		var k, v []byte
+		if err := rows.Scan(&found, &k, &v, &horizon); err != nil {
+			return page, 0, err
+		}
+		if !found {
+			continue // the empty page's row: the horizon only
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		page = append(page, udb.KeyValue{Key: k, Value: v})
+	}
+	return page, horizon, rows.Err()
 }
 
 // counted counts the rows handed out.

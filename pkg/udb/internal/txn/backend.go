@@ -56,6 +56,12 @@ type Iter interface {
 // KeyRange is [Begin, End).
 type KeyRange struct{ Begin, End []byte }
 
+// Prefetcher is a Snapshot whose reads are round trips to a server, which can fetch
+// several keys and ranges in one (udb.ReadTransaction.Prefetch).
+type Prefetcher interface {
+	Prefetch(keys [][]byte, ranges []udb.KeyRange)
+}
+
 // Mutation is one write, in transaction order.
 type Mutation struct {
 	Op    MutationOp

@@ -41,6 +41,23 @@ func (t *Tx) GetEstimatedRangeSizeBytes(ctx context.Context, begin, end []byte) 
 // Snapshot implements udb.ReadTransaction.
 func (t *Tx) Snapshot() udb.ReadTransaction { return snapshotView{t} }
 
+// Prefetch implements udb.ReadTransaction: it passes keys and ranges to a snapshot that is
+// a Prefetcher, where the reads that follow will find them, and does nothing on others.
+func (t *Tx) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.readableLocked() != nil {
+		return
+	}
+	s, err := t.ensureSnapshotLocked(ctx)
+	if err != nil {
+		return
+	}
+	if p, ok := s.(Prefetcher); ok {
+		p.Prefetch(keys, ranges)
+	}
+}
+
 // snapshotView reads through the transaction without adding read conflicts.
 type snapshotView struct{ t *Tx }
 
@@ -65,6 +82,10 @@ func (v snapshotView) GetEstimatedRangeSizeBytes(ctx context.Context, begin, end
 }
 
 func (v snapshotView) Snapshot() udb.ReadTransaction { return v }
+
+func (v snapshotView) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	v.t.Prefetch(ctx, keys, ranges)
+}
 
 func (t *Tx) get(ctx context.Context, key []byte, snapshot bool) ([]byte, error) {
 	t.mu.Lock()
