@@ -329,7 +329,7 @@ func (p *Actors) Create(ctx context.Context, in actor.CreateInput) (actor.Actor,
 	if a, _, moved, err := p.createElsewhere(ctx, in, false); err != nil || moved {
 		return a, err
 	}
-	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
+	res, err := p.creates.do(ctx, len(in.Input), actor.CreateReads(in), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.Create(ctx, tx, in)
 		return out.Actor, out.Effects, err
 	})
@@ -344,7 +344,7 @@ func (p *Actors) GetOrCreate(ctx context.Context, in actor.CreateInput) (actor.A
 	if p.keys != nil && in.Key != nil {
 		return p.keyed(ctx, in, true)
 	}
-	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
+	res, err := p.creates.do(ctx, len(in.Input), actor.CreateReads(in), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := actor.GetOrCreate(ctx, tx, in)
 		return out, out.Effects, err
 	})

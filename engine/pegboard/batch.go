@@ -19,6 +19,12 @@ import (
 //
 // A batch starts as soon as the previous one has committed; a create that finds no batch
 // running starts one at once, so an idle engine adds no latency.
+//
+// Each create waits on its reads one after the other, and the creates of a batch run one
+// after the other, so on a store whose every read is a round trip to a server (PostgreSQL)
+// a batch took four round trips per create. The reads a create begins with whatever the
+// store holds (actor.CreateReads: the key index, the new id, the pool's config) are fetched
+// for the whole batch in one round trip before its creates run (udb Prefetch).
 
 const (
 	// maxBatch bounds the creates of one transaction.
@@ -35,8 +41,9 @@ const (
 // 4xx status) only before it writes anything: the batch then carries on without it. Its ctx
 // is the batch's, not the request's: the transaction is shared.
 type batchOp struct {
-	run  func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)
-	size int // bytes it may write beyond its fixed keys (the input)
+	run   func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)
+	size  int         // bytes it may write beyond its fixed keys (the input)
+	reads actor.Reads // what run reads first, fetched ahead
 
 	done chan struct{} // closed once res and err are set
 	res  any
@@ -54,8 +61,8 @@ type batcher struct {
 
 // do runs op's function in a batch and returns its result, or ctx's error if ctx ends
 // first (the op may still be carried out, as a create whose client went away).
-func (b *batcher) do(ctx context.Context, size int, run func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)) (any, error) {
-	op := b.enqueue(ctx, size, run)
+func (b *batcher) do(ctx context.Context, size int, reads actor.Reads, run func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)) (any, error) {
+	op := b.enqueue(ctx, size, reads, run)
 	select {
 	case <-op.done:
 		return op.res, op.err
@@ -65,8 +72,8 @@ func (b *batcher) do(ctx context.Context, size int, run func(ctx context.Context
 }
 
 // enqueue queues an op, starting a goroutine to run batches if none is running.
-func (b *batcher) enqueue(ctx context.Context, size int, run func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)) *batchOp {
-	op := &batchOp{run: run, size: size, done: make(chan struct{})}
+func (b *batcher) enqueue(ctx context.Context, size int, reads actor.Reads, run func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error)) *batchOp {
+	op := &batchOp{run: run, size: size, reads: reads, done: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.queue = append(b.queue, op)
@@ -110,6 +117,7 @@ func (b *batcher) run(ctx context.Context, batch []*batchOp) {
 			err error
 		}
 		out, err := Transact(ctx, b.p, func(tx udb.Transaction) ([]outcome, actor.Effects, error) {
+			prefetch(ctx, tx, batch...)
 			var eff actor.Effects
 			out := make([]outcome, len(batch))
 			for i, op := range batch {
@@ -131,9 +139,23 @@ func (b *batcher) run(ctx context.Context, batch []*batchOp) {
 		}
 	}
 	for _, op := range batch {
-		op.res, op.err = Transact(ctx, b.p, func(tx udb.Transaction) (any, actor.Effects, error) { return op.run(ctx, tx) })
+		op.res, op.err = Transact(ctx, b.p, func(tx udb.Transaction) (any, actor.Effects, error) {
+			prefetch(ctx, tx, op)
+			return op.run(ctx, tx)
+		})
 		close(op.done)
 	}
+}
+
+// prefetch fetches the first reads of ops together.
+func prefetch(ctx context.Context, tx udb.Transaction, ops ...*batchOp) {
+	var keys [][]byte
+	var ranges []udb.KeyRange
+	for _, op := range ops {
+		keys = append(keys, op.reads.Keys...)
+		ranges = append(ranges, op.reads.Ranges...)
+	}
+	tx.Prefetch(ctx, keys, ranges)
 }
 
 // clientError reports whether err is the client's (a 4xx *rerr.Error).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,17 +175,10 @@ func TestBatchFailureRunsOpsAlone(t *testing.T) {
 	w := newBatchWorld(t, 1, 10)
 	b := &w.p.creates
 	broken := errors.New("broken op")
-	// Hold the batcher busy so that the ops below queue up and run as one batch.
-	started, release := make(chan struct{}), make(chan struct{})
-	b.enqueue(context.Background(), 0, func(context.Context, udb.Transaction) (any, actor.Effects, error) {
-		close(started)
-		<-release
-		return nil, actor.Effects{}, nil
-	})
-	<-started
+	release := hold(b) // the ops below queue up and run as one batch
 	ops := make([]*batchOp, 3)
 	for i := range ops {
-		ops[i] = b.enqueue(context.Background(), 0, func(_ context.Context, tx udb.Transaction) (any, actor.Effects, error) {
+		ops[i] = b.enqueue(context.Background(), 0, actor.Reads{}, func(_ context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 			if i == 1 {
 				return nil, actor.Effects{}, broken
 			}
@@ -215,5 +209,84 @@ func TestBatchFailureRunsOpsAlone(t *testing.T) {
 		if err != nil || v == nil {
 			t.Errorf("op %d's write is missing: %v", i, err)
 		}
+	}
+}
+
+// hold keeps b busy with an op until release is closed, so that the ops queued meanwhile
+// run as one batch.
+func hold(b *batcher) (release chan struct{}) {
+	started, release := make(chan struct{}), make(chan struct{})
+	b.enqueue(context.Background(), 0, actor.Reads{}, func(context.Context, udb.Transaction) (any, actor.Effects, error) {
+		close(started)
+		<-release
+		return nil, actor.Effects{}, nil
+	})
+	<-started
+	return release
+}
+
+// prefetchLog records, in order, the prefetches of the transactions run through it and the
+// events its ops add.
+type prefetchLog struct {
+	udb.Database
+	mu     sync.Mutex
+	events []string
+}
+
+func (d *prefetchLog) add(e string) {
+	d.mu.Lock()
+	d.events = append(d.events, e)
+	d.mu.Unlock()
+}
+
+func (d *prefetchLog) Transact(ctx context.Context, f func(udb.Transaction) (any, error)) (any, error) {
+	return d.Database.Transact(ctx, func(tx udb.Transaction) (any, error) { return f(prefetchTx{tx, d}) })
+}
+
+type prefetchTx struct {
+	udb.Transaction
+	log *prefetchLog
+}
+
+func (t prefetchTx) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	e := "prefetch"
+	for _, k := range keys {
+		e += " " + string(k)
+	}
+	for _, r := range ranges {
+		e += " " + string(r.Begin) + "-" + string(r.End)
+	}
+	t.log.add(e)
+	t.Transaction.Prefetch(ctx, keys, ranges)
+}
+
+// A batch fetches the first reads of all its ops in one prefetch, before any of them runs.
+func TestBatchPrefetchesFirstReads(t *testing.T) {
+	w := newBatchWorld(t, 1, 10)
+	log := &prefetchLog{Database: w.db}
+	p := NewActors(ActorsOptions{DB: log, Watchers: NewWatchers(), Log: quiet, Config: actor.DefaultConfig(), Label: 1, Datacenter: "dc"})
+	b := &p.creates
+	release := hold(b) // the ops below queue up and run as one batch
+	log.mu.Lock()
+	log.events = nil // the holding op's own batch
+	log.mu.Unlock()
+	ops := make([]*batchOp, 3)
+	for i := range ops {
+		reads := actor.Reads{Keys: [][]byte{fmt.Appendf(nil, "k%d", i)}, Ranges: []udb.KeyRange{{Begin: fmt.Appendf(nil, "b%d", i), End: fmt.Appendf(nil, "e%d", i)}}}
+		ops[i] = b.enqueue(context.Background(), 0, reads, func(context.Context, udb.Transaction) (any, actor.Effects, error) {
+			log.add(fmt.Sprint("run ", i))
+			return nil, actor.Effects{}, nil
+		})
+	}
+	close(release)
+	for _, op := range ops {
+		<-op.done
+		if op.err != nil {
+			t.Fatal(op.err)
+		}
+	}
+	want := []string{"prefetch k0 k1 k2 b0-e0 b1-e1 b2-e2", "run 0", "run 1", "run 2"}
+	if !slices.Equal(log.events, want) {
+		t.Errorf("events %q, want %q", log.events, want)
 	}
 }

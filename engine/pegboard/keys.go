@@ -244,7 +244,7 @@ type claimed struct {
 func (p *Actors) claim(ctx context.Context, in actor.CreateInput, k keyres.Key, expect id.ID, getOrCreate bool) (claimed, error) {
 	cand := keyres.Holder{ActorID: in.ActorID, ReservedAtMs: now()}
 	if p.keys.svc.LeaderIsLocal() {
-		res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
+		res, err := p.creates.do(ctx, len(in.Input), actor.CreateReads(in), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 			// Reads first, then the create (whose client errors come before its writes),
 			// then the reservation: a batch carries on without an op that failed.
 			cur, found, err := keyres.Get(ctx, tx, k)
@@ -273,7 +273,7 @@ func (p *Actors) claim(ctx context.Context, in actor.CreateInput, k keyres.Key, 
 		}
 		return claimed{holder: holders[0]}, nil
 	}
-	res, err := p.creates.do(ctx, len(in.Input), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
+	res, err := p.creates.do(ctx, len(in.Input), actor.CreateReads(in), func(ctx context.Context, tx udb.Transaction) (any, actor.Effects, error) {
 		out, err := createOrGet(ctx, tx, in, getOrCreate)
 		return out, out.Effects, err
 	})

@@ -62,6 +62,7 @@ type GetInput struct {
 // once). Snapshot reads.
 func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) ([]Actor, error) {
 	snap := r.Snapshot()
+	prefetchStates(ctx, snap, in.ActorIDs)
 	out := make([]Actor, 0, len(in.ActorIDs))
 	var seen []id.ID
 	for _, aid := range in.ActorIDs {
@@ -78,6 +79,19 @@ func Get(ctx context.Context, r udb.ReadTransaction, in GetInput) ([]Actor, erro
 		}
 	}
 	return out, withPoolErrors(ctx, r, out)
+}
+
+// prefetchStates fetches the lifecycle records of actors ids together (udb Prefetch: one
+// round trip on PostgreSQL, where a page of 100 actors read one by one took 100).
+func prefetchStates(ctx context.Context, r udb.ReadTransaction, ids []id.ID) {
+	if len(ids) < 2 {
+		return // a single read is one round trip either way
+	}
+	stateKeys := make([][]byte, len(ids))
+	for i, aid := range ids {
+		stateKeys[i] = keys.ActorStateKey{ActorID: aid}.Pack()
+	}
+	r.Prefetch(ctx, stateKeys, nil)
 }
 
 // GetOne returns one actor, or actor.not_found.

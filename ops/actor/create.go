@@ -160,6 +160,32 @@ func Create(ctx context.Context, tx udb.Transaction, in CreateInput) (CreateOutp
 	return CreateOutput{Actor: View(aid, a.st, in.Datacenter), Effects: *m.eff}, nil
 }
 
+// Reads are keys and key ranges an op is about to read, for its caller to fetch ahead
+// (udb.ReadTransaction.Prefetch).
+type Reads struct {
+	Keys   [][]byte
+	Ranges []udb.KeyRange
+}
+
+// CreateReads are the reads Create and GetOrCreate of in begin with, whatever the store
+// holds: a batch of creates (engine/pegboard) fetches those of all its creates in one
+// round trip before running them one after the other, each waiting on its reads in turn.
+func CreateReads(in CreateInput) Reads {
+	r := Reads{Keys: [][]byte{
+		keys.RunnerConfigDataKey{Namespace: in.Namespace, Name: in.Selector}.Pack(),
+		keys.ActorStateKey{ActorID: in.ActorID}.Pack(),
+		keys.ActorNameKey{Namespace: in.Namespace, Name: in.Name}.Pack(),
+	}}
+	if in.Reserved {
+		r.Keys = append(r.Keys, keys.KeyFenceKey{ActorID: in.ActorID}.Pack())
+	}
+	if in.Key != nil {
+		begin, end := keys.ActorByKeyKeyRange(in.Namespace, in.Name, *in.Key).All()
+		r.Ranges = []udb.KeyRange{{Begin: begin, End: end}}
+	}
+	return r
+}
+
 // liveByKey returns the live (not destroyed) actor holding key in (ns, name), or the zero
 // id. Serializable: a concurrent create with the same key conflicts.
 func liveByKey(ctx context.Context, tx udb.ReadTransaction, ns id.ID, name, key string) (id.ID, error) {

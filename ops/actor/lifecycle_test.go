@@ -2,6 +2,7 @@ package actor
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"testing"
 
@@ -474,4 +475,67 @@ type readRecorder struct {
 func (r *readRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
 	r.begins = append(r.begins, begin.Key)
 	return r.Transaction.GetRange(begin, end, opt)
+}
+
+// getRecorder records the keys read through it and its snapshot view, and where its range
+// reads begin and end.
+type getRecorder struct {
+	udb.Transaction
+	log *[]string
+}
+
+type snapshotRecorder struct {
+	udb.ReadTransaction
+	log *[]string
+}
+
+func (r getRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
+	*r.log = append(*r.log, string(key))
+	return r.Transaction.Get(ctx, key)
+}
+
+func (r getRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	*r.log = append(*r.log, string(begin.Key)+"-"+string(end.Key))
+	return r.Transaction.GetRange(begin, end, opt)
+}
+
+func (r getRecorder) Snapshot() udb.ReadTransaction {
+	return snapshotRecorder{r.Transaction.Snapshot(), r.log}
+}
+
+func (r snapshotRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
+	*r.log = append(*r.log, string(key))
+	return r.ReadTransaction.Get(ctx, key)
+}
+
+// CreateReads names reads that Create makes (so that a batch prefetching them fetches
+// nothing for nothing), with and without a key and a key reservation.
+func TestCreateReadsAreRead(t *testing.T) {
+	w := newWorld(t)
+	w.runner("r1", 8)
+	key := "k"
+	for _, in := range []CreateInput{
+		{Name: "counter"},
+		{Name: "counter", Key: &key},
+		{Name: "other", Key: &key, Reserved: true},
+	} {
+		in.Namespace, in.NamespaceName, in.ActorID, in.Selector = w.ns, "default", id.New(1), "pool"
+		in.CrashPolicy, in.NowMs, in.Datacenter, in.Config = CrashSleep, w.now, "dc", w.cfg
+		var log []string
+		opstest.Write(t, w.db, func(tx udb.Transaction) (CreateOutput, error) {
+			log = nil
+			return Create(ctx, getRecorder{tx, &log}, in)
+		})
+		reads := CreateReads(in)
+		for _, k := range reads.Keys {
+			if !slices.Contains(log, string(k)) {
+				t.Errorf("key %v, reserved %v: CreateReads names %x, which Create did not read", in.Key != nil, in.Reserved, k)
+			}
+		}
+		for _, r := range reads.Ranges {
+			if !slices.Contains(log, string(r.Begin)+"-"+string(r.End)) {
+				t.Errorf("key %v: CreateReads names the range %x-%x, which Create did not read", in.Key != nil, r.Begin, r.End)
+			}
+		}
+	}
 }

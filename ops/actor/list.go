@@ -176,6 +176,7 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListInput, po
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
+	prefetchStates(ctx, snap, ids)
 	out := make([]Actor, 0, len(ids))
 	for _, aid := range ids {
 		st, found, err := keys.Get(ctx, snap, keys.ActorStateKey{ActorID: aid})

@@ -106,10 +106,10 @@ func (l loader) finish(datacenter string) (Envoy, bool, error) {
 // (1000), leaving out the actor command subspace (ACTOR, 32) between them.
 // A field outside both is still read, one read of its own
 // (TestLoadReadsTwoRanges checks that none is).
-func dataRanges(ns id.ID, key string) [][2][]byte {
-	return [][2][]byte{
-		{keys.EnvoyCreateTsKey{Namespace: ns, EnvoyKey: key}.Pack(), udb.KeyAfter(keys.EnvoyLastPingTsKey{Namespace: ns, EnvoyKey: key}.Pack())},
-		{keys.EnvoyMetadataKey{Namespace: ns, EnvoyKey: key}.Pack(), udb.KeyAfter(keys.EnvoyConnIDKey{Namespace: ns, EnvoyKey: key}.Pack())},
+func dataRanges(ns id.ID, key string) []udb.KeyRange {
+	return []udb.KeyRange{
+		{Begin: keys.EnvoyCreateTsKey{Namespace: ns, EnvoyKey: key}.Pack(), End: udb.KeyAfter(keys.EnvoyLastPingTsKey{Namespace: ns, EnvoyKey: key}.Pack())},
+		{Begin: keys.EnvoyMetadataKey{Namespace: ns, EnvoyKey: key}.Pack(), End: udb.KeyAfter(keys.EnvoyConnIDKey{Namespace: ns, EnvoyKey: key}.Pack())},
 	}
 }
 

@@ -118,14 +118,15 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]runnerRead, len(kvs))
+	rids := make([]id.ID, len(kvs))
 	for i, kv := range kvs {
 		_, rid, err := rng.Entry(kv.Key)
 		if err != nil {
 			return nil, corrupt.Mark("runner index", err)
 		}
-		recs[i] = startRecord(snap, rid)
+		rids[i] = rid
 	}
+	recs := startRecords(ctx, snap, rids)
 	out := make([]Runner, 0, len(kvs))
 	var sc scratch
 	for _, rec := range recs {
@@ -145,13 +146,14 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListForNsInpu
 // filters, sorts them in list order and returns up to n after the cursor.
 func listByIDs(ctx context.Context, snap udb.ReadTransaction, in ListForNsInput, pos *cursor.Position, n int) ([]Runner, error) {
 	seen := make(map[id.ID]bool, len(in.RunnerIDs))
-	var recs []runnerRead
+	var rids []id.ID
 	for _, rid := range in.RunnerIDs {
 		if !seen[rid] {
 			seen[rid] = true
-			recs = append(recs, startRecord(snap, rid))
+			rids = append(rids, rid)
 		}
 	}
+	recs := startRecords(ctx, snap, rids)
 	var out []Runner
 	var sc scratch
 	for _, rec := range recs {

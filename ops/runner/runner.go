@@ -104,10 +104,10 @@ func (l loader) finish(datacenter string) (Runner, bool, error) {
 // (1000), leaving out the actor command subspace (ACTOR, 32) between them,
 // which may be large. A field outside both ranges is still read, one read
 // of its own (TestLoadReadsTwoRanges checks that none is).
-func dataRanges(rid id.ID) [][2][]byte {
-	return [][2][]byte{
-		{keys.RunnerCreateTsKey{RunnerID: rid}.Pack(), udb.KeyAfter(keys.RunnerLastPingTsKey{RunnerID: rid}.Pack())},
-		{keys.RunnerMetadataKey{RunnerID: rid}.Pack(), udb.KeyAfter(keys.RunnerConnIDKey{RunnerID: rid}.Pack())},
+func dataRanges(rid id.ID) []udb.KeyRange {
+	return []udb.KeyRange{
+		{Begin: keys.RunnerCreateTsKey{RunnerID: rid}.Pack(), End: udb.KeyAfter(keys.RunnerLastPingTsKey{RunnerID: rid}.Pack())},
+		{Begin: keys.RunnerMetadataKey{RunnerID: rid}.Pack(), End: udb.KeyAfter(keys.RunnerConnIDKey{RunnerID: rid}.Pack())},
 	}
 }
 
@@ -151,9 +151,10 @@ func readState(ctx context.Context, r udb.ReadTransaction, rid id.ID) (state, bo
 	// over every one of them until the store compacts them away.
 	prefix, _, _ := keys.RunnerFieldsRange(rid)
 	spans := dataRanges(rid)
+	r.Prefetch(ctx, nil, spans) // both spans in one round trip
 	its := make([]udb.RangeIterator, len(spans))
-	for i, rg := range spans { // both reads start before either is waited for
-		its[i] = r.GetRange(udb.FirstGreaterOrEqual(rg[0]), udb.FirstGreaterOrEqual(rg[1]), udb.RangeOptions{Mode: udb.StreamingModeWantAll})
+	for i, rg := range spans {
+		its[i] = r.GetRange(udb.FirstGreaterOrEqual(rg.Begin), udb.FirstGreaterOrEqual(rg.End), udb.RangeOptions{Mode: udb.StreamingModeWantAll})
 	}
 	rows := make([]udb.KeyValue, 0, recordRowLimit)
 	for _, it := range its {
@@ -166,7 +167,7 @@ func readState(ctx context.Context, r udb.ReadTransaction, rid id.ID) (state, bo
 	}
 	if serializable {
 		for _, rg := range spans {
-			if err := tx.AddReadConflictRange(rg[0], rg[1]); err != nil {
+			if err := tx.AddReadConflictRange(rg.Begin, rg.End); err != nil {
 				return state{}, false, err
 			}
 		}

@@ -36,24 +36,21 @@ func (s *span) covers(key []byte) bool {
 	return bytes.Compare(key, s.begin) >= 0 && bytes.Compare(key, s.end) < 0
 }
 
-// Prefetch starts a range read of each range [begin, end); later reads of
-// keys inside a prefetched range are served from its rows, reads of other
-// keys go to the store as before. A record whose fields sit in a few
-// contiguous ranges is then read in a few round trips instead of one per
-// field.
-//
-// The rows are read at the first read that needs them, not here, so a
-// caller loading many records can start every record's reads first and
-// let a driver that fetches ahead (FoundationDB) pipeline them.
+// Prefetch reads each range; later reads of keys inside a prefetched range
+// are served from its rows, reads of other keys go to the store as before.
+// A record whose fields sit in a few contiguous ranges is then read in a
+// few range reads instead of one per field, and the store is asked for all
+// of them together (udb.ReadTransaction.Prefetch): one round trip.
 //
 // The ranges are read through the Reader's view: with a snapshot view they
 // add no read conflicts. Through a serializable view the whole range
 // becomes a read conflict, so prefetch only what the op would read anyway.
-func (rd *Reader) Prefetch(ranges ...[2][]byte) {
+func (rd *Reader) Prefetch(ranges ...udb.KeyRange) {
+	rd.r.Prefetch(rd.ctx, nil, ranges)
 	for _, rg := range ranges {
-		it := rd.r.GetRange(udb.FirstGreaterOrEqual(rg[0]), udb.FirstGreaterOrEqual(rg[1]),
+		it := rd.r.GetRange(udb.FirstGreaterOrEqual(rg.Begin), udb.FirstGreaterOrEqual(rg.End),
 			udb.RangeOptions{Mode: udb.StreamingModeWantAll})
-		rd.fetched = append(rd.fetched, span{begin: rg[0], end: rg[1], it: it})
+		rd.fetched = append(rd.fetched, span{begin: rg.Begin, end: rg.End, it: it})
 	}
 }
 

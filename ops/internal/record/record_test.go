@@ -92,7 +92,7 @@ func TestPrefetch(t *testing.T) {
 		keys.SetChunked(tx, keys.RunnerMetadataKey{RunnerID: other}, "x")
 		return nil, nil
 	})
-	whole := [2][]byte{keys.RunnerCreateTsKey{RunnerID: rid}.Pack(), udb.KeyAfter(keys.RunnerConnIDKey{RunnerID: rid}.Pack())}
+	whole := udb.KeyRange{Begin: keys.RunnerCreateTsKey{RunnerID: rid}.Pack(), End: udb.KeyAfter(keys.RunnerConnIDKey{RunnerID: rid}.Pack())}
 	opstest.Read(t, db, func(r udb.ReadTransaction) (any, error) {
 		c := &countingView{ReadTransaction: r}
 		rd := NewReader(ctx, c, "runner")
