@@ -34,20 +34,15 @@ const recordRowLimit = 32
 
 // runnerRead is the read of one runner for the API, started by startRecord.
 type runnerRead struct {
-	rid        id.ID
-	prefix     []byte // of every data key
-	begin, end []byte // of the first read; end of every read
-	it         udb.RangeIterator
+	rid    id.ID
+	prefix []byte // of every data key
+	end    []byte // of every read
+	it     udb.RangeIterator
 }
 
-func newRecord(rid id.ID) runnerRead {
-	prefix, begin, end := keys.RunnerFieldsRange(rid)
-	return runnerRead{rid: rid, prefix: prefix, begin: begin, end: end}
-}
-
-// start starts the record's first read through r.
-func (rec *runnerRead) start(r udb.ReadTransaction) {
-	rec.it = r.GetRange(udb.FirstGreaterOrEqual(rec.begin), udb.FirstGreaterOrEqual(rec.end),
+// start starts the record's first read, from begin, through r.
+func (rec *runnerRead) start(r udb.ReadTransaction, begin []byte) {
+	rec.it = r.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(rec.end),
 		udb.RangeOptions{Limit: recordRowLimit, Mode: udb.StreamingModeWantAll})
 }
 
@@ -55,8 +50,9 @@ func (rec *runnerRead) start(r udb.ReadTransaction) {
 // so that a list can start the reads of a whole page before it waits for any (a driver that
 // fetches ahead, FoundationDB, then runs them in parallel).
 func startRecord(r udb.ReadTransaction, rid id.ID) runnerRead {
-	rec := newRecord(rid)
-	rec.start(r)
+	prefix, begin, end := keys.RunnerFieldsRange(rid)
+	rec := runnerRead{rid: rid, prefix: prefix, end: end}
+	rec.start(r, begin)
 	return rec
 }
 
@@ -67,12 +63,13 @@ func startRecords(ctx context.Context, r udb.ReadTransaction, rids []id.ID) []ru
 	recs := make([]runnerRead, len(rids))
 	ranges := make([]udb.KeyRange, len(rids))
 	for i, rid := range rids {
-		recs[i] = newRecord(rid)
-		ranges[i] = udb.KeyRange{Begin: recs[i].begin, End: recs[i].end}
+		prefix, begin, end := keys.RunnerFieldsRange(rid)
+		recs[i] = runnerRead{rid: rid, prefix: prefix, end: end}
+		ranges[i] = udb.KeyRange{Begin: begin, End: end}
 	}
 	r.Prefetch(ctx, nil, ranges)
 	for i := range recs {
-		recs[i].start(r)
+		recs[i].start(r, ranges[i].Begin)
 	}
 	return recs
 }
