@@ -85,6 +85,7 @@ type Node struct {
 	preserve  atomic.Bool  // a preserve shutdown: ownership is kept
 	relays    atomic.Int64 // relays being served
 	refuse    atomic.Bool  // draining: no new relays
+	owners    owners       // of sockets held elsewhere (owners.go)
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup

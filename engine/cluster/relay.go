@@ -97,13 +97,29 @@ func (n *Node) ResumeRemoteTunnel(rid id.ID, gw proto.GatewayID, req proto.Reque
 func (n *Node) openRemote(h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayDialTimeout)
 	defer cancel()
-	o, ok, err := n.remoteOwner(ctx, h)
-	if err != nil {
-		return nil, err
+	fresh := false
+	for {
+		o, cached, ok, err := n.remoteOwner(ctx, h, fresh)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrNoSocket
+		}
+		t, err := n.dialRelay(ctx, o, h, gw, req, next)
+		if err == nil || !errors.Is(err, ErrNoSocket) {
+			return t, err
+		}
+		n.owners.drop(h.Socket, o) // it refused, or is gone
+		if !cached {
+			return nil, err
+		}
+		fresh = true // the socket may have moved: look again
 	}
-	if !ok {
-		return nil, ErrNoSocket
-	}
+}
+
+// dialRelay opens the relay of a tunnel to h at its owner o.
+func (n *Node) dialRelay(ctx context.Context, o opnode.Owner, h actor.Host, gw proto.GatewayID, req proto.RequestID, next uint16) (guard.ResumableTunnel, error) {
 	u, err := url.Parse(o.Address)
 	if err != nil {
 		return nil, ErrNoSocket
@@ -157,25 +173,32 @@ func overloaded(resp *http.Response) error {
 // node, or this one, which does not have it: its record is stale). A record of another node
 // id at this node's address is stale too: this node's previous run, SIGKILLed and restarted
 // under a new generated id, whose lease has not run out yet (two live nodes cannot share an
-// address); routing to it would be routing to this node, which has no such socket.
-func (n *Node) remoteOwner(ctx context.Context, h actor.Host) (opnode.Owner, bool, error) {
-	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: n.o.Now().UnixMilli()}
-	var o opnode.Owner
-	var ok bool
-	err := udb.View(ctx, n.o.DB, func(r udb.ReadTransaction) error {
+// address); routing to it would be routing to this node, which has no such socket. Unless
+// fresh, an owner found in the last ownerTTL is taken from the cache (cached true).
+func (n *Node) remoteOwner(ctx context.Context, h actor.Host, fresh bool) (o opnode.Owner, cached, ok bool, err error) {
+	now := n.o.Now()
+	if !fresh {
+		if o, ok := n.owners.get(h.Socket, now); ok {
+			return o, true, true, nil
+		}
+	}
+	in := opnode.SocketOwnerInput{Socket: h.Socket, NowMs: now.UnixMilli()}
+	err = udb.View(ctx, n.o.DB, func(r udb.ReadTransaction) error {
 		var err error
 		o, ok, err = opnode.SocketOwner(ctx, r, in)
 		return err
 	})
 	if err != nil || !ok || o.NodeID == n.o.ID || o.Address == "" || o.Address == n.o.Address {
-		return opnode.Owner{}, false, err
+		return opnode.Owner{}, false, false, err
 	}
-	return o, true, nil
+	n.owners.put(h.Socket, o, now)
+	return o, false, true, nil
 }
 
-// HeldElsewhere reports whether another live node holds h's socket.
+// HeldElsewhere reports whether another live node holds h's socket (as found in the last
+// ownerTTL).
 func (n *Node) HeldElsewhere(ctx context.Context, h actor.Host) (bool, error) {
-	_, ok, err := n.remoteOwner(ctx, h)
+	_, _, ok, err := n.remoteOwner(ctx, h, false)
 	return ok, err
 }
 
