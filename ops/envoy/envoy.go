@@ -61,8 +61,30 @@ type loader struct {
 // startLoad starts reading envoy (ns, key), so that a list can start the
 // reads of a whole page before it waits for any.
 func startLoad(ctx context.Context, r udb.ReadTransaction, ns id.ID, key string) loader {
+	return startLoadOf(ctx, r, ns, key, dataRanges(ns, key))
+}
+
+// startLoads starts reading envoys keys of ns after fetching all of their records together
+// (udb Prefetch: one round trip on PostgreSQL for a page, not one per envoy).
+func startLoads(ctx context.Context, r udb.ReadTransaction, ns id.ID, envoyKeys []string) []loader {
+	ranges := make([][]udb.KeyRange, len(envoyKeys))
+	var all []udb.KeyRange
+	for i, key := range envoyKeys {
+		ranges[i] = dataRanges(ns, key)
+		all = append(all, ranges[i]...)
+	}
+	r.Prefetch(ctx, nil, all)
+	loads := make([]loader, len(envoyKeys))
+	for i, key := range envoyKeys {
+		loads[i] = startLoadOf(ctx, r, ns, key, ranges[i])
+	}
+	return loads
+}
+
+// startLoadOf starts reading envoy (ns, key) whose fields are in ranges (dataRanges).
+func startLoadOf(ctx context.Context, r udb.ReadTransaction, ns id.ID, key string, ranges []udb.KeyRange) loader {
 	rd := record.NewReader(ctx, r, "envoy")
-	rd.Prefetch(dataRanges(ns, key)...)
+	rd.Prefetch(ranges...)
 	return loader{rd: rd, ns: ns, key: key}
 }
 

@@ -113,14 +113,15 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListInput, po
 	if err != nil {
 		return nil, err
 	}
-	loads := make([]loader, len(kvs))
+	envoyKeys := make([]string, len(kvs))
 	for i, kv := range kvs {
 		key, err := unpack(kv.Key)
 		if err != nil {
 			return nil, corrupt.Mark("envoy index", err)
 		}
-		loads[i] = startLoad(ctx, snap, in.Namespace, key)
+		envoyKeys[i] = key
 	}
+	loads := startLoads(ctx, snap, in.Namespace, envoyKeys)
 	out := make([]Envoy, 0, len(kvs))
 	for _, l := range loads {
 		e, found, err := l.finish(in.Datacenter)
@@ -139,15 +140,16 @@ func listByIndex(ctx context.Context, snap udb.ReadTransaction, in ListInput, po
 // filter, sorts them in list order and returns up to n after the cursor.
 func listByKeys(ctx context.Context, snap udb.ReadTransaction, in ListInput, pos *cursor.Position, n int) ([]Envoy, error) {
 	seen := make(map[string]bool, len(in.EnvoyKeys))
-	var loads []loader
+	var envoyKeys []string
 	for _, k := range in.EnvoyKeys {
 		// A key that cannot be registered names no envoy (and may be too
 		// long for a udb key).
 		if !seen[k] && checkEnvoyKey(k) == nil {
 			seen[k] = true
-			loads = append(loads, startLoad(ctx, snap, in.Namespace, k))
+			envoyKeys = append(envoyKeys, k)
 		}
 	}
+	loads := startLoads(ctx, snap, in.Namespace, envoyKeys)
 	var out []Envoy
 	for _, l := range loads {
 		e, found, err := l.finish(in.Datacenter)
