@@ -1,6 +1,8 @@
 package envoy
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -214,4 +216,46 @@ func (f *fixture) envoyByKey(k string) Envoy {
 		}
 	}
 	return Envoy{}
+}
+
+// prefetchRecorder records the ranges of each Prefetch through it and its snapshot view.
+type prefetchRecorder struct {
+	udb.ReadTransaction
+	calls [][]udb.KeyRange
+}
+
+func (r *prefetchRecorder) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	r.calls = append(r.calls, ranges)
+	r.ReadTransaction.Prefetch(ctx, keys, ranges)
+}
+
+func (r *prefetchRecorder) Snapshot() udb.ReadTransaction { return r }
+
+// A page asks the store for all of its envoys' records in its first prefetch, with and
+// without named keys.
+func TestListPrefetchesThePage(t *testing.T) {
+	f := newFixture(t, 30)
+	for _, envoyKeys := range [][]string{nil, {f.envoys[0].EnvoyKey, f.envoys[3].EnvoyKey, f.envoys[5].EnvoyKey}} {
+		rec := &prefetchRecorder{}
+		out := opstest.Read(t, f.db, func(r udb.ReadTransaction) (ListOutput, error) {
+			rec.ReadTransaction, rec.calls = r, nil
+			return List(ctx, rec, ListInput{Namespace: f.ns, EnvoyKeys: envoyKeys, Limit: 10, Datacenter: dc})
+		})
+		if len(out.Envoys) == 0 || len(rec.calls) == 0 {
+			t.Fatalf("%d keys: %d envoys listed, %d prefetches", len(envoyKeys), len(out.Envoys), len(rec.calls))
+		}
+		var want []udb.KeyRange
+		for _, e := range out.Envoys {
+			want = append(want, dataRanges(f.ns, e.EnvoyKey)...)
+		}
+		got := rec.calls[0]
+		if len(got) < len(want) {
+			t.Fatalf("%d keys: the first prefetch names %d ranges, want the %d of the page's %d envoys", len(envoyKeys), len(got), len(want), len(out.Envoys))
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(got, func(r udb.KeyRange) bool { return bytes.Equal(r.Begin, w.Begin) && bytes.Equal(r.End, w.End) }) {
+				t.Errorf("%d keys: the first prefetch lacks %x", len(envoyKeys), w.Begin)
+			}
+		}
+	}
 }
