@@ -120,6 +120,30 @@ func TestPrefetchIsOneBatch(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+
+	// One Prefetch sends at most maxPrefetch statements; the reads of the rest go alone.
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		statements, queued := reads.n.Load(), reads.queued.Load()
+		many := make([][]byte, maxPrefetch+10)
+		for i := range many {
+			many[i] = fmt.Appendf(nil, "many/%d", i)
+		}
+		tx.Prefetch(ctx, many, nil)
+		for _, k := range many {
+			if _, err := tx.Get(ctx, k); err != nil {
+				return struct{}{}, err
+			}
+		}
+		if got := reads.queued.Load() - queued; got != maxPrefetch {
+			t.Errorf("prefetched %d statements, want %d", got, maxPrefetch)
+		}
+		if got := reads.n.Load() - statements; got != 10 {
+			t.Errorf("%d reads after the prefetch, want 10", got)
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // openCounted opens a new store whose read statements are counted.
@@ -144,15 +168,19 @@ func openCounted(t *testing.T) (*DB, *readCounter) {
 
 // readCounter counts the snapshot read statements a connection sends: those that read
 // udb_kv, and any that reads the horizon alone (as the second statement an empty page
-// once took), and the batches of them (Prefetch's).
-type readCounter struct{ n, batches atomic.Int64 }
+// once took), and the batches of them (Prefetch's) with the statements they hold.
+type readCounter struct{ n, batches, queued atomic.Int64 }
 
 func (r *readCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	reads := 0
 	for _, q := range d.Batch.QueuedQueries {
 		if q.SQL == getSQL || q.SQL == pageForwardSQL || q.SQL == pageReverseSQL {
-			r.batches.Add(1)
-			break
+			reads++
 		}
+	}
+	if reads > 0 {
+		r.batches.Add(1)
+		r.queued.Add(int64(reads))
 	}
 	return ctx
 }

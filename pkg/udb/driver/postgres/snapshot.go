@@ -241,18 +241,27 @@ func presentOrNil(value []byte) []byte {
 	return value
 }
 
-// prefetchRows is how many rows of a range Prefetch reads.
-const prefetchRows = wantAllPage
+const (
+	// prefetchRows is how many rows of a range Prefetch reads.
+	prefetchRows = wantAllPage
+	// maxPrefetch bounds the statements of one Prefetch; what is beyond it is read when
+	// the transaction reads it.
+	maxPrefetch = 1024
+)
 
-// Prefetch reads the keys and ranges not cached yet in one round trip, a pipeline of the
-// statements Get and the iterators use, and caches what they return (a range up to
-// prefetchRows rows), so that the transaction's reads of them that follow need none.
+// Prefetch reads the keys and ranges not cached yet (up to maxPrefetch) in one round trip,
+// a pipeline of the statements Get and the iterators use, and caches what they return (a
+// range up to prefetchRows rows), so that the transaction's reads of them that follow need
+// none.
 // Errors are left for those reads to meet: nothing is cached from a failed round trip.
 func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	var b pgx.Batch
 	var gets [][]byte
 	seen := map[string]bool{}
 	for _, k := range keys {
+		if b.Len() == maxPrefetch {
+			break
+		}
 		if _, ok := s.cachedValue(k); !ok && !seen[string(k)] {
 			seen[string(k)] = true
 			gets = append(gets, k)
@@ -261,6 +270,9 @@ func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	}
 	var pages []udb.KeyRange
 	for _, r := range ranges {
+		if b.Len() == maxPrefetch {
+			break
+		}
 		if bytes.Compare(r.Begin, r.End) >= 0 {
 			continue
 		}
