@@ -442,10 +442,10 @@ func TestCreateStartReadsNoPayload(t *testing.T) {
 	rid := w.runner("r1", 4)
 	for _, input := range [][]byte{[]byte("in"), {}, nil} {
 		aid := id.New(1)
-		var reads readRecorder
+		var reads readLog
 		out := opstest.Write(t, w.db, func(tx udb.Transaction) (CreateOutput, error) {
-			reads = readRecorder{Transaction: tx}
-			return Create(ctx, &reads, CreateInput{Namespace: w.ns, NamespaceName: "default", ActorID: aid, Name: "counter",
+			reads = readLog{}
+			return Create(ctx, readRecorder{tx, &reads}, CreateInput{Namespace: w.ns, NamespaceName: "default", ActorID: aid, Name: "counter",
 				Input: input, Selector: "pool", CrashPolicy: CrashSleep, NowMs: w.now, Datacenter: "dc", Config: w.cfg})
 		})
 		start := out.Effects.Commands[0].Start
@@ -455,9 +455,9 @@ func TestCreateStartReadsNoPayload(t *testing.T) {
 		}
 		inputKeys := keys.ActorInputKey{ActorID: aid}.Pack()
 		hibernating, _ := keys.HibernatingRequestRange(aid)
-		for _, b := range reads.begins {
-			if bytes.HasPrefix(b, inputKeys) || bytes.Equal(b, hibernating) {
-				t.Errorf("input %q: the create read %x back from the store", input, b)
+		for _, r := range reads.ranges {
+			if bytes.HasPrefix(r.Begin, inputKeys) || bytes.Equal(r.Begin, hibernating) {
+				t.Errorf("input %q: the create read %x back from the store", input, r.Begin)
 			}
 		}
 	}
@@ -466,46 +466,52 @@ func TestCreateStartReadsNoPayload(t *testing.T) {
 	}
 }
 
-// readRecorder records where the range reads through it begin.
+// readLog is what a readRecorder saw read: point reads and range reads, through the
+// transaction or its snapshot view.
+type readLog struct {
+	keys   [][]byte
+	ranges []udb.KeyRange
+}
+
+// readRecorder records the reads through it and its snapshot view in log.
 type readRecorder struct {
 	udb.Transaction
-	begins [][]byte
-}
-
-func (r *readRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
-	r.begins = append(r.begins, begin.Key)
-	return r.Transaction.GetRange(begin, end, opt)
-}
-
-// getRecorder records the keys read through it and its snapshot view, and where its range
-// reads begin and end.
-type getRecorder struct {
-	udb.Transaction
-	log *[]string
+	log *readLog
 }
 
 type snapshotRecorder struct {
 	udb.ReadTransaction
-	log *[]string
+	log *readLog
 }
 
-func (r getRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
-	*r.log = append(*r.log, string(key))
+func (l *readLog) get(key []byte) { l.keys = append(l.keys, bytes.Clone(key)) }
+
+func (l *readLog) rng(begin, end udb.KeySelector) {
+	l.ranges = append(l.ranges, udb.KeyRange{Begin: bytes.Clone(begin.Key), End: bytes.Clone(end.Key)})
+}
+
+func (r readRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
+	r.log.get(key)
 	return r.Transaction.Get(ctx, key)
 }
 
-func (r getRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
-	*r.log = append(*r.log, string(begin.Key)+"-"+string(end.Key))
+func (r readRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	r.log.rng(begin, end)
 	return r.Transaction.GetRange(begin, end, opt)
 }
 
-func (r getRecorder) Snapshot() udb.ReadTransaction {
+func (r readRecorder) Snapshot() udb.ReadTransaction {
 	return snapshotRecorder{r.Transaction.Snapshot(), r.log}
 }
 
 func (r snapshotRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
-	*r.log = append(*r.log, string(key))
+	r.log.get(key)
 	return r.ReadTransaction.Get(ctx, key)
+}
+
+func (r snapshotRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	r.log.rng(begin, end)
+	return r.ReadTransaction.GetRange(begin, end, opt)
 }
 
 // CreateReads names reads that Create makes (so that a batch prefetching them fetches
@@ -521,19 +527,21 @@ func TestCreateReadsAreRead(t *testing.T) {
 	} {
 		in.Namespace, in.NamespaceName, in.ActorID, in.Selector = w.ns, "default", id.New(1), "pool"
 		in.CrashPolicy, in.NowMs, in.Datacenter, in.Config = CrashSleep, w.now, "dc", w.cfg
-		var log []string
+		var log readLog
 		opstest.Write(t, w.db, func(tx udb.Transaction) (CreateOutput, error) {
-			log = nil
-			return Create(ctx, getRecorder{tx, &log}, in)
+			log = readLog{}
+			return Create(ctx, readRecorder{tx, &log}, in)
 		})
 		reads := CreateReads(in)
 		for _, k := range reads.Keys {
-			if !slices.Contains(log, string(k)) {
+			if !slices.ContainsFunc(log.keys, func(got []byte) bool { return bytes.Equal(got, k) }) {
 				t.Errorf("key %v, reserved %v: CreateReads names %x, which Create did not read", in.Key != nil, in.Reserved, k)
 			}
 		}
 		for _, r := range reads.Ranges {
-			if !slices.Contains(log, string(r.Begin)+"-"+string(r.End)) {
+			if !slices.ContainsFunc(log.ranges, func(got udb.KeyRange) bool {
+				return bytes.Equal(got.Begin, r.Begin) && bytes.Equal(got.End, r.End)
+			}) {
 				t.Errorf("key %v: CreateReads names the range %x-%x, which Create did not read", in.Key != nil, r.Begin, r.End)
 			}
 		}

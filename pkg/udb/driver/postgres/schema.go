@@ -118,10 +118,11 @@ func ensureSchema(ctx context.Context, c *pgx.Conn) error {
 // commits. Writes recorded before it are in udb_writes only, so the horizon
 // rises to the last commit version: a transaction whose read version is
 // older fails its commit with transaction_too_old (and retries) rather than
-// being checked against a log that lacks the writes after its read. Dropping udb_writes makes a process still running
-// format 1 fail every commit from then on ("relation udb_writes does not
-// exist") instead of checking its reads where nobody records writes any
-// more. docs/deploy.md says how to upgrade.
+// being checked against a log that lacks the writes after its read. Dropping
+// udb_writes makes a process still running format 1 fail every commit from
+// then on ("relation udb_writes does not exist") instead of checking its
+// reads where nobody records writes any more. docs/deploy.md says how to
+// upgrade.
 func upgradeFrom1(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `UPDATE udb_meta SET format = $1, horizon = version WHERE id = 1`, schemaFormat); err != nil {
 		return err
