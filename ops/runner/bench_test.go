@@ -37,3 +37,27 @@ func BenchmarkListForNs100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListCandidates16 is a create's choice of runners: 16 candidates of a pool of 200
+// runners with free slots.
+func BenchmarkListCandidates16(b *testing.B) {
+	db := opstest.Open(b)
+	ns := id.New(1)
+	opstest.Write(b, db, func(tx udb.Transaction) (any, error) {
+		for j := range 200 {
+			if _, err := Register(ctx, tx, input(ns, "pool", fmt.Sprintf("k%d", j), 1_000)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		out := opstest.Read(b, db, func(r udb.ReadTransaction) ([]Candidate, error) {
+			return ListCandidates(ctx, r, ns, "pool", 0, 16)
+		})
+		if len(out) != 16 {
+			b.Fatal(len(out))
+		}
+	}
+}

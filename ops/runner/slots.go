@@ -23,37 +23,54 @@ type Candidate struct {
 // pingedSinceMs (the eligibility threshold), in allocation-index order (most free slots
 // first). A snapshot read: TakeSlot checks the chosen runner again, serializably.
 func ListCandidates(ctx context.Context, r udb.ReadTransaction, ns id.ID, name string, pingedSinceMs int64, limit int) ([]Candidate, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	begin, end := keys.RunnerAllocIdxKeyRange(ns, name)
-	it := r.Snapshot().GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end), udb.RangeOptions{Mode: udb.StreamingModeIterator})
+	snap := r.Snapshot()
 	var out []Candidate
 	var highest uint32
-	for first := true; len(out) < limit && it.Next(ctx); first = false {
-		kv := it.KeyValue()
-		k, err := keys.UnpackRunnerAllocIdxKey(kv.Key)
+	// Pages of limit rows, doubling while stale runners are skipped: a create asks for a few
+	// candidates, and a range read copies every row it fetches.
+	for page, first := limit, true; ; page = min(2*page, maxCandidatePage) {
+		rows, err := snap.GetRange(udb.FirstGreaterOrEqual(begin), udb.FirstGreaterOrEqual(end),
+			udb.RangeOptions{Limit: page, Mode: udb.StreamingModeWantAll}).All(ctx)
 		if err != nil {
-			return nil, corrupt.Mark("runner", err)
+			return nil, err
 		}
-		if first {
-			highest = k.Version
+		for _, kv := range rows {
+			k, err := keys.UnpackRunnerAllocIdxKey(kv.Key)
+			if err != nil {
+				return nil, corrupt.Mark("runner", err)
+			}
+			if first {
+				highest, first = k.Version, false
+			}
+			if k.Version < highest || k.RemainingMillislots == 0 {
+				return out, nil // older versions and full runners come after
+			}
+			if k.LastPingTs < pingedSinceMs {
+				continue
+			}
+			v, err := keys.RunnerAllocIdxKey{}.Decode(kv.Value)
+			if err != nil {
+				return nil, corrupt.Mark("runner", err)
+			}
+			out = append(out, Candidate{RunnerID: k.RunnerID, Version: k.Version, RemainingMillislots: k.RemainingMillislots,
+				LastPingTs: k.LastPingTs, ProtocolVersion: v.ProtocolVersion})
+			if len(out) == limit {
+				return out, nil
+			}
 		}
-		if k.Version < highest || k.RemainingMillislots == 0 {
-			break // older versions and full runners come after
+		if len(rows) < page {
+			return out, nil
 		}
-		if k.LastPingTs < pingedSinceMs {
-			continue
-		}
-		v, err := keys.RunnerAllocIdxKey{}.Decode(kv.Value)
-		if err != nil {
-			return nil, corrupt.Mark("runner", err)
-		}
-		out = append(out, Candidate{RunnerID: k.RunnerID, Version: k.Version, RemainingMillislots: k.RemainingMillislots,
-			LastPingTs: k.LastPingTs, ProtocolVersion: v.ProtocolVersion})
+		begin = udb.KeyAfter(rows[len(rows)-1].Key)
 	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
+
+// maxCandidatePage bounds one page of ListCandidates' read.
+const maxCandidatePage = 1024
 
 // TakeSlotInput places an actor on a runner.
 type TakeSlotInput struct {
