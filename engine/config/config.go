@@ -258,6 +258,13 @@ type Node struct {
 	// its free heap back at once. 0 turns the floor off; GOGC in the environment overrides it;
 	// GOMEMLIMIT still caps the heap. Default 64, at most 16384.
 	GCHeapFloorMiB uint32 `json:"gc_heap_floor_mib"`
+	// KeepBinaryPages keeps berth's binary mapped as start-up left it. By default, on Linux,
+	// once it serves, `berth start` unmaps its code and read-only data and drops the pages
+	// no other process maps from the page cache, so that only the pages it goes on using come
+	// back, one at a time: recent kernels map a binary in folios of up to 2 MiB, and the
+	// idle engine's resident memory is about half as large without them (docs/benchmarks.md).
+	// The first run of code unused since start-up then reads its page from disk.
+	KeepBinaryPages bool `json:"keep_binary_pages"`
 	// Releases bounds the ownership releases in flight during a graceful drain (environment
 	// alias BERTH_RELEASES). Default 128.
 	Releases uint32 `json:"releases"`

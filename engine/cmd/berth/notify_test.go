@@ -125,3 +125,21 @@ func TestSDNotifierAddresses(t *testing.T) {
 		t.Fatalf("abstract socket got %q, %v", buf[:n], err)
 	}
 }
+
+// onFirstReady passes every state on, and runs its function once, after the first READY=1.
+func TestOnFirstReady(t *testing.T) {
+	var got []string
+	notify := onFirstReady(func(state string) { got = append(got, state) }, func() { got = append(got, "f") })
+	for _, state := range []string{"READY=1\nSTATUS=serving", "RELOADING=1", "READY=1", "STOPPING=1"} {
+		notify(state)
+	}
+	want := []string{"READY=1\nSTATUS=serving", "f", "RELOADING=1", "READY=1", "STOPPING=1"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	ran := 0
+	onFirstReady(nil, func() { ran++ })("READY=1")
+	if ran != 1 {
+		t.Fatalf("without a notifier the function ran %d times, want 1", ran)
+	}
+}

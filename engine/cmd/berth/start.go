@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,7 @@ import (
 	"github.com/berthhq/berth/engine"
 	"github.com/berthhq/berth/engine/config"
 	"github.com/berthhq/berth/engine/internal/gcfloor"
+	"github.com/berthhq/berth/engine/internal/textpages"
 	"github.com/berthhq/berth/engine/telemetry"
 )
 
@@ -142,14 +145,42 @@ serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
+			notify := sdNotifier(c.getenv("NOTIFY_SOCKET"))
+			if !cfg.Node.KeepBinaryPages {
+				notify = onFirstReady(notify, func() { releaseBinaryPages(log) })
+			}
 			return explainListen(engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
-				Reload: hup, Notify: sdNotifier(c.getenv("NOTIFY_SOCKET"))}))
+				Reload: hup, Notify: notify}))
 		},
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVar(&cf.logLevel, "log-level", "", "log level: debug, info, warn or error (overrides log.level; default info)")
 	cmd.Flags().BoolVar(&cf.allowAnonymous, "allow-anonymous", false, "serve addresses other machines reach without an admin token (sets auth.allow_anonymous; without a token berth listens on loopback only)")
 	return cmd
+}
+
+// onFirstReady returns notify (nil for none) followed, the first time the engine reports
+// READY=1, by f.
+func onFirstReady(notify func(state string), f func()) func(state string) {
+	once := sync.OnceFunc(f)
+	return func(state string) {
+		if notify != nil {
+			notify(state)
+		}
+		if strings.HasPrefix(state, "READY=1") {
+			once()
+		}
+	}
+}
+
+// releaseBinaryPages unmaps the binary's pages start-up used (node.keep_binary_pages).
+func releaseBinaryPages(log *slog.Logger) {
+	n, err := textpages.Release()
+	if err != nil {
+		log.Warn("could not give back the binary's unused pages", "err", err)
+		return
+	}
+	log.Debug("gave back the binary's pages mapped at start-up", "resident_kib", n>>10)
 }
 
 // start runs `berth start args` until ctx ends, with environ as the environment.

@@ -1,0 +1,102 @@
+package textpages
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Release unmaps this process's read-only mappings of its executable that hold no private
+// copy of a page, and returns how many of their bytes were resident. They are marked first
+// not to be mapped in huge pages (MADV_NOHUGEPAGE) nor read ahead (MADV_RANDOM); then the
+// executable's cached pages that no process maps are dropped (POSIX_FADV_DONTNEED), so
+// that a fault reads back one page. Unmapping loses nothing: the pages are the file's.
+func Release() (uint64, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	var released uint64
+	for _, m := range parseSmaps(smaps) {
+		if m.path != exe || m.writable || m.anonymous > 0 || m.rss == 0 {
+			continue
+		}
+		for _, advice := range []int{unix.MADV_NOHUGEPAGE, unix.MADV_RANDOM, unix.MADV_DONTNEED} {
+			if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, uintptr(advice)); errno != 0 {
+				return released, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
+			}
+		}
+		released += m.rss
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return released, err
+	}
+	defer f.Close()
+	return released, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+}
+
+// mapping is one entry of /proc/self/smaps, with the fields Release reads.
+type mapping struct {
+	start, end     uintptr
+	writable       bool
+	path           string
+	rss, anonymous uint64 // bytes
+}
+
+// parseSmaps reads the mappings of an smaps file: a header line per mapping ("start-end
+// perms offset dev inode [path]") followed by "Name: value kB" lines.
+func parseSmaps(data []byte) []mapping {
+	var out []mapping
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		if m, ok := parseHeader(fields); ok {
+			out = append(out, m)
+			continue
+		}
+		if len(out) == 0 {
+			continue
+		}
+		kb, err := strconv.ParseUint(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "Rss:":
+			out[len(out)-1].rss = kb << 10
+		case "Anonymous:":
+			out[len(out)-1].anonymous = kb << 10
+		}
+	}
+	return out
+}
+
+func parseHeader(fields []string) (mapping, bool) {
+	lo, hi, ok := strings.Cut(fields[0], "-")
+	if !ok || len(fields) < 5 {
+		return mapping{}, false
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	if err1 != nil || err2 != nil {
+		return mapping{}, false
+	}
+	m := mapping{start: uintptr(start), end: uintptr(end), writable: strings.Contains(fields[1], "w")}
+	if len(fields) > 5 {
+		m.path = strings.Join(fields[5:], " ")
+	}
+	return m, true
+}

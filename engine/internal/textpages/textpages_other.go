@@ -1,0 +1,6 @@
+//go:build !linux
+
+package textpages
+
+// Release does nothing on this system.
+func Release() (uint64, error) { return 0, nil }
