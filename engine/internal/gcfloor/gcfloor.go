@@ -5,7 +5,7 @@
 // the last one. The engine's live heap is a few MiB, so under gateway load that is a cycle
 // every few MiB allocated, ~30 per second on 2 cores, each taking CPU from the requests
 // (measured in alternating runs: engine CPU per gateway request 112–132 µs without a floor,
-// 79–115 µs with a 64 MiB floor, and 16-connection throughput up by about a fifth).
+// 79–115 µs with a floor, and 16-connection throughput up by about a fifth).
 // While the live heap is small, the collector's target is raised to a floor; once the live
 // heap is large enough for GOGC's target to pass the floor, GOGC applies unchanged.
 //
