@@ -177,7 +177,7 @@ func onFirstReady(notify func(state string), f func()) func(state string) {
 func releaseBinaryPages(log *slog.Logger) {
 	n, err := textpages.Release()
 	if err != nil {
-		log.Warn("could not give back the binary's unused pages", "err", err)
+		log.Warn("could not give back the binary's pages mapped at start-up; node.keep_binary_pages=true skips this", "err", err)
 		return
 	}
 	log.Debug("gave back the binary's pages mapped at start-up", "resident_kib", n>>10)
