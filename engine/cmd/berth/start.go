@@ -147,7 +147,7 @@ serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
 			defer signal.Stop(hup)
 			notify := sdNotifier(c.getenv("NOTIFY_SOCKET"))
 			if !cfg.Node.KeepBinaryPages {
-				notify = onFirstReady(notify, func() { releaseBinaryPages(log) })
+				notify = onFirstReady(notify, func() { go releaseBinaryPages(log) })
 			}
 			return explainListen(engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
 				Reload: hup, Notify: notify}))
