@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +145,83 @@ func TestOnFirstReady(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("without a notifier the function ran %d times, want 1", ran)
 	}
+}
+
+// berth start gives back its binary's pages once it serves (docs/benchmarks.md), and not with
+// node.keep_binary_pages.
+func TestStartGivesBackTheBinarysPages(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprint("keep_binary_pages=", keep), func(t *testing.T) {
+			logs := &logWatch{}
+			started := logs.await("berth started")
+			gaveBack := logs.await("gave back the binary's pages")
+			env := []string{"BERTH__database__url=mem://", "BERTH__guard__host=127.0.0.1", "BERTH__guard__port=0",
+				"BERTH__api_peer__host=127.0.0.1", "BERTH__api_peer__port=0", "BERTH__metrics__host=127.0.0.1",
+				"BERTH__metrics__port=0", "BERTH__log__level=debug", fmt.Sprint("BERTH__node__keep_binary_pages=", keep)}
+			c := &cli{stdio: stdio{out: io.Discard, err: logs, environ: env}}
+			root := c.rootCommand()
+			root.SetArgs([]string{"start"})
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(ctx) }()
+			wait := func(ch <-chan struct{}, what string) {
+				t.Helper()
+				select {
+				case <-ch:
+				case err := <-done:
+					t.Fatalf("berth start returned (%v) before logging %q", err, what)
+				case <-time.After(30 * time.Second):
+					t.Fatalf("no %q in the log within 30 s", what)
+				}
+			}
+			wait(started, "berth started")
+			if !keep {
+				wait(gaveBack, "gave back the binary's pages")
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			select {
+			case <-gaveBack:
+				if keep {
+					t.Fatal("the binary's pages were given back with node.keep_binary_pages=true")
+				}
+			default:
+			}
+		})
+	}
+}
+
+// logWatch is a log destination that closes a channel when a line containing a string is
+// written.
+type logWatch struct {
+	mu    sync.Mutex
+	wants map[string]chan struct{}
+}
+
+func (w *logWatch) await(s string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wants == nil {
+		w.wants = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	w.wants[s] = ch
+	return ch
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s, ch := range w.wants {
+		if strings.Contains(string(p), s) {
+			close(ch)
+			delete(w.wants, s)
+		}
+	}
+	return len(p), nil
 }
