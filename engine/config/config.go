@@ -265,7 +265,8 @@ type Node struct {
 	// no other process maps from the page cache, so that only the pages it goes on using come
 	// back, one at a time: recent kernels map a binary in folios of up to 2 MiB, and the
 	// idle engine's resident memory is about half as large without them (docs/benchmarks.md).
-	// The first run of code unused since start-up then reads its page from disk.
+	// The first run of code unused since start-up then reads its page from disk, and so does
+	// the binary's next start (about 15–20 ms more on a 2-core VM's disk).
 	KeepBinaryPages bool `json:"keep_binary_pages"`
 	// Releases bounds the ownership releases in flight during a graceful drain (environment
 	// alias BERTH_RELEASES). Default 128.
