@@ -90,16 +90,7 @@ func explain(ctx context.Context, c *pgx.Conn, sql string, args ...any) (string,
 // join with the keys hashed every newest row of the table under the commit lock.
 func TestPointWritesUseTheKeyIndex(t *testing.T) {
 	ctx := context.Background()
-	db, admin := openWithAdmin(t, newStore(t))
-	grow := `
-INSERT INTO udb_kv (key, version, value)
-	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(1, 5) AS i;
-ANALYZE udb_kv;
-INSERT INTO udb_kv (key, version, value)
-	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(6, 20000) AS i`
-	if _, err := admin.Exec(ctx, grow); err != nil {
-		t.Fatal(err)
-	}
+	db := openGrown(t)
 	var w folded // a commit of 500 keys, one in ten cleared
 	for i := range 500 {
 		w.keys = append(w.keys, []byte{0, 0, byte(i >> 8), byte(i)})
@@ -118,5 +109,44 @@ INSERT INTO udb_kv (key, version, value)
 	}
 	if strings.Contains(plan, "Hash Join") || !strings.Contains(plan, "udb_kv_latest") || !strings.Contains(plan, "Index Cond: (key = ") {
 		t.Errorf("pointSQL does not look its keys up in udb_kv_latest:\n%s", plan)
+	}
+}
+
+// openGrown opens a new store whose udb_kv was analysed with 5 rows and then grown to 20,000
+// newest rows: statistics far behind the table.
+func openGrown(t *testing.T) *DB {
+	t.Helper()
+	db, admin := openWithAdmin(t, newStore(t))
+	grow := `
+INSERT INTO udb_kv (key, version, value)
+	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(1, 5) AS i;
+ANALYZE udb_kv;
+INSERT INTO udb_kv (key, version, value)
+	SELECT decode(lpad(to_hex(i), 8, '0'), 'hex'), 1, '\x01' FROM generate_series(6, 20000) AS i`
+	if _, err := admin.Exec(context.Background(), grow); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Prefetch's statement for many keys looks each up by index, whatever the statistics say:
+// a hash of the table's newest rows would cost every batch of creates the whole table.
+func TestPrefetchedKeysUseTheKeyIndex(t *testing.T) {
+	ctx := context.Background()
+	db := openGrown(t)
+	var keys [][]byte
+	for i := range 500 {
+		keys = append(keys, []byte{0, 0, byte(i >> 8), byte(i)})
+	}
+	var plan string
+	if err := db.pool.withConn(ctx, func(c *pgx.Conn) error {
+		var err error
+		plan, err = explain(ctx, c, getManySQL, keys, int64(2))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan, "Hash Join") || strings.Contains(plan, "Seq Scan on udb_kv") || !strings.Contains(plan, "Index Cond: ((key = k.key)") {
+		t.Errorf("getManySQL does not look its keys up by index:\n%s", plan)
 	}
 }

@@ -64,8 +64,9 @@ func TestRangeReadRoundTrips(t *testing.T) {
 	})
 }
 
-// Prefetch reads every key and range it is given in one batch of statements, after which
-// the transaction's reads of them send none, and return what they would have without it.
+// Prefetch reads every key and range it is given in one batch of statements (one for all
+// the keys, one for each range), after which the transaction's reads of them send none, and
+// return what they would have without it.
 func TestPrefetchIsOneBatch(t *testing.T) {
 	ctx := context.Background()
 	db, reads := openCounted(t)
@@ -84,7 +85,7 @@ func TestPrefetchIsOneBatch(t *testing.T) {
 	key := func(s string) []byte { return []byte(s) }
 	rng := func(b, e string) udb.KeyRange { return udb.KeyRange{Begin: key(b), End: key(e)} }
 	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
-		statements, batches := reads.n.Load(), reads.batches.Load()
+		statements, batches, prefetched := reads.n.Load(), reads.batches.Load(), reads.statements.Load()
 		tx.Set(key("k/1"), key("own")) // the transaction's own write wins over the fetched value
 		tx.Prefetch(ctx, [][]byte{key("k/0"), key("k/1"), key("absent"), key("empty"), key("k/0")},
 			[]udb.KeyRange{rng("k/", "k0"), rng("none/", "none0"), rng("r/", "r0")})
@@ -116,12 +117,15 @@ func TestPrefetchIsOneBatch(t *testing.T) {
 		if got := reads.batches.Load() - batches; got != 1 {
 			t.Errorf("%d read batches, want 1", got)
 		}
+		if got := reads.statements.Load() - prefetched; got != 1+3 { // the keys, the ranges
+			t.Errorf("%d statements prefetched, want 4", got)
+		}
 		return struct{}{}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	// One Prefetch sends at most maxPrefetch statements; the reads of the rest go alone.
+	// One Prefetch reads at most maxPrefetch keys; the reads of the rest go alone.
 	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
 		statements, queued := reads.n.Load(), reads.queued.Load()
 		many := make([][]byte, maxPrefetch+10)
@@ -135,7 +139,7 @@ func TestPrefetchIsOneBatch(t *testing.T) {
 			}
 		}
 		if got := reads.queued.Load() - queued; got != maxPrefetch {
-			t.Errorf("prefetched %d statements, want %d", got, maxPrefetch)
+			t.Errorf("prefetched %d keys, want %d", got, maxPrefetch)
 		}
 		if got := reads.n.Load() - statements; got != 10 {
 			t.Errorf("%d reads after the prefetch, want 10", got)
@@ -168,18 +172,25 @@ func openCounted(t *testing.T) (*DB, *readCounter) {
 
 // readCounter counts the snapshot read statements a connection sends: those that read
 // udb_kv, and any that reads the horizon alone (as the second statement an empty page
-// once took), and the batches of them (Prefetch's) with the statements they hold.
-type readCounter struct{ n, batches, queued atomic.Int64 }
+// once took), and the batches of them (Prefetch's) with the read statements they hold and
+// the reads those ask for (a key or a range each).
+type readCounter struct{ n, batches, statements, queued atomic.Int64 }
 
 func (r *readCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	reads := 0
+	statements, reads := 0, 0
 	for _, q := range d.Batch.QueuedQueries {
-		if q.SQL == getSQL || q.SQL == pageForwardSQL || q.SQL == pageReverseSQL {
+		switch q.SQL {
+		case getSQL, pageForwardSQL, pageReverseSQL:
+			statements++
 			reads++
+		case getManySQL:
+			statements++
+			reads += len(q.Arguments[0].([][]byte))
 		}
 	}
-	if reads > 0 {
+	if statements > 0 {
 		r.batches.Add(1)
+		r.statements.Add(int64(statements))
 		r.queued.Add(int64(reads))
 	}
 	return ctx

@@ -244,33 +244,46 @@ func presentOrNil(value []byte) []byte {
 const (
 	// prefetchRows is how many rows of a range Prefetch reads.
 	prefetchRows = wantAllPage
-	// maxPrefetch bounds the statements of one Prefetch; what is beyond it is read when
-	// the transaction reads it.
+	// maxPrefetch bounds the keys and the ranges of one Prefetch; what is beyond it is
+	// read when the transaction reads it.
 	maxPrefetch = 1024
 )
 
-// Prefetch reads the keys and ranges not cached yet (up to maxPrefetch) in one round trip,
-// a pipeline of the statements Get and the iterators use, and caches what they return (a
-// range up to prefetchRows rows), so that the transaction's reads of them that follow need
-// none.
+// getManySQL reads the values of the keys in $1 visible at version $2, a row for each key
+// in the array's order, each with the horizon: getSQL for many keys in one statement.
+const getManySQL = `
+SELECT m.horizon, v.value FROM udb_meta m CROSS JOIN unnest($1::bytea[]) WITH ORDINALITY AS k(key, i)
+LEFT JOIN LATERAL (
+	SELECT CASE WHEN superseded_at IS NULL OR superseded_at > $2 THEN value END AS value FROM udb_kv
+	WHERE key = k.key AND version <= $2 ORDER BY version DESC LIMIT 1
+) v ON true WHERE m.id = 1 ORDER BY k.i`
+
+// Prefetch reads the keys and ranges not cached yet (up to maxPrefetch of each) in one
+// round trip, a pipeline of one statement for all the keys (getManySQL) and the statement
+// the iterators use for each range, and caches what they return (a range up to
+// prefetchRows rows), so that the transaction's reads of them that follow need none. The
+// keys go in one statement because PostgreSQL's work per statement, not per key, is most
+// of a point read's (a batch of creates prefetches a few keys for each create).
 // Errors are left for those reads to meet: nothing is cached from a failed round trip.
 func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	var b pgx.Batch
 	var gets [][]byte
 	seen := map[string]bool{}
 	for _, k := range keys {
-		if b.Len() == maxPrefetch {
+		if len(gets) == maxPrefetch {
 			break
 		}
 		if _, ok := s.cachedValue(k); !ok && !seen[string(k)] {
 			seen[string(k)] = true
-			gets = append(gets, k)
-			b.Queue(getSQL, nonNil(k), s.version)
+			gets = append(gets, nonNil(k))
 		}
+	}
+	if len(gets) > 0 {
+		b.Queue(getManySQL, gets, s.version)
 	}
 	var pages []udb.KeyRange
 	for _, r := range ranges {
-		if b.Len() == maxPrefetch {
+		if len(pages) == maxPrefetch {
 			break
 		}
 		if bytes.Compare(r.Begin, r.End) >= 0 {
@@ -289,12 +302,8 @@ func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	err := s.query(func(ctx context.Context, c *pgx.Conn) error {
 		br := c.SendBatch(ctx, &b)
 		defer br.Close()
-		for i := range gets {
-			var horizon int64
-			if err := br.QueryRow().Scan(&horizon, &values[i]); err != nil {
-				return err
-			}
-			if err := s.pruned(horizon); err != nil {
+		if len(gets) > 0 {
+			if err := scanValues(br, values, s.pruned); err != nil {
 				return err
 			}
 		}
@@ -322,6 +331,36 @@ func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	for i, r := range pages {
 		s.cachePage(r.Begin, r.End, false, rows[i], len(rows[i]) < prefetchRows)
 	}
+}
+
+// scanValues reads getManySQL's rows into values, checking each row's horizon with pruned.
+func scanValues(br pgx.BatchResults, values [][]byte, pruned func(horizon int64) error) error {
+	q, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	n := 0
+	for q.Next() {
+		if n == len(values) {
+			return fmt.Errorf("postgres: %d values for %d keys", n+1, len(values))
+		}
+		var horizon int64
+		if err := q.Scan(&horizon, &values[n]); err != nil {
+			return err
+		}
+		if err := pruned(horizon); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	if n != len(values) {
+		return fmt.Errorf("postgres: %d values for %d keys", n, len(values))
+	}
+	return nil
 }
 
 // pageSQL reads up to $4 live keys of [$1, $2) visible at version $3, in
