@@ -303,7 +303,7 @@ func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 		br := c.SendBatch(ctx, &b)
 		defer br.Close()
 		if len(gets) > 0 {
-			if err := scanValues(br, values, s.pruned); err != nil {
+			if err := s.scanValues(br, values); err != nil {
 				return err
 			}
 		}
@@ -333,8 +333,8 @@ func (s *snapshot) Prefetch(keys [][]byte, ranges []udb.KeyRange) {
 	}
 }
 
-// scanValues reads getManySQL's rows into values, checking each row's horizon with pruned.
-func scanValues(br pgx.BatchResults, values [][]byte, pruned func(horizon int64) error) error {
+// scanValues reads getManySQL's rows into values, checking each row's horizon.
+func (s *snapshot) scanValues(br pgx.BatchResults, values [][]byte) error {
 	q, err := br.Query()
 	if err != nil {
 		return err
@@ -349,7 +349,7 @@ func scanValues(br pgx.BatchResults, values [][]byte, pruned func(horizon int64)
 		if err := q.Scan(&horizon, &values[n]); err != nil {
 			return err
 		}
-		if err := pruned(horizon); err != nil {
+		if err := s.pruned(horizon); err != nil {
 			return err
 		}
 		n++
