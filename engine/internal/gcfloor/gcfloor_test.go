@@ -100,6 +100,9 @@ func TestFollowsRate(t *testing.T) {
 		}
 	}
 	grown := heapHeld()
+	if grown < 32<<20 {
+		t.Fatalf("heap held %d KiB after allocating for 10 s, want it grown to 32 MiB under the floor", grown>>10)
+	}
 	sink = nil
 	select {
 	case held := <-idle:
