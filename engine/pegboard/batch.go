@@ -23,8 +23,9 @@ import (
 // Each create waits on its reads one after the other, and the creates of a batch run one
 // after the other, so on a store whose every read is a round trip to a server (PostgreSQL)
 // a batch took four round trips per create. The reads a create begins with whatever the
-// store holds (actor.CreateReads: the key index, the new id, the pool's config) are fetched
-// for the whole batch in one round trip before its creates run (udb Prefetch).
+// store holds (actor.CreateReads: the key index, the new id, the pool's config, queue and
+// allocation index) are fetched for the whole batch in one round trip before its creates
+// run (udb Prefetch).
 
 const (
 	// maxBatch bounds the creates of one transaction.
@@ -147,13 +148,25 @@ func (b *batcher) run(ctx context.Context, batch []*batchOp) {
 	}
 }
 
-// prefetch fetches the first reads of ops together.
+// prefetch fetches the first reads of ops together, each once (the creates of one pool
+// share its reads).
 func prefetch(ctx context.Context, tx udb.Transaction, ops ...*batchOp) {
 	var keys [][]byte
 	var ranges []udb.KeyRange
+	seenKeys, seenRanges := map[string]bool{}, map[[2]string]bool{}
 	for _, op := range ops {
-		keys = append(keys, op.reads.Keys...)
-		ranges = append(ranges, op.reads.Ranges...)
+		for _, k := range op.reads.Keys {
+			if !seenKeys[string(k)] {
+				seenKeys[string(k)] = true
+				keys = append(keys, k)
+			}
+		}
+		for _, r := range op.reads.Ranges {
+			if k := [2]string{string(r.Begin), string(r.End)}; !seenRanges[k] {
+				seenRanges[k] = true
+				ranges = append(ranges, r)
+			}
+		}
 	}
 	tx.Prefetch(ctx, keys, ranges)
 }

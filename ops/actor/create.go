@@ -170,18 +170,24 @@ type Reads struct {
 // CreateReads are the reads Create and GetOrCreate of in begin with, whatever the store
 // holds: a batch of creates (engine/pegboard) fetches those of all its creates in one
 // round trip before running them one after the other, each waiting on its reads in turn.
+// The pool's reads (its config, whether it hosts envoys, its queue of pending actors and
+// its runners' allocation index) are the same for every create of the pool: a batch
+// fetches them once.
 func CreateReads(in CreateInput) Reads {
+	queueBegin, queueEnd := keys.PendingActorKeyRange(in.Namespace, in.Selector)
+	allocBegin, allocEnd := keys.RunnerAllocIdxKeyRange(in.Namespace, in.Selector)
 	r := Reads{Keys: [][]byte{
 		keys.RunnerConfigDataKey{Namespace: in.Namespace, Name: in.Selector}.Pack(),
+		keys.RunnerConfigProtocolVersionKey{Namespace: in.Namespace, Name: in.Selector}.Pack(),
 		keys.ActorStateKey{ActorID: in.ActorID}.Pack(),
 		keys.ActorNameKey{Namespace: in.Namespace, Name: in.Name}.Pack(),
-	}}
+	}, Ranges: []udb.KeyRange{{Begin: queueBegin, End: queueEnd}, {Begin: allocBegin, End: allocEnd}}}
 	if in.Reserved {
 		r.Keys = append(r.Keys, keys.KeyFenceKey{ActorID: in.ActorID}.Pack())
 	}
 	if in.Key != nil {
 		begin, end := keys.ActorByKeyKeyRange(in.Namespace, in.Name, *in.Key).All()
-		r.Ranges = []udb.KeyRange{{Begin: begin, End: end}}
+		r.Ranges = append(r.Ranges, udb.KeyRange{Begin: begin, End: end})
 	}
 	return r
 }

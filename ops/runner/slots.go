@@ -16,6 +16,9 @@ type Candidate struct {
 	RemainingMillislots uint32
 	LastPingTs          int64
 	ProtocolVersion     uint16
+
+	entry keys.RunnerAllocIdxKey // the index entry it was read from
+	value keys.RunnerAllocIdxValue
 }
 
 // ListCandidates returns up to limit runners of pool (namespace, name) that can take an
@@ -57,7 +60,7 @@ func ListCandidates(ctx context.Context, r udb.ReadTransaction, ns id.ID, name s
 				return nil, corrupt.Mark("runner", err)
 			}
 			out = append(out, Candidate{RunnerID: k.RunnerID, Version: k.Version, RemainingMillislots: k.RemainingMillislots,
-				LastPingTs: k.LastPingTs, ProtocolVersion: v.ProtocolVersion})
+				LastPingTs: k.LastPingTs, ProtocolVersion: v.ProtocolVersion, entry: k, value: v})
 			if len(out) == limit {
 				return out, nil
 			}
@@ -79,6 +82,10 @@ type TakeSlotInput struct {
 	Generation uint32
 	// PingedSinceMs is the eligibility threshold: a runner pinged before it is refused.
 	PingedSinceMs int64
+	// From is the candidate the runner was chosen as, read by ListCandidates in the same
+	// transaction, or nil. When its index entry holds every field the take needs, the
+	// runner's fields are not read (see takeFromEntry).
+	From *Candidate
 }
 
 // TakeSlot takes one free slot of the runner for the actor: remaining slots go down by one,
@@ -88,6 +95,9 @@ type TakeSlotInput struct {
 // reads of the runner with a read conflict on its index entry, so two placements racing
 // for the last slot, or a placement racing a drain or ping, conflict.
 func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, error) {
+	if c := in.From; c != nil && c.RunnerID == in.RunnerID && c.entryIsWhole() {
+		return takeFromEntry(tx, *c, in)
+	}
 	s, found, err := readState(ctx, tx, in.RunnerID)
 	if err != nil || !found || !s.indexed() || s.remaining == 0 || s.lastPingTs < in.PingedSinceMs {
 		return false, err
@@ -96,6 +106,42 @@ func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, 
 		return false, err
 	}
 	keys.Set(tx, keys.RunnerActorKey{RunnerID: s.id, ActorID: in.ActorID}, in.Generation)
+	return true, nil
+}
+
+// entryIsWhole reports whether c's index entry holds the runner's slot counts as they are
+// stored. The entry's value copies the remaining and total slots, but it is rewritten only
+// when the entry's key moves, that is when the remaining slots' bucket of thousandths
+// changes (runner.setRemaining): on every change of the remaining count for a runner of
+// at most 1,000 slots, not always for a larger one. The value must also agree with the
+// key it was read under.
+func (c Candidate) entryIsWhole() bool {
+	v := c.value
+	return v.TotalSlots > 0 && v.TotalSlots <= 1000 && v.WorkflowID == c.RunnerID &&
+		keys.RemainingMillislots(v.RemainingSlots, v.TotalSlots) == c.entry.RemainingMillislots
+}
+
+// takeFromEntry is TakeSlot for a runner whose index entry c holds all it needs: the ping
+// in its key, the slot counts in its value. Every change to the runner that bears on a
+// placement (a ping, a slot taken or given back, a drain, a stop, a new socket) removes or
+// moves that entry, so a read conflict on the entry stands for the serializable read of
+// the runner's fields, and the take waits for no read of its own: a batch of creates on a
+// store whose reads are round trips takes its slots without one per create.
+func takeFromEntry(tx udb.Transaction, c Candidate, in TakeSlotInput) (bool, error) {
+	if c.value.RemainingSlots == 0 || c.LastPingTs < in.PingedSinceMs {
+		return false, nil
+	}
+	old := c.entry.Pack()
+	if err := udb.AddReadConflictKey(tx, old); err != nil {
+		return false, err
+	}
+	n := c.value.RemainingSlots - 1
+	moved, v := c.entry, c.value
+	moved.RemainingMillislots, v.RemainingSlots = keys.RemainingMillislots(n, v.TotalSlots), n
+	tx.Clear(old)
+	keys.Set(tx, moved, v) // a full runner keeps its entry, last in the index
+	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: c.RunnerID}, n)
+	keys.Set(tx, keys.RunnerActorKey{RunnerID: c.RunnerID, ActorID: in.ActorID}, in.Generation)
 	return true, nil
 }
 

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/berthhq/berth/keys"
 	"github.com/berthhq/berth/ops/internal/opstest"
 	"github.com/berthhq/berth/pkg/id"
 	"github.com/berthhq/berth/pkg/udb"
@@ -50,5 +52,121 @@ func TestListCandidatesSkipsStaleRunners(t *testing.T) {
 		if want := fresh[:min(limit, len(fresh))]; !slices.Equal(ids, want) {
 			t.Errorf("limit %d: candidates %v, want %v", limit, ids, want)
 		}
+	}
+}
+
+// countingTx counts the reads a transaction makes, through its snapshot view too.
+type countingTx struct {
+	udb.Transaction
+	reads *countingReader
+}
+
+func newCountingTx(tx udb.Transaction) countingTx {
+	return countingTx{tx, &countingReader{ReadTransaction: tx.Snapshot()}}
+}
+
+func (c countingTx) Get(ctx context.Context, key []byte) ([]byte, error) {
+	return c.reads.Get(ctx, key)
+}
+
+func (c countingTx) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
+	return c.reads.GetRange(begin, end, opt)
+}
+
+func (c countingTx) Snapshot() udb.ReadTransaction { return c.reads }
+
+// takeFirst takes a slot of the first candidate of pool (ns, name) for a new actor, as a
+// create places one, and returns the reads TakeSlot made.
+func takeFirst(t *testing.T, db udb.Database, ns id.ID, name string, now int64) int {
+	t.Helper()
+	return opstest.Write(t, db, func(tx udb.Transaction) (int, error) {
+		cands, err := ListCandidates(ctx, tx, ns, name, 0, 1)
+		if err != nil || len(cands) != 1 {
+			return 0, fmt.Errorf("candidates %v: %w", cands, err)
+		}
+		ct := newCountingTx(tx)
+		ok, err := TakeSlot(ctx, ct, TakeSlotInput{RunnerID: cands[0].RunnerID, ActorID: id.New(1), Generation: 1, PingedSinceMs: now - 1000, From: &cands[0]})
+		if err == nil && !ok {
+			err = fmt.Errorf("runner %v refused the actor", cands[0].RunnerID)
+		}
+		return ct.reads.gets + ct.reads.ranges, err
+	})
+}
+
+// A slot taken from the candidate's index entry reads nothing more for a runner of at most
+// 1,000 slots, whose entry holds its slot counts; a larger runner's entry may hold a stale
+// count (it moves only when the share of thousandths does), so its fields are read. Either
+// way the stored counts and the entry come out as the runner's fields say.
+func TestTakeSlotFromEntry(t *testing.T) {
+	for _, tc := range []struct {
+		slots     uint32
+		fromEntry bool
+	}{{10, true}, {1000, true}, {2000, false}} {
+		t.Run(fmt.Sprint(tc.slots, " slots"), func(t *testing.T) {
+			db := opstest.Open(t)
+			ns := id.New(1)
+			in := input(ns, "pool", "k", 1000)
+			in.TotalSlots = tc.slots
+			rid := register(t, db, in).RunnerID
+			for i := range uint32(3) {
+				reads := takeFirst(t, db, ns, "pool", 1000)
+				if got := reads == 0; got != tc.fromEntry {
+					t.Errorf("take %d: %d reads of the runner's fields, want none: %v", i+1, reads, tc.fromEntry)
+				}
+				if got, want := get(t, db, rid).RemainingSlots, tc.slots-i-1; got != want {
+					t.Fatalf("take %d: %d slots left, want %d", i+1, got, want)
+				}
+				checkAllocIndex(t, db, ns, "pool")
+				s := opstest.Read(t, db, func(r udb.ReadTransaction) (state, error) {
+					s, _, err := readState(ctx, r, rid)
+					return s, err
+				})
+				v := opstest.Read(t, db, func(r udb.ReadTransaction) (keys.RunnerAllocIdxValue, error) {
+					v, _, err := keys.Get(ctx, r, s.allocKey())
+					return v, err
+				})
+				if tc.fromEntry && v != s.allocValue() {
+					t.Fatalf("take %d: index entry holds %+v, want %+v", i+1, v, s.allocValue())
+				}
+			}
+		})
+	}
+}
+
+// A slot taken from the index entry is serializable: a ping, a drain or another placement
+// on the runner committed meanwhile makes the take's transaction conflict.
+func TestTakeSlotFromEntryConflicts(t *testing.T) {
+	for _, other := range []string{"ping", "drain", "take"} {
+		t.Run(other, func(t *testing.T) {
+			db := opstest.Open(t)
+			ns := id.New(1)
+			in := input(ns, "pool", "k", 1000)
+			rid := register(t, db, in).RunnerID
+			held := opstest.Begin(t, db)
+			cands, err := ListCandidates(ctx, held.Tx(), ns, "pool", 0, 1)
+			if err != nil || len(cands) != 1 {
+				t.Fatalf("candidates %v: %v", cands, err)
+			}
+			ok, err := TakeSlot(ctx, held.Tx(), TakeSlotInput{RunnerID: rid, ActorID: id.New(1), Generation: 1, From: &cands[0]})
+			if err != nil || !ok {
+				t.Fatalf("TakeSlot = %v, %v", ok, err)
+			}
+			switch other {
+			case "ping":
+				_, err = ping(db, rid, in.ConnID, 2000)
+			case "drain":
+				_, err = opstest.Transact(db, func(tx udb.Transaction) (DrainOutput, error) {
+					return Drain(ctx, tx, DrainInput{RunnerID: rid, NowMs: 2000})
+				})
+			case "take":
+				takeFirst(t, db, ns, "pool", 1000)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", other, err)
+			}
+			if err := held.Commit(); !opstest.IsConflict(err) {
+				t.Fatalf("take committed after a %s: %v, want a conflict", other, err)
+			}
+		})
 	}
 }
