@@ -32,6 +32,7 @@ type EventsOutput struct {
 // that do not apply are acknowledged all the same, so the runner forgets them.
 func ApplyEvents(ctx context.Context, tx udb.Transaction, in EventsInput) (EventsOutput, error) {
 	m := newMachine(ctx, tx, in.Config, in.NowMs)
+	prefetchStates(ctx, tx, eventActors(in.Events)) // a busy host reports many actors at once
 	loaded := map[id.ID]*actor{}
 	var changed []*actor
 	var acks []Checkpoint
@@ -209,4 +210,17 @@ func AckCommands(ctx context.Context, tx udb.Transaction, in AckCommandsInput) e
 		tx.ClearRange(in.Host.commandsUpTo(cp.ActorID, cp.Generation, cp.Index))
 	}
 	return nil
+}
+
+// eventActors are the actors events are about, in order, each once.
+func eventActors(events []Event) []id.ID {
+	var ids []id.ID
+	seen := map[id.ID]bool{}
+	for _, ev := range events {
+		if aid := ev.Checkpoint.ActorID; !seen[aid] {
+			seen[aid] = true
+			ids = append(ids, aid)
+		}
+	}
+	return ids
 }

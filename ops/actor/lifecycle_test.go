@@ -469,8 +469,9 @@ func TestCreateStartReadsNoPayload(t *testing.T) {
 // readLog is what a readRecorder saw read: point reads and range reads, through the
 // transaction or its snapshot view.
 type readLog struct {
-	keys   [][]byte
-	ranges []udb.KeyRange
+	keys       [][]byte
+	ranges     []udb.KeyRange
+	prefetched [][][]byte // the keys of each Prefetch
 }
 
 // readRecorder records the reads through it and its snapshot view in log.
@@ -498,6 +499,16 @@ func (r readRecorder) Get(ctx context.Context, key []byte) ([]byte, error) {
 func (r readRecorder) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) udb.RangeIterator {
 	r.log.rng(begin, end)
 	return r.Transaction.GetRange(begin, end, opt)
+}
+
+func (r readRecorder) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	r.log.prefetched = append(r.log.prefetched, keys)
+	r.Transaction.Prefetch(ctx, keys, ranges)
+}
+
+func (r snapshotRecorder) Prefetch(ctx context.Context, keys [][]byte, ranges []udb.KeyRange) {
+	r.log.prefetched = append(r.log.prefetched, keys)
+	r.ReadTransaction.Prefetch(ctx, keys, ranges)
 }
 
 func (r readRecorder) Snapshot() udb.ReadTransaction {

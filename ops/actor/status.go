@@ -75,12 +75,17 @@ func CountPhases(ctx context.Context, r udb.ReadTransaction, in CountPhasesInput
 		return CountPhasesOutput{}, err
 	}
 	out := CountPhasesOutput{Phases: map[Phase]int{}, Rows: len(kvs)}
-	for _, kv := range kvs {
+	ids := make([]id.ID, len(kvs))
+	for i, kv := range kvs {
 		k, err := keys.UnpackActiveActorKey(kv.Key)
 		if err != nil {
 			return CountPhasesOutput{}, corrupt.Mark("actor", err)
 		}
-		st, found, err := state(ctx, r, k.ActorID)
+		ids[i] = k.ActorID
+	}
+	prefetchStates(ctx, r.Snapshot(), ids)
+	for _, aid := range ids {
+		st, found, err := state(ctx, r, aid)
 		if err != nil {
 			return CountPhasesOutput{}, err
 		}
