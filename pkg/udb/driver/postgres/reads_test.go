@@ -150,6 +150,42 @@ func TestPrefetchIsOneBatch(t *testing.T) {
 	}
 }
 
+// A range read whose first page is sized small (the iterators before it read one row each)
+// takes its rows from a page prefetched whole, rather than reading past its first page
+// with statements of its own.
+func TestSmallFirstPageServedFromPrefetch(t *testing.T) {
+	ctx := context.Background()
+	db, reads := openCounted(t)
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		for i := range prefetchRows + 6 {
+			tx.Set(fmt.Appendf(nil, "r/%03d", i), []byte("row"))
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	begin, end := udb.FirstGreaterOrEqual([]byte("r/")), udb.FirstGreaterOrEqual([]byte("r0"))
+	if _, err := udb.Transact(ctx, db, func(tx udb.Transaction) (struct{}, error) {
+		tx.Prefetch(ctx, nil, []udb.KeyRange{{Begin: []byte("r/"), End: []byte("r0")}})
+		for range 2 {
+			if _, err := tx.GetRange(begin, end, udb.RangeOptions{Limit: 1}).All(ctx); err != nil {
+				return struct{}{}, err
+			}
+		}
+		statements := reads.n.Load()
+		kvs, err := tx.GetRange(begin, end, udb.RangeOptions{Limit: 40}).All(ctx)
+		if err != nil || len(kvs) != 40 || string(kvs[39].Key) != "r/039" {
+			t.Errorf("range r/ limit 40: %d rows, %v", len(kvs), err)
+		}
+		if got := reads.n.Load() - statements; got != 0 {
+			t.Errorf("%d read statements for rows prefetched, want none", got)
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // openCounted opens a new store whose read statements are counted.
 func openCounted(t *testing.T) (*DB, *readCounter) {
 	cfg, err := pgx.ParseConfig(newStore(t))

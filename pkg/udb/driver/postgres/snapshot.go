@@ -84,23 +84,26 @@ func pageKey(lo, hi []byte, reverse bool) string {
 	return string(b)
 }
 
-// cachedRows returns the first n rows of [lo, hi) in the iteration order, if a page read
-// before holds them, and whether more may follow them.
+// servedRows is how many rows of a cached page an iterator is given when it asks for
+// fewer: they cost no round trip, and an iterator whose first page was sized small (see
+// firstPageSize) would otherwise read the rest of a page cached whole (Prefetch's) in
+// pages of its own, under other cache keys.
+const servedRows = prefetchRows
+
+// cachedRows returns the first rows of [lo, hi) in the iteration order, at least n of them
+// (fewer only when they are all) and up to servedRows beyond, if a page read before holds
+// them, and whether more may follow them.
 func (s *snapshot) cachedRows(lo, hi []byte, reverse bool, n int) (rows []udb.KeyValue, more, ok bool) {
 	s.pages.Lock()
 	defer s.pages.Unlock()
 	p, ok := s.pages.byRange[pageKey(lo, hi, reverse)]
 	switch {
-	case !ok:
-		return nil, false, false
-	case len(p.rows) > n:
-		return p.rows[:n], true, true
-	case p.complete:
-		return p.rows, false, true
-	case len(p.rows) == n:
-		return p.rows, true, true
+	case !ok || len(p.rows) < n && !p.complete:
+		return nil, false, false // not cached, or too short and more follow
+	case len(p.rows) > max(n, servedRows):
+		return p.rows[:max(n, servedRows)], true, true
 	}
-	return nil, false, false // too short, and more follow
+	return p.rows, !p.complete, true
 }
 
 // cachePage keeps the first rows of [lo, hi) (all of them when complete), unless a page
