@@ -20,12 +20,13 @@ import (
 // A batch starts as soon as the previous one has committed; a create that finds no batch
 // running starts one at once, so an idle engine adds no latency.
 //
-// Each create waits on its reads one after the other, and the creates of a batch run one
-// after the other, so on a store whose every read is a round trip to a server (PostgreSQL)
-// a batch took four round trips per create. The reads a create begins with whatever the
-// store holds (actor.CreateReads: the key index, the new id, the pool's config, queue and
-// allocation index) are fetched for the whole batch in one round trip before its creates
-// run (udb Prefetch).
+// The creates of a batch run one after the other, each waiting on its reads in turn, so
+// on a store whose every read is a round trip to a server (PostgreSQL) a read of one create
+// holds up all that follow it. The reads a create begins with whatever the store holds
+// (actor.CreateReads: the key index, the new id, the pool's config, queue and allocation
+// index) are fetched for the whole batch in one round trip before its creates run (udb
+// Prefetch), and a slot is taken from the allocation index entry read there
+// (runner.TakeSlot), so a batch of creates on runners waits on no read of its own.
 
 const (
 	// maxBatch bounds the creates of one transaction.
