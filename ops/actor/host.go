@@ -213,6 +213,7 @@ func (m *machine) pickRunner(a *actor) (Host, bool, error) {
 	if err != nil {
 		return Host{}, false, err
 	}
+	oprunner.PrefetchCounts(m.ctx, m.tx, cands)
 	for _, i := range placementOrder(cands, m.cfg.jitter, m.cfg.runnerHere) {
 		ok, err := oprunner.TakeSlot(m.ctx, m.tx, oprunner.TakeSlotInput{
 			RunnerID: cands[i].RunnerID, ActorID: a.id, Generation: st.NextGeneration, PingedSinceMs: m.now - m.cfg.RunnerEligibleThreshold.Milliseconds(),

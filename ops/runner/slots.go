@@ -83,8 +83,7 @@ type TakeSlotInput struct {
 	// PingedSinceMs is the eligibility threshold: a runner pinged before it is refused.
 	PingedSinceMs int64
 	// From is the candidate the runner was chosen as, read by ListCandidates in the same
-	// transaction, or nil. When its index entry holds every field the take needs, the
-	// runner's fields are not read (see takeFromEntry).
+	// transaction, or nil. With it the runner's fields are not read (see takeFromEntry).
 	From *Candidate
 }
 
@@ -95,9 +94,14 @@ type TakeSlotInput struct {
 // reads of the runner with a read conflict on its index entry, so two placements racing
 // for the last slot, or a placement racing a drain or ping, conflict.
 func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, error) {
-	if c := in.From; c != nil && c.RunnerID == in.RunnerID && c.entryIsWhole() {
-		return takeFromEntry(tx, *c, in)
+	if c := in.From; c != nil && c.RunnerID == in.RunnerID && c.entryAgrees() {
+		return takeFromEntry(ctx, tx, *c, in)
 	}
+	return takeFromFields(ctx, tx, in)
+}
+
+// takeFromFields is TakeSlot reading the runner's fields.
+func takeFromFields(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, error) {
 	s, found, err := readState(ctx, tx, in.RunnerID)
 	if err != nil || !found || !s.indexed() || s.remaining == 0 || s.lastPingTs < in.PingedSinceMs {
 		return false, err
@@ -109,37 +113,74 @@ func TakeSlot(ctx context.Context, tx udb.Transaction, in TakeSlotInput) (bool, 
 	return true, nil
 }
 
-// entryIsWhole reports whether c's index entry holds the runner's slot counts as they are
-// stored. The entry's value copies the remaining and total slots, but it is rewritten only
-// when the entry's key moves, that is when the remaining slots' bucket of thousandths
-// changes (runner.setRemaining): on every change of the remaining count for a runner of
-// at most 1,000 slots, not always for a larger one. The value must also agree with the
-// key it was read under.
-func (c Candidate) entryIsWhole() bool {
+// entryCountedSlots is the most slots a runner may have for its index entry's value to hold
+// its remaining count as stored. The value is rewritten only when the entry's key moves,
+// that is when the remaining slots' share in thousandths changes (state.setRemaining): on
+// every change of the count for a runner of at most 1,000 slots, not always for a larger
+// one (rivetkit's runners have 100,000).
+const entryCountedSlots = 1000
+
+// entryAgrees reports whether c's index entry is one berth wrote for the runner: its value
+// names the runner and its count falls in the key's share.
+func (c Candidate) entryAgrees() bool {
 	v := c.value
-	return v.TotalSlots > 0 && v.TotalSlots <= 1000 && v.WorkflowID == c.RunnerID &&
+	return v.TotalSlots > 0 && v.WorkflowID == c.RunnerID &&
 		keys.RemainingMillislots(v.RemainingSlots, v.TotalSlots) == c.entry.RemainingMillislots
 }
 
-// takeFromEntry is TakeSlot for a runner whose index entry c holds all it needs: the ping
-// in its key, the slot counts in its value. Every change to the runner that bears on a
-// placement (a ping, a slot taken or given back, a drain, a stop, a new socket) removes or
-// moves that entry, so a read conflict on the entry stands for the serializable read of
-// the runner's fields, and the take waits for no read of its own: a batch of creates on a
-// store whose reads are round trips takes its slots without one per create.
-func takeFromEntry(tx udb.Transaction, c Candidate, in TakeSlotInput) (bool, error) {
-	if c.value.RemainingSlots == 0 || c.LastPingTs < in.PingedSinceMs {
+// PrefetchCounts fetches together the stored remaining counts that TakeSlot will read for
+// candidates whose index entry does not hold it (runners of more than entryCountedSlots):
+// one round trip for a create's candidates, most of which the next creates of its batch
+// share, rather than one for each runner chosen.
+func PrefetchCounts(ctx context.Context, tx udb.Transaction, cands []Candidate) {
+	var counts [][]byte
+	for _, c := range cands {
+		if c.value.TotalSlots > entryCountedSlots {
+			counts = append(counts, keys.RunnerRemainingSlotsKey{RunnerID: c.RunnerID}.Pack())
+		}
+	}
+	if len(counts) > 0 {
+		tx.Snapshot().Prefetch(ctx, counts, nil)
+	}
+}
+
+// takeFromEntry is TakeSlot for a runner chosen from its index entry c, which holds the
+// ping in its key and the total slots in its value, and for a runner of at most
+// entryCountedSlots the remaining count too; a larger runner's count is read (a point
+// read, fetched ahead by PrefetchCounts). Every other change to the runner that bears on a
+// placement (a ping, a drain, a stop, a new socket, and for a small runner a slot taken or
+// given back) removes or moves that entry, so a read conflict on the entry stands for the
+// serializable read of the runner's fields, and the take reads none of them: a batch of
+// creates on a store whose reads are round trips takes its slots without one per create.
+func takeFromEntry(ctx context.Context, tx udb.Transaction, c Candidate, in TakeSlotInput) (bool, error) {
+	if c.LastPingTs < in.PingedSinceMs {
+		return false, nil
+	}
+	remaining := c.value.RemainingSlots
+	if c.value.TotalSlots > entryCountedSlots {
+		stored, found, err := keys.Get(ctx, tx, keys.RunnerRemainingSlotsKey{RunnerID: c.RunnerID})
+		if err != nil {
+			return false, corrupt.Mark("runner", err)
+		}
+		if !found || keys.RemainingMillislots(stored, c.value.TotalSlots) != c.entry.RemainingMillislots {
+			return takeFromFields(ctx, tx, in) // the entry is not the runner's as stored
+		}
+		remaining = stored
+	}
+	if remaining == 0 {
 		return false, nil
 	}
 	old := c.entry.Pack()
 	if err := udb.AddReadConflictKey(tx, old); err != nil {
 		return false, err
 	}
-	n := c.value.RemainingSlots - 1
+	n := remaining - 1
 	moved, v := c.entry, c.value
 	moved.RemainingMillislots, v.RemainingSlots = keys.RemainingMillislots(n, v.TotalSlots), n
-	tx.Clear(old)
-	keys.Set(tx, moved, v) // a full runner keeps its entry, last in the index
+	if moved != c.entry { // as state.setRemaining: the entry moves when its share does
+		tx.Clear(old)
+		keys.Set(tx, moved, v) // a full runner keeps its entry, last in the index
+	}
 	keys.Set(tx, keys.RunnerRemainingSlotsKey{RunnerID: c.RunnerID}, n)
 	keys.Set(tx, keys.RunnerActorKey{RunnerID: c.RunnerID, ActorID: in.ActorID}, in.Generation)
 	return true, nil

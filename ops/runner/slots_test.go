@@ -76,32 +76,34 @@ func (c countingTx) GetRange(begin, end udb.KeySelector, opt udb.RangeOptions) u
 func (c countingTx) Snapshot() udb.ReadTransaction { return c.reads }
 
 // takeFirst takes a slot of the first candidate of pool (ns, name) for a new actor, as a
-// create places one, and returns the reads TakeSlot made.
-func takeFirst(t *testing.T, db udb.Database, ns id.ID, name string, now int64) int {
+// create places one, and returns the point and range reads TakeSlot made.
+func takeFirst(t *testing.T, db udb.Database, ns id.ID, name string, now int64) (gets, ranges int) {
 	t.Helper()
-	return opstest.Write(t, db, func(tx udb.Transaction) (int, error) {
+	reads := opstest.Write(t, db, func(tx udb.Transaction) (countingReader, error) {
 		cands, err := ListCandidates(ctx, tx, ns, name, 0, 1)
 		if err != nil || len(cands) != 1 {
-			return 0, fmt.Errorf("candidates %v: %w", cands, err)
+			return countingReader{}, fmt.Errorf("candidates %v: %w", cands, err)
 		}
 		ct := newCountingTx(tx)
 		ok, err := TakeSlot(ctx, ct, TakeSlotInput{RunnerID: cands[0].RunnerID, ActorID: id.New(1), Generation: 1, PingedSinceMs: now - 1000, From: &cands[0]})
 		if err == nil && !ok {
 			err = fmt.Errorf("runner %v refused the actor", cands[0].RunnerID)
 		}
-		return ct.reads.gets + ct.reads.ranges, err
+		return *ct.reads, err
 	})
+	return reads.gets, reads.ranges
 }
 
-// A slot taken from the candidate's index entry reads nothing more for a runner of at most
-// 1,000 slots, whose entry holds its slot counts; a larger runner's entry may hold a stale
-// count (it moves only when the share of thousandths does), so its fields are read. Either
-// way the stored counts and the entry come out as the runner's fields say.
+// A slot taken from the candidate's index entry reads none of the runner's fields: for a
+// runner of at most 1,000 slots the entry holds its remaining count, a larger runner's
+// entry may hold a stale one (it moves only when the share of thousandths does), so the
+// stored count is read, one point read. Either way the stored count and the entry's key come
+// out as the runner's fields say, and a small runner's entry holds its count.
 func TestTakeSlotFromEntry(t *testing.T) {
 	for _, tc := range []struct {
-		slots     uint32
-		fromEntry bool
-	}{{10, true}, {1000, true}, {2000, false}} {
+		slots uint32
+		gets  int
+	}{{10, 0}, {1000, 0}, {2000, 1}, {100_000, 1}} {
 		t.Run(fmt.Sprint(tc.slots, " slots"), func(t *testing.T) {
 			db := opstest.Open(t)
 			ns := id.New(1)
@@ -109,9 +111,8 @@ func TestTakeSlotFromEntry(t *testing.T) {
 			in.TotalSlots = tc.slots
 			rid := register(t, db, in).RunnerID
 			for i := range uint32(3) {
-				reads := takeFirst(t, db, ns, "pool", 1000)
-				if got := reads == 0; got != tc.fromEntry {
-					t.Errorf("take %d: %d reads of the runner's fields, want none: %v", i+1, reads, tc.fromEntry)
+				if gets, ranges := takeFirst(t, db, ns, "pool", 1000); gets != tc.gets || ranges != 0 {
+					t.Errorf("take %d: %d point and %d range reads, want %d and none", i+1, gets, ranges, tc.gets)
 				}
 				if got, want := get(t, db, rid).RemainingSlots, tc.slots-i-1; got != want {
 					t.Fatalf("take %d: %d slots left, want %d", i+1, got, want)
@@ -125,7 +126,7 @@ func TestTakeSlotFromEntry(t *testing.T) {
 					v, _, err := keys.Get(ctx, r, s.allocKey())
 					return v, err
 				})
-				if tc.fromEntry && v != s.allocValue() {
+				if tc.slots <= entryCountedSlots && v != s.allocValue() { // a larger one's lags
 					t.Fatalf("take %d: index entry holds %+v, want %+v", i+1, v, s.allocValue())
 				}
 			}
@@ -134,39 +135,49 @@ func TestTakeSlotFromEntry(t *testing.T) {
 }
 
 // A slot taken from the index entry is serializable: a ping, a drain or another placement
-// on the runner committed meanwhile makes the take's transaction conflict.
+// on the runner committed meanwhile makes the take's transaction conflict, for a large
+// runner too, whose entry a placement need not move.
 func TestTakeSlotFromEntryConflicts(t *testing.T) {
-	for _, other := range []string{"ping", "drain", "take"} {
-		t.Run(other, func(t *testing.T) {
-			db := opstest.Open(t)
-			ns := id.New(1)
-			in := input(ns, "pool", "k", 1000)
-			rid := register(t, db, in).RunnerID
-			held := opstest.Begin(t, db)
-			cands, err := ListCandidates(ctx, held.Tx(), ns, "pool", 0, 1)
-			if err != nil || len(cands) != 1 {
-				t.Fatalf("candidates %v: %v", cands, err)
-			}
-			ok, err := TakeSlot(ctx, held.Tx(), TakeSlotInput{RunnerID: rid, ActorID: id.New(1), Generation: 1, From: &cands[0]})
-			if err != nil || !ok {
-				t.Fatalf("TakeSlot = %v, %v", ok, err)
-			}
-			switch other {
-			case "ping":
-				_, err = ping(db, rid, in.ConnID, 2000)
-			case "drain":
-				_, err = opstest.Transact(db, func(tx udb.Transaction) (DrainOutput, error) {
-					return Drain(ctx, tx, DrainInput{RunnerID: rid, NowMs: 2000})
-				})
-			case "take":
-				takeFirst(t, db, ns, "pool", 1000)
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", other, err)
-			}
-			if err := held.Commit(); !opstest.IsConflict(err) {
-				t.Fatalf("take committed after a %s: %v, want a conflict", other, err)
-			}
+	for _, slots := range []uint32{10, 100_000} {
+		for _, other := range []string{"ping", "drain", "take"} {
+			t.Run(fmt.Sprint(slots, " slots, ", other), func(t *testing.T) { takeRacing(t, slots, other) })
+		}
+	}
+}
+
+// takeRacing takes a slot from the index entry of a runner of slots slots and commits it
+// after the other op, which must make it conflict.
+func takeRacing(t *testing.T, slots uint32, other string) {
+	db := opstest.Open(t)
+	ns := id.New(1)
+	in := input(ns, "pool", "k", 1000)
+	in.TotalSlots = slots
+	rid := register(t, db, in).RunnerID
+	held := opstest.Begin(t, db)
+	cands, err := ListCandidates(ctx, held.Tx(), ns, "pool", 0, 1)
+	if err != nil || len(cands) != 1 {
+		t.Fatalf("candidates %v: %v", cands, err)
+	}
+	ok, err := TakeSlot(ctx, held.Tx(), TakeSlotInput{RunnerID: rid, ActorID: id.New(1), Generation: 1, From: &cands[0]})
+	if err != nil || !ok {
+		t.Fatalf("TakeSlot = %v, %v", ok, err)
+	}
+	switch other {
+	case "ping":
+		_, err = ping(db, rid, in.ConnID, 2000)
+	case "drain":
+		_, err = opstest.Transact(db, func(tx udb.Transaction) (DrainOutput, error) {
+			return Drain(ctx, tx, DrainInput{RunnerID: rid, NowMs: 2000})
 		})
+	case "take": // through the runner's fields, as a build without takeFromEntry does
+		_, err = opstest.Transact(db, func(tx udb.Transaction) (bool, error) {
+			return TakeSlot(ctx, tx, TakeSlotInput{RunnerID: rid, ActorID: id.New(1), Generation: 1})
+		})
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", other, err)
+	}
+	if err := held.Commit(); !opstest.IsConflict(err) {
+		t.Fatalf("take committed after a %s: %v, want a conflict", other, err)
 	}
 }
