@@ -90,9 +90,9 @@ func pageKey(lo, hi []byte, reverse bool) string {
 // pages of its own, under other cache keys.
 const servedRows = prefetchRows
 
-// cachedRows returns the first rows of [lo, hi) in the iteration order, at least n of them
-// (fewer only when they are all) and up to servedRows beyond, if a page read before holds
-// them, and whether more may follow them.
+// cachedRows returns the first rows of [lo, hi) in the iteration order, if a page read
+// before holds at least n of them (or all), and whether more may follow them: n rows, or up
+// to servedRows when n is fewer.
 func (s *snapshot) cachedRows(lo, hi []byte, reverse bool, n int) (rows []udb.KeyValue, more, ok bool) {
 	s.pages.Lock()
 	defer s.pages.Unlock()
