@@ -147,14 +147,15 @@ func TestOnFirstReady(t *testing.T) {
 	}
 }
 
-// berth start gives back its binary's pages once it serves (docs/benchmarks.md), and not with
-// node.keep_binary_pages.
+// berth start gives back its binary's pages once it serves (docs/benchmarks.md) and reads
+// them back into the page cache as it stops, and neither with node.keep_binary_pages.
 func TestStartGivesBackTheBinarysPages(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprint("keep_binary_pages=", keep), func(t *testing.T) {
 			logs := &logWatch{}
 			started := logs.await("berth started")
 			gaveBack := logs.await("gave back the binary's pages")
+			readBack := logs.await("reading the binary back into the page cache")
 			env := []string{"BERTH__database__url=mem://", "BERTH__guard__host=127.0.0.1", "BERTH__guard__port=0",
 				"BERTH__api_peer__host=127.0.0.1", "BERTH__api_peer__port=0", "BERTH__metrics__host=127.0.0.1",
 				"BERTH__metrics__port=0", "BERTH__log__level=debug", fmt.Sprint("BERTH__node__keep_binary_pages=", keep)}
@@ -185,12 +186,17 @@ func TestStartGivesBackTheBinarysPages(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatalf("start: %v", err)
 			}
-			select {
-			case <-gaveBack:
-				if keep {
-					t.Fatal("the binary's pages were given back with node.keep_binary_pages=true")
+			for what, ch := range map[string]<-chan struct{}{"given back": gaveBack, "read back": readBack} {
+				select {
+				case <-ch:
+					if keep {
+						t.Fatalf("the binary's pages were %s with node.keep_binary_pages=true", what)
+					}
+				default:
+					if !keep {
+						t.Fatalf("the binary's pages were not %s", what)
+					}
 				}
-			default:
 			}
 		})
 	}

@@ -147,7 +147,9 @@ serves, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when it drains.
 			defer signal.Stop(hup)
 			notify := sdNotifier(c.getenv("NOTIFY_SOCKET"))
 			if !cfg.Node.KeepBinaryPages {
-				notify = onFirstReady(notify, func() { go releaseBinaryPages(log) })
+				pages := &binaryPages{log: log}
+				defer pages.restore()
+				notify = onFirstReady(notify, func() { go pages.release() })
 			}
 			return explainListen(engine.Run(cmd.Context(), engine.Options{Config: cfg, Build: buildInfo(), Log: log,
 				Reload: hup, Notify: notify}))
@@ -173,14 +175,38 @@ func onFirstReady(notify func(state string), f func()) func(state string) {
 	}
 }
 
-// releaseBinaryPages unmaps the binary's pages start-up used (node.keep_binary_pages).
-func releaseBinaryPages(log *slog.Logger) {
+// binaryPages gives back the binary's pages start-up used once the engine serves, and
+// reads them back into the page cache as it stops, so that the next start does not read
+// the binary from disk (node.keep_binary_pages; docs/benchmarks.md).
+type binaryPages struct {
+	log      *slog.Logger
+	mu       sync.Mutex
+	released bool
+}
+
+func (b *binaryPages) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := textpages.Release()
+	b.released = true // even in part
 	if err != nil {
-		log.Warn("could not give back the binary's pages mapped at start-up; node.keep_binary_pages=true skips this", "err", err)
+		b.log.Warn("could not give back the binary's pages mapped at start-up; node.keep_binary_pages=true skips this", "err", err)
 		return
 	}
-	log.Debug("gave back the binary's pages mapped at start-up", "resident_kib", n>>10)
+	b.log.Debug("gave back the binary's pages mapped at start-up", "resident_kib", n>>10)
+}
+
+func (b *binaryPages) restore() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.released {
+		return
+	}
+	if err := textpages.Restore(); err != nil {
+		b.log.Debug("could not read the binary back into the page cache for the next start", "err", err)
+		return
+	}
+	b.log.Debug("reading the binary back into the page cache for the next start")
 }
 
 // start runs `berth start args` until ctx ends, with environ as the environment.

@@ -48,6 +48,38 @@ func Release() (uint64, error) {
 	return released, nil
 }
 
+// Restore asks the kernel to read the executable back into the page cache
+// (POSIX_FADV_WILLNEED: the reads are queued and go on after the call returns), so that
+// the binary's next start, in any process, does not read from disk what Release dropped. A
+// process that released its pages calls it as it stops, when its own memory no longer
+// matters. The kernel reads at most a read-ahead window per call (8 MiB here, 128 KiB by
+// default), so the file is asked for in windows of the smallest: about 470 calls for
+// berth's 59 MiB, 5 ms.
+func Restore() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	for off := int64(0); off < info.Size(); off += restoreWindow {
+		if err := unix.Fadvise(int(f.Fd()), off, restoreWindow, unix.FADV_WILLNEED); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreWindow is the span of one of Restore's requests: Linux's default read-ahead.
+const restoreWindow = 128 << 10
+
 // releaseRounds is how many times Release unmaps and drops.
 const releaseRounds = 3
 

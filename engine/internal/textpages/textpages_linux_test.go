@@ -3,6 +3,10 @@ package textpages
 import (
 	"os"
 	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 const sample = `00400000-00402000 r--p 00000000 fe:00 10340161                           /opt/berth/bin/berth
@@ -83,4 +87,57 @@ func residentText(t *testing.T) uint64 {
 		}
 	}
 	return rss
+}
+
+// Restore reads the executable back into the page cache after Release dropped it: the
+// reads it queues go on after it returns, so the test waits for them, up to 10 s.
+func TestRestoreReadsTheExecutableBack(t *testing.T) {
+	if _, err := Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cached, size := cachedPages(t)
+		if cached == size {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the executable's %d pages in the page cache 10 s after Restore", cached, size)
+		}
+		time.Sleep(10 * time.Millisecond) // the kernel's reads end with no event to wait on
+	}
+}
+
+// cachedPages is how many of the executable's pages are in the page cache, and of how many.
+func cachedPages(t *testing.T) (cached, size int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	for _, v := range vec {
+		cached += int(v & 1)
+	}
+	return cached, len(vec)
 }
