@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/berthhq/berth/bench/sidebyside"
@@ -153,6 +154,23 @@ func (c *children) stop(p *proc.Proc) {
 		}
 	}
 }
+
+// terminate stops engine process p as its operator would, with SIGTERM, and kills it if it
+// has not exited within engineStopWithin; then forgets it. A graceful stop lets an engine do
+// what it does on its way out (berth reads its binary back into the page cache for its next
+// start, docs/benchmarks.md); both engines get the same.
+func (c *children) terminate(p *proc.Proc) {
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Exited():
+	case <-time.After(engineStopWithin):
+		logf("  %s: still running %s after SIGTERM, killed", p.Name, engineStopWithin)
+	}
+	c.stop(p)
+}
+
+// engineStopWithin bounds an engine's graceful stop.
+const engineStopWithin = 10 * time.Second
 
 // stopAll stops every process still running; it may run more than once, and concurrently.
 func (c *children) stopAll() {

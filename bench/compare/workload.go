@@ -145,7 +145,7 @@ func (w *workload) session(ctx context.Context, e engineKind, rep int) (figures,
 	logf("  %s: start", e.name)
 	eng, took, err := w.startEngine(ctx, e, dir, st)
 	for _, p := range eng.procs {
-		defer w.kids.stop(p)
+		defer w.kids.terminate(p)
 	}
 	if err != nil {
 		return f, err
