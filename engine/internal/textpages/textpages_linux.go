@@ -17,15 +17,12 @@ import (
 // executable's cached pages that no process maps are dropped (POSIX_FADV_DONTNEED), so
 // that a fault reads back one page. Unmapping loses nothing: the pages are the file's.
 func Release() (uint64, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Open(exe)
+	f, err := openExecutable()
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	exe := f.Name()
 	// The drop skips dirty pages: a binary the linker or an installer has just written is
 	// written back first (best effort: on a read-only file system there is nothing to write).
 	_ = unix.Fdatasync(int(f.Fd()))
@@ -56,11 +53,7 @@ func Release() (uint64, error) {
 // default), so the file is asked for in windows of the smallest: about 470 calls for
 // berth's 59 MiB, 5 ms.
 func Restore() error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(exe)
+	f, err := openExecutable()
 	if err != nil {
 		return err
 	}
@@ -75,6 +68,15 @@ func Restore() error {
 		}
 	}
 	return nil
+}
+
+// openExecutable opens this process's executable; its Name is the executable's path.
+func openExecutable() (*os.File, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(exe)
 }
 
 // restoreWindow is the span of one of Restore's requests: Linux's default read-ahead.

@@ -114,11 +114,7 @@ func TestRestoreReadsTheExecutableBack(t *testing.T) {
 // cachedPages is how many of the executable's pages are in the page cache, and of how many.
 func cachedPages(t *testing.T) (cached, size int) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(exe)
+	f, err := openExecutable()
 	if err != nil {
 		t.Fatal(err)
 	}
