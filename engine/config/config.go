@@ -261,12 +261,12 @@ type Node struct {
 	// most 16384.
 	GCHeapFloorMiB uint32 `json:"gc_heap_floor_mib"`
 	// KeepBinaryPages keeps berth's binary mapped as start-up left it. By default, on Linux,
-	// once it serves, `berth start` unmaps its code and read-only data and drops the pages
-	// no other process maps from the page cache, so that only the pages it goes on using come
-	// back, one at a time: recent kernels map a binary in folios of up to 2 MiB, and the
-	// idle engine's resident memory is about half as large without them (docs/benchmarks.md).
-	// The first run of code unused since start-up then reads its page from disk, and so does
-	// the binary's next start (about 15–20 ms more on a 2-core VM's disk).
+	// a second after it first serves, `berth start` unmaps its code and read-only data and
+	// drops the pages no other process maps from the page cache, so that only the pages it
+	// goes on using come back, one at a time: recent kernels map a binary in folios of up to
+	// 2 MiB, and the idle engine's resident memory is about half as large without them
+	// (docs/benchmarks.md). The first run of code unused since start-up then reads its page
+	// from disk; a graceful stop reads the binary back into the page cache for the next start.
 	KeepBinaryPages bool `json:"keep_binary_pages"`
 	// Releases bounds the ownership releases in flight during a graceful drain (environment
 	// alias BERTH_RELEASES). Default 128.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -199,6 +200,22 @@ func TestStartGivesBackTheBinarysPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An engine that stops before its binary's pages are due to be given back gives none back,
+// even if the release's timer fires as it stops, and reads nothing back.
+func TestStopBeforeTheReleaseGivesNothingBack(t *testing.T) {
+	var out strings.Builder
+	b := &binaryPages{log: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	b.releaseLater()
+	b.restore()
+	if b.timer.Stop() {
+		t.Fatal("the release was still due after the engine stopped")
+	}
+	b.release() // a timer that fired as the engine stopped
+	if b.released || out.Len() > 0 {
+		t.Fatalf("released %v after a stop; log:\n%s", b.released, out.String())
 	}
 }
 
