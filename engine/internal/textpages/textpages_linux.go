@@ -15,10 +15,10 @@ import (
 // copy of a page, and returns how many of their bytes were resident. They are marked first
 // not to be mapped in huge pages (MADV_NOHUGEPAGE) nor read ahead (MADV_RANDOM), then
 // reclaimed where no other process maps them (MADV_PAGEOUT: unmapped and dropped from the
-// page cache at once, so no fault in between maps a whole cached folio again), then unmapped
-// (MADV_DONTNEED); last the executable's cached pages that no process maps are dropped
-// (POSIX_FADV_DONTNEED), so that a fault reads back one page. Unmapping loses nothing: the
-// pages are the file's.
+// page cache in one call, so that the engine's other threads, running meanwhile, cannot map
+// a whole cached folio back between the two), then unmapped (MADV_DONTNEED); last the
+// executable's cached pages that no process maps are dropped (POSIX_FADV_DONTNEED), so
+// that a fault reads back one page. Unmapping loses nothing: the pages are the file's.
 func Release() (uint64, error) {
 	f, err := openExecutable()
 	if err != nil {
@@ -29,23 +29,11 @@ func Release() (uint64, error) {
 	// The drop skips dirty pages: a binary the linker or an installer has just written is
 	// written back first (best effort: on a read-only file system there is nothing to write).
 	_ = unix.Fdatasync(int(f.Fd()))
-	// The engine's other threads fault their hot pages back in between the unmapping and the
-	// drop, mapping whole folios again, which the drop then keeps: a second and third round
-	// catch those.
-	var released uint64
-	for round := range releaseRounds {
-		n, err := unmap(exe)
-		if round == 0 {
-			released = n
-		}
-		if err != nil {
-			return released, err
-		}
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			return released, err
-		}
+	released, err := unmap(exe)
+	if err != nil {
+		return released, err
 	}
-	return released, nil
+	return released, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 // Restore asks the kernel to read the executable back into the page cache
@@ -84,9 +72,6 @@ func openExecutable() (*os.File, error) {
 
 // restoreWindow is the span of one of Restore's requests: Linux's default read-ahead.
 const restoreWindow = 128 << 10
-
-// releaseRounds is how many times Release unmaps and drops.
-const releaseRounds = 3
 
 // unmap advises and unmaps the executable's read-only mappings, and returns how many of
 // their bytes were resident.
