@@ -190,7 +190,7 @@ type binaryPages struct {
 // releaseAfter is how long after the engine first reports ready the binary's pages are
 // given back. Giving them back makes the code that runs next fault its pages in from disk,
 // one at a time: done at once, it made the first requests to a new engine (a health check
-// polled every 5 ms) wait 40–100 ms instead of 20 (docs/benchmarks.md).
+// polled every 5 ms) wait up to 120 ms instead of about 20 (docs/benchmarks.md).
 const releaseAfter = time.Second
 
 // releaseLater gives the pages back releaseAfter from now, unless the engine stops first.
