@@ -194,7 +194,8 @@ func (db *DB) startPrune(h int64) {
 	})
 }
 
-// pruneOn runs the pruning statements at horizon h on c.
+// pruneOn runs the pruning statements at horizon h on c, then vacuums the
+// write log once writeLogVacuumRows of its rows were deleted.
 func (db *DB) pruneOn(c *pgx.Conn, h int64) error {
 	b := &pgx.Batch{}
 	for _, sql := range []string{pruneSupersededSQL, pruneClearsSQL, pruneWriteLogSQL} {
@@ -206,11 +207,37 @@ func (db *DB) pruneOn(c *pgx.Conn, h int64) error {
 			b.Queue(`SET LOCAL enable_seqscan = on`)
 		}
 		b.Queue(`SELECT set_config('lock_timeout', $1, true)`, db.pruneLockTimeout)
-		b.Queue(sql, h)
+		q := b.Queue(sql, h)
+		if sql == pruneWriteLogSQL {
+			q.Exec(func(tag pgconn.CommandTag) error {
+				db.prune.logDeleted += tag.RowsAffected()
+				return nil
+			})
+		}
 		b.Queue("COMMIT")
 	}
-	return c.SendBatch(db.ctx, b).Close()
+	if err := c.SendBatch(db.ctx, b).Close(); err != nil {
+		return err
+	}
+	if db.prune.logDeleted < writeLogVacuumRows {
+		return nil
+	}
+	// SKIP_LOCKED: an autovacuum of the table running meanwhile does it. A
+	// role that does not own the table gets a warning and no vacuum.
+	if _, err := c.Exec(db.ctx, `VACUUM (SKIP_LOCKED) udb_write_log`); err != nil {
+		return err
+	}
+	db.prune.logDeleted = 0
+	return nil
 }
+
+// writeLogVacuumRows is how many write-log rows pruning deletes before it
+// vacuums the table itself. A deleted row stays in udb_write_log's primary
+// key until a vacuum, and a commit's conflict check of a range read walks
+// every entry of the range, dead or alive: with autovacuum alone (a minute
+// apart at best, and not before a new database's first minute) creates on
+// PostgreSQL stalled for 10–30 s with 140,000 dead rows (docs/udb.md).
+const writeLogVacuumRows = 20_000
 
 // waitPruned waits until the prune started last has finished.
 func (db *DB) waitPruned() { db.prune.wg.Wait() }

@@ -69,6 +69,9 @@ type DB struct {
 		running bool           // a prune started by startPrune has not finished
 		closed  bool           // Close was called: no prune starts
 		wg      sync.WaitGroup // the prune running
+		// logDeleted counts the write-log rows deleted since the write log was
+		// last vacuumed; only the running prune uses it.
+		logDeleted int64
 	}
 	pruneLockTimeout string
 

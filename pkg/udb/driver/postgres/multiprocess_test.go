@@ -365,6 +365,49 @@ func TestPrune(t *testing.T) {
 	}
 }
 
+// TestPruneVacuumsTheWriteLog checks that pruning vacuums the write log itself once
+// writeLogVacuumRows of its rows were deleted, and not before: until a vacuum the deleted
+// rows stay in its index, where conflict checks of range reads walk them.
+func TestPruneVacuumsTheWriteLog(t *testing.T) {
+	ctx := t.Context()
+	db, admin := openWithAdmin(t, newStore(t))
+	if _, err := admin.Exec(ctx, `ALTER TABLE udb_write_log SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	vacuums := func() int64 {
+		t.Helper()
+		var n int64
+		if err := admin.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'udb_write_log'::regclass`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// prune commits n keys, each a range of the write log, then prunes them all.
+	prune := func(n int, prefix string) {
+		t.Helper()
+		commitWith(t, db, fmt.Sprint(n, " keys"), func(tx udb.Transaction) {
+			for i := range n {
+				tx.Set([]byte(fmt.Sprintf("%s/%06d", prefix, i)), []byte("v"))
+			}
+		})
+		db.waitPruned()
+		db.AdvanceVersions(udb.MVCCWindowVersions + 1)
+		db.prune.Lock()
+		db.prune.last = time.Time{}
+		db.prune.Unlock()
+		put(t, db, "other", prefix) // raises the horizon and starts pruning
+		db.waitPruned()
+	}
+	prune(writeLogVacuumRows-10, "a")
+	if n := vacuums(); n != 0 {
+		t.Fatalf("the write log was vacuumed %d times after fewer than %d of its rows were pruned", n, writeLogVacuumRows)
+	}
+	prune(10, "b")
+	if n := vacuums(); n != 1 {
+		t.Fatalf("the write log was vacuumed %d times after %d of its rows were pruned, want once", n, writeLogVacuumRows)
+	}
+}
+
 // pruneWaiting sets up a prune that will have to wait: hot has a superseded
 // row, which the returned transaction of another session locks, and the
 // next commit raises the horizon above it.
