@@ -194,10 +194,11 @@ type binaryPages struct {
 const releaseAfter = time.Second
 
 // releaseLater gives the pages back releaseAfter from now, unless the engine stops first.
+// It runs once (onFirstReady).
 func (b *binaryPages) releaseLater() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.stopped && b.timer == nil {
+	if !b.stopped {
 		b.timer = time.AfterFunc(releaseAfter, b.release)
 	}
 }
